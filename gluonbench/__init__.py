@@ -1,0 +1,16 @@
+"""gluonbench: why Gluon/MXNet training is slow, and how to make the data pipeline keep up."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "diagnose", "run_once", "sweep"]
+
+
+def __getattr__(name: str):
+    # the API imports MXNet; keep `import gluonbench` (and the CLI's argument errors) fast
+    if name in ("sweep", "run_once", "diagnose"):
+        from gluonbench import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'gluonbench' has no attribute {name!r}")

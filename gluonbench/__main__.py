@@ -1,0 +1,3 @@
+from gluonbench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Statistics, verdicts and rules over measured runs."""

@@ -1,0 +1,1 @@
+"""Data set formats (IDX, RecordIO) and discovery."""

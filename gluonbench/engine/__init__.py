@@ -1,0 +1,1 @@
+"""One timed run, probes as stage swaps, and child-process isolation."""

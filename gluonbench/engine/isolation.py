@@ -1,0 +1,156 @@
+"""Run one :class:`RunSpec` in its own child process, with a timeout.
+
+The child starts a new session (its own process group), so its DataLoader
+workers share its group. After the child ends, for whatever reason, the whole
+group is killed: a crash, hang or leak in one run cannot leave processes behind
+or stop the sweep. MXNet shared-memory segments (``/dev/shm/mx_*``) that the
+run's processes left are removed too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from gluonbench.engine.run import PROGRESS_ENV, RunResult, RunSpec, utc_now
+
+log = logging.getLogger(__name__)
+
+SHM_DIR = Path("/dev/shm")
+
+
+def shm_entries() -> set[str]:
+    try:
+        return set(os.listdir(SHM_DIR))
+    except OSError:
+        return set()
+
+
+def _read_progress(path: Path) -> int:
+    try:
+        return int(path.read_text() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _tree_pids(pid: int) -> set[int]:
+    try:
+        root = psutil.Process(pid)
+        return {pid} | {p.pid for p in root.children(recursive=True)}
+    except psutil.Error:
+        return set()
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(p.pid) == pgid:
+                members.append(p.pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+    return members
+
+
+def clean_shm(before: set[str], pids: set[int]) -> list[str]:
+    """Remove MXNet segments created since ``before`` by one of ``pids``; return their names."""
+    removed = []
+    for name in sorted(shm_entries() - before):
+        if not name.startswith("mx_"):
+            continue
+        try:
+            owner = int(name.split("_")[1], 16)
+        except (IndexError, ValueError):
+            continue
+        if owner in pids:
+            try:
+                (SHM_DIR / name).unlink()
+                removed.append(name)
+            except OSError:
+                pass
+    return removed
+
+
+def run_isolated(
+    spec: RunSpec,
+    log_path: Path,
+    timeout_s: float,
+    progress: Callable[[int], None] | None = None,
+) -> RunResult:
+    """Run ``spec`` in a child process; never raises for a failure of the run itself.
+
+    ``progress(steps_done)`` is called as the child reports training steps.
+    ``KeyboardInterrupt`` in the parent kills the child's group and is re-raised.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    shm_before = shm_entries()
+    started = utc_now()
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gluonbench-run-") as tmp:
+        spec_path = Path(tmp) / "spec.json"
+        result_path = Path(tmp) / "result.json"
+        spec_path.write_text(json.dumps(spec.to_dict()))
+        progress_path = Path(tmp) / "progress"
+        env = dict(os.environ, **{PROGRESS_ENV: str(progress_path)})
+        with open(log_path, "ab") as logf:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "gluonbench.engine.child", str(spec_path), str(result_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+            )
+        pids = {proc.pid}
+        status, error = "ok", None
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=0.5)
+                    break
+                except subprocess.TimeoutExpired:
+                    pids |= _tree_pids(proc.pid)
+                    if progress is not None:
+                        progress(_read_progress(progress_path))
+                    if time.monotonic() - t0 > timeout_s:
+                        status, error = "timeout", f"run exceeded --timeout {timeout_s:g} s and was killed"
+                        break
+        finally:
+            # kill the whole group: the child (if still there) and any worker it left
+            pids |= set(_group_members(proc.pid))
+            _kill_group(proc.pid)
+            proc.wait()
+            if progress is not None:
+                progress(_read_progress(progress_path))
+            removed = clean_shm(shm_before, pids)
+            if removed:
+                log.warning("removed %d shared-memory segment(s) left by the run: %s", len(removed), ", ".join(removed))
+        if status == "ok" and result_path.exists():
+            result = RunResult.from_dict(json.loads(result_path.read_text()))
+        else:
+            if status == "ok":
+                rc = proc.returncode
+                why = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
+                status, error = "failed", f"child process died ({why}) without a result; see {log_path}"
+            result = RunResult(spec=spec.to_dict(), status=status, error=error)
+    result.started_utc = result.started_utc or started
+    result.finished_utc = result.finished_utc or utc_now()
+    result.wall_s = time.monotonic() - t0
+    return result

@@ -1,0 +1,246 @@
+"""One run = one loader setting: train (timed per step), evaluate, record.
+
+:func:`train_and_eval` runs in the current process; :mod:`gluonbench.engine.isolation`
+runs it in a child process with a timeout. Both return a :class:`RunResult`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+from time import perf_counter
+from typing import Any
+
+import numpy as np
+
+from gluonbench.engine.loop import ModelStep, StepTimes, evaluate_accuracy, run_steps
+from gluonbench.errors import GluonbenchError
+from gluonbench.monitor import SystemMonitor
+
+log = logging.getLogger(__name__)
+
+FAULT_ENV = "GLUONBENCH_INJECT_FAULT"
+PROGRESS_ENV = "GLUONBENCH_PROGRESS_FILE"
+
+
+class _ProgressFile:
+    """Lets a parent process follow the training steps of a child (at most 4 writes a second)."""
+
+    def __init__(self) -> None:
+        self.path = os.environ.get(PROGRESS_ENV)
+        self.last = 0.0
+
+    def __call__(self, steps: int, force: bool = False) -> None:
+        now = perf_counter()
+        if self.path and (force or now - self.last >= 0.25):
+            self.last = now
+            with open(self.path, "w") as f:
+                f.write(str(steps))
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that defines one run; JSON-serialisable so a child process can receive it."""
+
+    workload: str = "mnist"
+    data_dir: str | None = None
+    workers: int = 0
+    eval_workers: int | None = None
+    batch_size: int = 64
+    epochs: int = 1
+    max_batches: int | None = None
+    ctx: str = "cpu"
+    thread_pool: bool = False
+    seed: int = 1
+    repeat: int = 0
+    download: bool = True
+    monitor_interval: float = 0.5
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """Identity of a run inside a sweep: (workers, repeat)."""
+        return (self.workers, self.repeat)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunSpec:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class RunResult:
+    """What one run measured. ``status`` is ``ok``, ``failed`` or ``timeout``."""
+
+    spec: dict[str, Any]
+    status: str = "ok"
+    error: str | None = None
+    train_s: float = 0.0
+    eval_s: float = 0.0
+    accuracy: float = float("nan")
+    train_samples: int = 0
+    eval_samples: int = 0
+    samples_per_s: float = 0.0
+    loader_start_s: float = 0.0
+    first_batch_s: float = 0.0
+    steady: dict[str, Any] = field(default_factory=dict)
+    system: dict[str, Any] = field(default_factory=dict)
+    started_utc: str = ""
+    finished_utc: str = ""
+    wall_s: float = 0.0
+    env: dict[str, Any] = field(default_factory=dict)
+    command: str = ""
+    kind: str = "run"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def run_spec(self) -> RunSpec:
+        return RunSpec.from_dict(self.spec)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def make_loader(dataset: Any, transform: Any, batch_size: int, shuffle: bool, workers: int, thread_pool: bool = False):
+    """A ``gluon.data.DataLoader`` over ``dataset.transform(transform)``, as the seed builds it."""
+    from gluonbench._mx import gluon
+
+    source = dataset.transform(transform) if transform is not None else dataset
+    return gluon.data.DataLoader(source, batch_size, shuffle=shuffle, num_workers=workers, thread_pool=thread_pool)
+
+
+def close_loader(loader: Any) -> None:
+    """Stop a DataLoader's worker pool now rather than at garbage collection."""
+    pool = getattr(loader, "_worker_pool", None)
+    if pool is not None:
+        pool.terminate()
+        pool.join()
+        loader._worker_pool = None
+
+
+def _maybe_inject_fault(spec: RunSpec, phase: str) -> None:
+    """Test hook: ``GLUONBENCH_INJECT_FAULT=crash@2`` aborts the run with 2 workers.
+
+    Formats: ``crash@W`` (SIGABRT after the first step, workers alive),
+    ``hang@W`` (sleeps forever after the first step), ``raise@W``.
+    """
+    fault = os.environ.get(FAULT_ENV, "")
+    if not fault or phase != "after_first_step":
+        return
+    kind, _, workers = fault.partition("@")
+    if workers and int(workers) != spec.workers:
+        return
+    if kind == "crash":
+        os.abort()
+    if kind == "hang":
+        import time
+
+        while True:
+            time.sleep(3600)
+    if kind == "raise":
+        raise RuntimeError(f"injected fault ({FAULT_ENV}={fault})")
+
+
+def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
+    """Train and evaluate in this process; the seed's loop with per-step timing.
+
+    ``workload`` defaults to the registered workload named by ``spec.workload``.
+    """
+    from gluonbench._mx import gluon, mx
+    from gluonbench.engine.context import parse_ctx
+    from gluonbench.env import environment
+    from gluonbench.workloads import get_workload
+
+    if workload is None:
+        workload = get_workload(spec.workload, data_dir=spec.data_dir, download=spec.download)
+    ctx = parse_ctx(spec.ctx)
+    result = RunResult(spec=spec.to_dict(), started_utc=utc_now(), env=environment())
+    t_run = perf_counter()
+    mx.random.seed(spec.seed)
+    # the seed seeds MXNet only; the loader's shuffle draws from numpy, seeded too for repeatability
+    np.random.seed(spec.seed)
+    eval_workers = spec.workers if spec.eval_workers is None else spec.eval_workers
+    monitor = SystemMonitor(interval=spec.monitor_interval).start()
+    train_loader = test_loader = None
+    try:
+        t0 = perf_counter()
+        train_loader = make_loader(
+            workload.train, workload.transform, spec.batch_size, True, spec.workers, spec.thread_pool
+        )
+        test_loader = make_loader(
+            workload.test, workload.transform, spec.batch_size, False, eval_workers, spec.thread_pool
+        )
+        result.loader_start_s = perf_counter() - t0
+
+        net = workload.make_net()
+        init = workload.init() if workload.init is not None else mx.init.Xavier(magnitude=2.24)
+        net.collect_params().initialize(init, ctx=ctx, force_reinit=True)
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": workload.learning_rate})
+        step = ModelStep(net, workload.make_loss(), trainer)
+
+        times = StepTimes()
+        report = _ProgressFile()
+
+        def after_step(n: int) -> None:
+            done = len(times) + n
+            if done == 1:
+                _maybe_inject_fault(spec, "after_first_step")
+            report(done)
+
+        train_start = perf_counter()
+        for _ in range(spec.epochs):
+            left = None if spec.max_batches is None else spec.max_batches - len(times)
+            if left is not None and left <= 0:
+                break
+            times.extend(run_steps(train_loader, ctx, step, max_steps=left, on_step=after_step))
+        eval_start = perf_counter()
+        report(len(times), force=True)
+        accuracy, eval_samples = evaluate_accuracy(test_loader, net, ctx, spec.max_batches)
+        eval_end = perf_counter()
+    finally:
+        for loader in (train_loader, test_loader):
+            if loader is not None:
+                close_loader(loader)
+        system = monitor.stop()
+
+    result.train_s = eval_start - train_start
+    result.eval_s = eval_end - eval_start
+    result.accuracy = accuracy
+    result.train_samples = sum(times.samples)
+    result.eval_samples = eval_samples
+    result.samples_per_s = result.train_samples / result.train_s if result.train_s > 0 else 0.0
+    result.first_batch_s = times.wait[0] if len(times) else 0.0
+    result.steady = times.split(skip=1).to_dict()
+    result.system = system.to_dict()
+    result.finished_utc = utc_now()
+    result.wall_s = perf_counter() - t_run
+    if len(times) == 0:
+        raise GluonbenchError("the training loader yielded no batch; is the data set empty?")
+    return result
+
+
+def seed_line(result: RunResult) -> str:
+    """The seed's output line for one run."""
+    w = result.spec["workers"]
+    if not result.ok:
+        return f"{w} workers: {result.status} ({result.error})"
+    return (
+        f"{w} workers: train duration {result.train_s:.4}, eval duration {result.eval_s:.4}, "
+        f"test accuracy {result.accuracy:.2}"
+    )

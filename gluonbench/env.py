@@ -1,0 +1,82 @@
+"""Environment metadata stored with every run."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+
+import psutil
+
+from gluonbench import __version__
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def gpus() -> list[str]:
+    """GPU names from nvidia-smi, or an empty list."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> dict:
+    """Versions, hardware and OS; computed once per process."""
+    import numpy
+
+    try:
+        from importlib.metadata import version
+
+        mxnet_version = version("mxnet")
+    except Exception:
+        try:
+            from gluonbench._mx import mx
+
+            mxnet_version = mx.__version__
+        except Exception:
+            mxnet_version = "unknown"
+    return {
+        "gluonbench": __version__,
+        "mxnet": mxnet_version,
+        "numpy": numpy.__version__,
+        "python": platform.python_version(),
+        "cpu": cpu_model(),
+        "cores_logical": psutil.cpu_count() or 0,
+        "cores_physical": psutil.cpu_count(logical=False) or 0,
+        "memory_bytes": psutil.virtual_memory().total,
+        "gpus": gpus(),
+        "os": platform.platform(),
+        "hostname": platform.node(),
+        "mxnet_env": {k: v for k, v in os.environ.items() if k.startswith(("MXNET_", "OMP_"))},
+    }
+
+
+def command_line() -> str:
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    if prog == "__main__.py":
+        prog = "python -m gluonbench"
+    return " ".join([prog] + [shlex.quote(a) for a in sys.argv[1:]])

@@ -1,0 +1,175 @@
+"""Sample a process tree and the machine with psutil, every 500 ms by default.
+
+The tree is the process being measured and all its descendants (DataLoader
+workers included). Memory is the sum of PSS (proportional set size) over the
+tree, so pages a forked worker shares with its parent count once; where PSS is
+not readable, RSS. Per-core CPU and iowait come from deltas of
+``psutil.cpu_times(percpu=True)``, so the sampler keeps no global psutil state
+and several monitors can run at once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+
+import psutil
+
+
+@dataclass
+class SystemSummary:
+    """What the sampler saw between ``start()`` and ``stop()``."""
+
+    duration_s: float = 0.0
+    samples: int = 0
+    interval_s: float = 0.5
+    cores: int = 0
+    peak_mem_bytes: int = 0
+    peak_mem_main_bytes: int = 0
+    peak_mem_workers_bytes: int = 0
+    peak_processes: int = 0
+    cpu_util_pct: float = 0.0
+    per_core_pct: list[float] = field(default_factory=list)
+    per_core_max_pct: list[float] = field(default_factory=list)
+    iowait_pct: float = 0.0
+    read_bytes_per_s: float = 0.0
+    read_chars_per_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _cpu_vector() -> list[tuple[float, float, float]]:
+    """(busy, iowait, total) seconds per core since boot."""
+    out = []
+    for t in psutil.cpu_times(percpu=True):
+        total = sum(t)
+        idle = t.idle + getattr(t, "iowait", 0.0)
+        out.append((total - idle, getattr(t, "iowait", 0.0), total))
+    return out
+
+
+def _busy_pct(now: list[tuple[float, float, float]], before: list[tuple[float, float, float]]) -> list[float]:
+    """Per-core busy % between two :func:`_cpu_vector` readings."""
+    return [100.0 * (b - b0) / max(t - t0, 1e-9) for (b, _, t), (b0, _, t0) in zip(now, before, strict=False)]
+
+
+class SystemMonitor:
+    """Background sampler of a process tree; use as a context manager.
+
+    >>> with SystemMonitor() as mon:
+    ...     work()
+    >>> mon.summary.peak_mem_bytes
+    """
+
+    def __init__(self, pid: int | None = None, interval: float = 0.5) -> None:
+        self.pid = pid or os.getpid()
+        self.interval = interval
+        self.summary = SystemSummary(interval_s=interval, cores=psutil.cpu_count() or 1)
+        self.pids_seen: set[int] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._cpu_by_pid: dict[int, float] = {}
+        self._io_by_pid: dict[int, tuple[int, int]] = {}
+        self._procs: dict[int, psutil.Process] = {}
+
+    # -- sampling ---------------------------------------------------------
+    def _tree(self) -> list[psutil.Process]:
+        try:
+            root = self._procs.setdefault(self.pid, psutil.Process(self.pid))
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
+        # keep Process objects so cpu/io deltas stay per process identity
+        return [self._procs.setdefault(p.pid, p) for p in procs]
+
+    def _sample(self) -> None:
+        mem_total = mem_main = 0
+        procs = self._tree()
+        for p in procs:
+            try:
+                with p.oneshot():
+                    try:
+                        # PSS splits copy-on-write pages shared with forked workers
+                        mem = p.memory_full_info().pss
+                    except (psutil.AccessDenied, AttributeError):
+                        mem = p.memory_info().rss
+                    times = p.cpu_times()
+                    try:
+                        io = p.io_counters()
+                        self._io_by_pid[p.pid] = (io.read_bytes, io.read_chars)
+                    except (psutil.AccessDenied, AttributeError):
+                        pass
+            except psutil.Error:
+                continue
+            self.pids_seen.add(p.pid)
+            self._cpu_by_pid[p.pid] = times.user + times.system
+            mem_total += mem
+            if p.pid == self.pid:
+                mem_main = mem
+        s = self.summary
+        s.samples += 1
+        s.peak_mem_bytes = max(s.peak_mem_bytes, mem_total)
+        s.peak_mem_main_bytes = max(s.peak_mem_main_bytes, mem_main)
+        s.peak_mem_workers_bytes = max(s.peak_mem_workers_bytes, mem_total - mem_main)
+        s.peak_processes = max(s.peak_processes, len(procs))
+        cpu = _cpu_vector()
+        busy = _busy_pct(cpu, self._last_cpu)
+        s.per_core_max_pct = (
+            [max(a, b) for a, b in zip(s.per_core_max_pct, busy, strict=False)] if s.per_core_max_pct else busy
+        )
+        self._last_cpu = cpu
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    # -- lifecycle --------------------------------------------------------
+    def start(self) -> SystemMonitor:
+        self._t0 = time.perf_counter()
+        self._cpu0 = _cpu_vector()
+        self._last_cpu = self._cpu0
+        self._tree_cpu0 = self._tree_cpu_now()
+        self._io0 = dict(self._io_by_pid)
+        self._sample()
+        self._thread = threading.Thread(target=self._loop, name="gluonbench-monitor", daemon=True)
+        self._thread.start()
+        return self
+
+    def _tree_cpu_now(self) -> float:
+        for p in self._tree():
+            try:
+                t = p.cpu_times()
+                self._cpu_by_pid[p.pid] = t.user + t.system
+            except psutil.Error:
+                pass
+        return sum(self._cpu_by_pid.values())
+
+    def stop(self) -> SystemSummary:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._sample()
+        s = self.summary
+        wall = max(time.perf_counter() - self._t0, 1e-9)
+        s.duration_s = wall
+        tree_cpu = self._tree_cpu_now() - self._tree_cpu0
+        s.cpu_util_pct = 100.0 * tree_cpu / (wall * s.cores)
+        cpu1 = _cpu_vector()
+        s.per_core_pct = _busy_pct(cpu1, self._cpu0)
+        elapsed = sum(t - t0 for (_, _, t), (_, _, t0) in zip(cpu1, self._cpu0, strict=False))
+        iowait = sum(i - i0 for (_, i, _), (_, i0, _) in zip(cpu1, self._cpu0, strict=False))
+        s.iowait_pct = 100.0 * iowait / max(elapsed, 1e-9)
+        read_bytes = sum(v[0] for v in self._io_by_pid.values()) - sum(v[0] for v in self._io0.values())
+        read_chars = sum(v[1] for v in self._io_by_pid.values()) - sum(v[1] for v in self._io0.values())
+        s.read_bytes_per_s = max(read_bytes, 0) / wall
+        s.read_chars_per_s = max(read_chars, 0) / wall
+        return s
+
+    def __enter__(self) -> SystemMonitor:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,118 @@
+"""Aggregate a sweep's run records per worker count: the seed's table and the best setting."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gluonbench.analysis.stats import median
+
+
+@dataclass
+class SweepRow:
+    """All repeats of one worker count: medians with min-max."""
+
+    workers: int
+    runs: int
+    failed: int
+    train_s: float
+    train_s_min: float
+    train_s_max: float
+    eval_s: float
+    accuracy: float
+    samples_per_s: float
+    samples_per_s_min: float
+    samples_per_s_max: float
+    steady_samples_per_s: float
+    first_batch_s: float
+    wait_frac: float
+    peak_mem_mb: float
+    cpu_util_pct: float
+    speedup: float = math.nan
+    errors: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SweepSummary:
+    rows: list[SweepRow]
+    best_workers: int | None
+    baseline_workers: int | None
+    env: dict[str, Any]
+    command: str
+    started_utc: str
+    finished_utc: str
+    settings: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _ok(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if r.get("status") == "ok"]
+
+
+def summarise(records: list[dict[str, Any]], settings: dict[str, Any] | None = None) -> SweepSummary:
+    """Group run records (``kind == "run"``) by worker count."""
+    runs = [r for r in records if r.get("kind", "run") == "run"]
+    by_workers: dict[int, list[dict[str, Any]]] = {}
+    for r in runs:
+        by_workers.setdefault(int(r["spec"]["workers"]), []).append(r)
+    rows = []
+    for w in sorted(by_workers):
+        group = by_workers[w]
+        ok = _ok(group)
+        get = lambda key, rs=ok: [float(r[key]) for r in rs if r.get(key) is not None]  # noqa: E731
+        train, rate = get("train_s"), get("samples_per_s")
+        rows.append(
+            SweepRow(
+                workers=w,
+                runs=len(ok),
+                failed=len(group) - len(ok),
+                train_s=median(train),
+                train_s_min=min(train, default=math.nan),
+                train_s_max=max(train, default=math.nan),
+                eval_s=median(get("eval_s")),
+                accuracy=median(get("accuracy")),
+                samples_per_s=median(rate),
+                samples_per_s_min=min(rate, default=math.nan),
+                samples_per_s_max=max(rate, default=math.nan),
+                steady_samples_per_s=median(
+                    [r["steady"].get("samples_per_s", math.nan) for r in ok if r.get("steady")]
+                ),
+                first_batch_s=median(get("first_batch_s")),
+                wait_frac=median([r["steady"].get("wait_frac", math.nan) for r in ok if r.get("steady")]),
+                peak_mem_mb=max(
+                    (r["system"].get("peak_mem_bytes", 0) / 2**20 for r in ok if r.get("system")), default=math.nan
+                ),
+                cpu_util_pct=median([r["system"].get("cpu_util_pct", math.nan) for r in ok if r.get("system")]),
+                errors=[str(r.get("error")) for r in group if r.get("status") != "ok"],
+                extra={k: v for r in ok for k, v in (r.get("extra") or {}).items()},
+            )
+        )
+    measured = [row for row in rows if row.runs and not math.isnan(row.samples_per_s)]
+    baseline = min((row.workers for row in measured), default=None)
+    base_rate = next((row.samples_per_s for row in measured if row.workers == baseline), math.nan)
+    for row in measured:
+        row.speedup = row.samples_per_s / base_rate if base_rate else math.nan
+    best = max(measured, key=lambda row: row.samples_per_s).workers if measured else None
+    first = runs[0] if runs else {}
+    return SweepSummary(
+        rows=rows,
+        best_workers=best,
+        baseline_workers=baseline,
+        env=next((r.get("env") for r in ok_first(runs)), {}) or {},
+        command=(settings or {}).get("command") or first.get("command", ""),
+        started_utc=min((r.get("started_utc", "") for r in runs if r.get("started_utc")), default=""),
+        finished_utc=max((r.get("finished_utc", "") for r in runs if r.get("finished_utc")), default=""),
+        settings=settings or {},
+    )
+
+
+def ok_first(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs with environment metadata first (a failed run may lack it)."""
+    return sorted(runs, key=lambda r: not r.get("env"))

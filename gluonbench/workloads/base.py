@@ -1,0 +1,62 @@
+"""The :class:`Workload` record and the registry of named workloads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gluonbench.errors import GluonbenchError
+
+
+@dataclass
+class Workload:
+    """Everything a run trains: the stages before the loader and the model step.
+
+    ``train``/``test`` are raw gluon Datasets (reading happens in ``__getitem__``);
+    ``transform`` is the per-sample preprocessing applied in the loader workers
+    (``dataset.transform(fn)``); ``make_net`` builds an uninitialised Block;
+    ``make_loss`` builds the loss Block.
+    """
+
+    name: str
+    train: Any
+    test: Any | None
+    transform: Callable[[Any, Any], tuple[Any, Any]] | None
+    make_net: Callable[[], Any]
+    make_loss: Callable[[], Any]
+    classes: int
+    init: Callable[[], Any] | None = None
+    learning_rate: float = 0.1
+
+
+WorkloadFactory = Callable[..., Workload]
+_REGISTRY: dict[str, WorkloadFactory] = {}
+
+
+def register(name: str) -> Callable[[WorkloadFactory], WorkloadFactory]:
+    def deco(factory: WorkloadFactory) -> WorkloadFactory:
+        _REGISTRY[name] = factory
+        return factory
+
+    return deco
+
+
+def workload_names() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def get_workload(name: str, **options: Any) -> Workload:
+    """Build the named workload; ``options`` are the factory's keyword arguments."""
+    _load_builtin()
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise GluonbenchError(f"unknown --dataset {name!r}; choose one of {', '.join(sorted(_REGISTRY))}") from None
+    return factory(**options)
+
+
+def _load_builtin() -> None:
+    # importing registers them
+    from gluonbench.workloads import mnist  # noqa: F401

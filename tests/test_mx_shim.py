@@ -1,0 +1,66 @@
+"""The single MXNet import applies the numpy and distutils shims MXNet 1.9.1 needs."""
+
+import subprocess
+import sys
+import textwrap
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
+
+
+def test_numpy_aliases_restored_when_numpy_removed_them():
+    # emulate numpy >= 1.24, where np.bool & co. raise AttributeError
+    proc = _run(
+        """
+        import numpy as np
+        removed = ("bool", "int", "float", "complex", "object", "str")
+        original = np.__getattr__
+        def no_aliases(name):
+            if name in removed:
+                raise AttributeError(name)
+            return original(name)
+        np.__getattr__ = no_aliases
+        for name in removed:
+            np.__dict__.pop(name, None)
+        from gluonbench._mx import mx, nd
+        assert np.bool is bool and np.object is object
+        print(nd.array([1, 2]).asnumpy().sum(), mx.__version__)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["3.0", "1.9.1"]
+
+
+def test_distutils_shimmed_when_python_lacks_it():
+    # emulate Python 3.12, where `import distutils` fails without setuptools' help
+    proc = _run(
+        """
+        import sys, importlib.abc
+        class Block(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "distutils" and not any(type(f).__name__ == "DistutilsMetaFinder" for f in sys.meta_path):
+                    raise ModuleNotFoundError(name)
+        sys.modules.pop("distutils", None)
+        sys.meta_path.insert(0, Block())
+        import gluonbench._mx as m
+        sys.meta_path.pop(0)
+        from distutils.version import LooseVersion
+        assert "setuptools" in sys.modules["distutils"].__file__
+        print(LooseVersion("1.2") < LooseVersion("1.10"), m.mx.__version__)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "1.9.1"]
+
+
+def test_mxnet_imported_in_exactly_one_module():
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1] / "gluonbench"
+    importers = [
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*.py")
+        if any(line.lstrip().startswith(("import mxnet", "from mxnet")) for line in p.read_text().splitlines())
+    ]
+    assert importers == ["_mx.py"]

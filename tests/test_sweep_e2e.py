@@ -1,0 +1,145 @@
+"""End to end: the real CLI on the real MNIST, with crashes, hangs, resume and leak checks."""
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from gluonbench.engine.run import FAULT_ENV
+
+
+def _run_dir(out: Path) -> Path:
+    (run_dir,) = list(out.iterdir())
+    return run_dir
+
+
+def test_sweep_0_to_2_writes_every_output(cli, mnist_dir, tmp_path, no_leaks):
+    out = tmp_path / "results"
+    proc = cli("sweep", "--workers", "0..2", "--max-batches", "30", "--data-dir", str(mnist_dir), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    run_dir = _run_dir(out)
+    assert run_dir.name.endswith("-sweep-mnist-cpu")
+    for name in ("runs.jsonl", "sweep.json", "summary.csv", "summary.md", "summary.json", "sweep.png"):
+        assert (run_dir / name).stat().st_size > 0, name
+    runs = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+    assert [r["spec"]["workers"] for r in runs] == [0, 1, 2]
+    for r in runs:
+        assert r["status"] == "ok"
+        assert r["accuracy"] > 0.3, "30 steps of the seed's CNN must beat chance (0.1) by far"
+        assert r["train_samples"] == 30 * 64 and r["eval_samples"] == 30 * 64
+        assert r["train_s"] > 0 and r["eval_s"] > 0 and r["samples_per_s"] > 0
+        steady = r["steady"]
+        assert steady["steps"] == 29
+        assert math.isclose(steady["wait_s"] + steady["copy_s"] + steady["compute_s"], steady["total_s"], rel_tol=1e-9)
+        assert r["system"]["peak_mem_bytes"] > 50 * 2**20 and r["system"]["cpu_util_pct"] > 0
+        env = r["env"]
+        for key in ("gluonbench", "mxnet", "numpy", "python", "cpu", "cores_logical", "gpus", "os"):
+            assert key in env
+        assert env["mxnet"] == "1.9.1"
+        assert "sweep --workers 0..2" in r["command"]
+    # workers really ran: the 2-worker run's process tree had the main process + 2 + eval workers
+    assert runs[2]["system"]["peak_processes"] >= 3
+    assert runs[0]["system"]["peak_processes"] == 1
+    rows = list(csv.DictReader((run_dir / "summary.csv").open()))
+    assert [int(r["workers"]) for r in rows] == [0, 1, 2]
+    md = (run_dir / "summary.md").read_text()
+    assert "| workers | train duration (s) | eval duration (s) | test accuracy | samples/s" in md
+    assert "Best worker count" in md
+    # the console: seed-style lines then the table
+    assert "0 workers: train duration" in proc.stdout and "2 workers: train duration" in proc.stdout
+    assert "Best worker count" in proc.stdout
+
+
+def test_crashing_run_is_recorded_and_the_sweep_goes_on(cli, mnist_dir, tmp_path, no_leaks):
+    out = tmp_path / "results"
+    proc = cli(
+        "sweep",
+        "--workers",
+        "0,2,1",
+        "--max-batches",
+        "12",
+        "--data-dir",
+        str(mnist_dir),
+        "--out",
+        str(out),
+        env={FAULT_ENV: "crash@2"},
+    )
+    assert proc.returncode == 1, "a failed run makes the exit status 1"
+    assert "Traceback" not in proc.stderr
+    runs = [json.loads(line) for line in (_run_dir(out) / "runs.jsonl").read_text().splitlines()]
+    status = {r["spec"]["workers"]: r["status"] for r in runs}
+    assert status == {0: "ok", 2: "failed", 1: "ok"}
+    failed = next(r for r in runs if r["status"] == "failed")
+    assert "SIGABRT" in failed["error"]
+    assert "failed" in (_run_dir(out) / "summary.md").read_text()
+
+
+def test_hanging_run_times_out(cli, mnist_dir, tmp_path, no_leaks):
+    out = tmp_path / "results"
+    proc = cli(
+        "sweep",
+        "--workers",
+        "2,0",
+        "--max-batches",
+        "10",
+        "--timeout",
+        "25",
+        "--data-dir",
+        str(mnist_dir),
+        "--out",
+        str(out),
+        env={FAULT_ENV: "hang@2"},
+    )
+    assert proc.returncode == 1
+    runs = [json.loads(line) for line in (_run_dir(out) / "runs.jsonl").read_text().splitlines()]
+    assert [(r["spec"]["workers"], r["status"]) for r in runs] == [(2, "timeout"), (0, "ok")]
+
+
+def test_resume_finishes_an_interrupted_sweep(cli, mnist_dir, tmp_path, no_leaks):
+    out = tmp_path / "results"
+    proc = cli(
+        "sweep",
+        "--workers",
+        "0,1",
+        "--repeat",
+        "2",
+        "--max-batches",
+        "8",
+        "--data-dir",
+        str(mnist_dir),
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    run_dir = _run_dir(out)
+    lines = (run_dir / "runs.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    # drop the last two runs as if the sweep had been stopped after two
+    (run_dir / "runs.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    proc = cli("sweep", "--resume", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    runs = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+    assert sorted((r["spec"]["workers"], r["spec"]["repeat"]) for r in runs) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert "[" in (run_dir / "summary.md").read_text(), "repeats show min-max"
+
+
+@pytest.mark.slow
+def test_fashion_mnist_from_debian(cli, fashion_dir, tmp_path, no_leaks):
+    proc = cli(
+        "sweep",
+        "--dataset",
+        "fashion-mnist",
+        "--workers",
+        "0",
+        "--max-batches",
+        "20",
+        "--out",
+        str(tmp_path),
+        env={"MXNET_HOME": str(tmp_path / "mx"), "GLUONBENCH_DATA": str(tmp_path / "none")},
+    )
+    assert proc.returncode == 0, proc.stderr
+    (run,) = [json.loads(line) for line in (_run_dir(tmp_path) / "runs.jsonl").read_text().splitlines()]
+    assert run["spec"]["workload"] == "fashion-mnist" and run["accuracy"] > 0.2
