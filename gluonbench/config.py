@@ -30,7 +30,8 @@ class SweepSettings:
     timeout_s: float = 3600.0
     download: bool = True
     name: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    """Passed to the workload factory of every run (``RunSpec.options``)."""
 
     def specs(self) -> list[RunSpec]:
         """All runs, repeats interleaved (0, 2, 4, 0, 2, 4, ...) so drift spreads evenly."""

@@ -57,6 +57,8 @@ class RunSpec:
     repeat: int = 0
     download: bool = True
     monitor_interval: float = 0.5
+    options: dict[str, Any] = field(default_factory=dict)
+    """Keyword options for the workload factory (e.g. a synthetic workload's knobs, a source)."""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -168,7 +170,7 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
     from gluonbench.workloads import get_workload
 
     if workload is None:
-        workload = get_workload(spec.workload, data_dir=spec.data_dir, download=spec.download)
+        workload = get_workload(spec.workload, data_dir=spec.data_dir, download=spec.download, **spec.options)
     ctx = parse_ctx(spec.ctx)
     result = RunResult(spec=spec.to_dict(), started_utc=utc_now(), env=environment())
     t_run = perf_counter()
