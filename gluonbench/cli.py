@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -226,6 +227,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -235,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    # SIGTERM (a scheduler, `kill`) stops as cleanly as Ctrl-C: finished runs kept, report rebuilt
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         return args.func(args)
     except GluonbenchError as exc:
@@ -242,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print(
-            "gluonbench: interrupted; finished runs are kept in runs.jsonl and the report was rebuilt", file=sys.stderr
+            "gluonbench: interrupted; every finished run is kept (see runs.jsonl; resume with --resume RUN_DIR)",
+            file=sys.stderr,
         )
         return 130

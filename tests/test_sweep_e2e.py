@@ -143,3 +143,63 @@ def test_fashion_mnist_from_debian(cli, fashion_dir, tmp_path, no_leaks):
     assert proc.returncode == 0, proc.stderr
     (run,) = [json.loads(line) for line in (_run_dir(tmp_path) / "runs.jsonl").read_text().splitlines()]
     assert run["spec"]["workload"] == "fashion-mnist" and run["accuracy"] > 0.2
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_interrupt_keeps_finished_runs(mnist_dir, tmp_path, no_leaks, sig):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "results"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gluonbench",
+            "sweep",
+            "--workers",
+            "0,2,1,2",
+            "--max-batches",
+            "400",
+            "--data-dir",
+            str(mnist_dir),
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, **{FAULT_ENV: ""}),
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    deadline = time.monotonic() + 300
+    runs_path = None
+    while time.monotonic() < deadline:
+        found = list(out.glob("*/runs.jsonl")) if out.exists() else []
+        if found and found[0].read_text().count("\n") >= 1:
+            runs_path = found[0]
+            break
+        time.sleep(0.2)
+    assert runs_path is not None, "the first run never finished"
+    time.sleep(2)  # the second run (2 workers) is now mid-training, its workers alive
+    proc.send_signal(getattr(signal, sig))
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "every finished run is kept" in stderr
+    lines = runs_path.read_text().splitlines()
+    assert 1 <= len(lines) < 4
+    assert json.loads(lines[0])["spec"]["workers"] == 0
+    assert (runs_path.parent / "summary.md").is_file(), "the report is rebuilt from what finished"
+
+
+def test_shipped_configs_load():
+    from gluonbench.config import SweepSettings, coerce, load_toml
+
+    configs = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.toml"))
+    assert configs
+    for path in configs:
+        settings = coerce(SweepSettings(), load_toml(path), source=str(path)).check()
+        assert settings.workers and settings.batch_size >= 1
