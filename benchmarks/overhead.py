@@ -16,7 +16,7 @@ import argparse
 import json
 import statistics
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from time import time
 
@@ -108,12 +108,12 @@ def main() -> int:
     report = {
         "command": command_line(),
         "env": environment(),
-        "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "target": TARGET,
         "cases": [],
     }
     lines = [
-        f"# gluonbench overhead vs the seed's bare loop",
+        "# gluonbench overhead vs the seed's bare loop",
         "",
         f"- Machine: {report['env']['cpu']} ({report['env']['cores_logical']} cores), Python {report['env']['python']}, mxnet {report['env']['mxnet']}",
         f"- Date (UTC): {report['date_utc']}",
@@ -162,7 +162,7 @@ def main() -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         atomic_write_text(out / f"overhead-{stamp}.json", json.dumps(report, indent=2))
         atomic_write_text(out / f"overhead-{stamp}.md", text)
     return 0 if ok_all else 1

@@ -186,7 +186,7 @@ def test_interrupt_keeps_finished_runs(mnist_dir, tmp_path, no_leaks, sig):
     assert runs_path is not None, "the first run never finished"
     time.sleep(2)  # the second run (2 workers) is now mid-training, its workers alive
     proc.send_signal(getattr(signal, sig))
-    stdout, stderr = proc.communicate(timeout=60)
+    _stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "every finished run is kept" in stderr
     lines = runs_path.read_text().splitlines()
