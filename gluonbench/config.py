@@ -35,21 +35,13 @@ class SweepSettings:
 
     def specs(self) -> list[RunSpec]:
         """All runs, repeats interleaved (0, 2, 4, 0, 2, 4, ...) so drift spreads evenly."""
+        shared = {
+            f.name: getattr(self, f.name)
+            for f in fields(RunSpec)
+            if f.name not in ("workers", "repeat") and hasattr(self, f.name)
+        }
         return [
-            RunSpec(
-                workload=self.workload,
-                data_dir=self.data_dir,
-                workers=w,
-                eval_workers=self.eval_workers,
-                batch_size=self.batch_size,
-                epochs=self.epochs,
-                max_batches=self.max_batches,
-                ctx=self.ctx,
-                thread_pool=self.thread_pool,
-                seed=self.seed,
-                repeat=r,
-                download=self.download,
-            )
+            RunSpec(**dict(shared, options=dict(self.options)), workers=w, repeat=r)
             for r in range(self.repeat)
             for w in self.workers
         ]

@@ -13,5 +13,7 @@ def test_ruff_clean():
     ruff = shutil.which("ruff")
     if ruff is None:
         pytest.skip("ruff is not installed (pip install -e '.[test]')")
-    proc = subprocess.run([ruff, "check", "gluonbench", "tests", "benchmarks"], cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(
+        [ruff, "check", "gluonbench", "tests", "benchmarks"], cwd=REPO, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr

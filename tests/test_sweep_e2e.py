@@ -203,3 +203,25 @@ def test_shipped_configs_load():
     for path in configs:
         settings = coerce(SweepSettings(), load_toml(path), source=str(path)).check()
         assert settings.workers and settings.batch_size >= 1
+
+
+def test_thread_pool_and_fixed_eval_workers(cli, mnist_dir, tmp_path, no_leaks):
+    proc = cli(
+        "sweep",
+        "--workers",
+        "2",
+        "--thread-pool",
+        "--eval-workers",
+        "0",
+        "--max-batches",
+        "10",
+        "--data-dir",
+        str(mnist_dir),
+        "--out",
+        str(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stderr
+    (run,) = [json.loads(line) for line in _run_dir(tmp_path).joinpath("runs.jsonl").read_text().splitlines()]
+    assert run["spec"]["thread_pool"] is True and run["spec"]["eval_workers"] == 0
+    assert run["system"]["peak_processes"] == 1, "thread_pool loads in threads, not processes"
+    assert run["accuracy"] > 0.2
