@@ -73,6 +73,7 @@ def test_report_rebuilt_from_runs_jsonl_alone(store):
         row2.samples_per_s == pytest.approx(1850) and row2.samples_per_s_min == 1800 and row2.samples_per_s_max == 1900
     )
     assert row2.speedup == pytest.approx(1850 / 1005)
+    assert summary.near_best == [], "4 workers' best repeat (1700) stays below 2 workers' worst (1800)"
     row4 = next(r for r in summary.rows if r.workers == 4)
     assert row4.failed == 1 and row4.runs == 2
     md = (store.path / "summary.md").read_text()
@@ -102,3 +103,13 @@ def test_missing_folder_is_a_clear_error(tmp_path):
         RunStore(tmp_path / "nope").records()
     with pytest.raises(GluonbenchError, match=r"no sweep\.json"):
         RunStore(tmp_path).read_settings()
+
+
+def test_near_best_names_counts_within_noise(store):
+    for rep, (r2, r4) in enumerate([(1800, 1700), (1900, 1850)]):
+        store.append(_result(0, rep, rate=1000))
+        store.append(_result(2, rep, rate=r2))
+        store.append(_result(4, rep, rate=r4))
+    summary = write_reports(store.path)
+    assert summary.best_workers == 2 and summary.near_best == [4]
+    assert "Within run-to-run noise of it: 4 workers" in (store.path / "summary.md").read_text()

@@ -106,6 +106,11 @@ def to_markdown(summary: SweepSummary) -> str:
             f"{_fmt(best.speedup, 3)}x the {summary.baseline_workers}-worker throughput)"
             + (f"; this machine has {cores} logical cores." if cores else ".")
         )
+        if summary.near_best:
+            lines.append(
+                f"Within run-to-run noise of it: {', '.join(map(str, summary.near_best))} workers (their best repeat "
+                "reaches its worst); of those, fewer workers cost less CPU and memory."
+            )
     failures = [(r.workers, e) for r in summary.rows for e in r.errors]
     if failures:
         lines += ["", "## Failed runs", ""] + [f"- {w} workers: {e}" for w, e in failures]

@@ -42,6 +42,8 @@ class SweepSummary:
     rows: list[SweepRow]
     best_workers: int | None
     baseline_workers: int | None
+    near_best: list[int]
+    """Other worker counts whose best repeat reaches the best count's worst repeat (within noise)."""
     env: dict[str, Any]
     command: str
     started_utc: str
@@ -99,12 +101,23 @@ def summarise(records: list[dict[str, Any]], settings: dict[str, Any] | None = N
     base_rate = next((row.samples_per_s for row in measured if row.workers == baseline), math.nan)
     for row in measured:
         row.speedup = row.samples_per_s / base_rate if base_rate else math.nan
-    best = max(measured, key=lambda row: row.samples_per_s).workers if measured else None
+    best_row = max(measured, key=lambda row: row.samples_per_s) if measured else None
+    best = best_row.workers if best_row else None
+    near = [
+        row.workers
+        for row in measured
+        if best_row is not None
+        and row is not best_row
+        and row.runs > 1
+        and best_row.runs > 1
+        and row.samples_per_s_max >= best_row.samples_per_s_min
+    ]
     first = runs[0] if runs else {}
     return SweepSummary(
         rows=rows,
         best_workers=best,
         baseline_workers=baseline,
+        near_best=near,
         env=next((r.get("env") for r in ok_first(runs)), {}) or {},
         command=(settings or {}).get("command") or first.get("command", ""),
         started_utc=min((r.get("started_utc", "") for r in runs if r.get("started_utc")), default=""),
