@@ -53,7 +53,8 @@ class Thresholds:
     rel_ci: float = 0.05
     """measurement stops when each probe's median has a 95 % CI within +-rel_ci"""
     min_blocks: int = 6
-    """blocks (of consecutive steps) per probe before its CI is trusted"""
+    """blocks (of consecutive steps) per probe before its CI is trusted: from 6 values on, even the
+    min-max range covers the median with >= 95 % (1 - 2 x 0.5^6 = 96.9 %)"""
     secondary_share: float = 0.15
     """other stages with at least this share (and present) are named secondary"""
     highly_input_bound: float = 0.20
@@ -172,7 +173,11 @@ def classify(
     for k, what in anomalies.items():
         if raw[k] < 0 and -raw[k] > unc[k]:
             notes.append(f"{what} ({-raw[k] * 1e6:.1f} us a sample beyond the noise); {k} is taken as 0")
-    secondary = [k for k in ranked if k != verdict and present[k] and shares[k] >= thresholds.secondary_share]
+    secondary = (
+        []
+        if verdict == "inconclusive"
+        else [k for k in ranked if k != verdict and present[k] and shares[k] >= thresholds.secondary_share]
+    )
     return Verdict(
         verdict=verdict,
         shares=shares,

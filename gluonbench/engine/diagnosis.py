@@ -323,9 +323,9 @@ def diagnose_workload(
     from gluonbench._mx import mx
     from gluonbench.workloads import get_workload
 
+    ctx = _resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
     w = workload or get_workload(name, data_dir=data_dir, download=download, **(options or {}))
     net = w.make_net()
-    ctx = _resolve_ctx(ctx)
     init = w.init() if w.init is not None else mx.init.Xavier(magnitude=2.24)
     net.collect_params().initialize(init, ctx=ctx)
     return diagnose(
