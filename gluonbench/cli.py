@@ -406,7 +406,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         import json
 
         atomic_write_text(args.json, json.dumps(d.to_dict(), indent=2, sort_keys=True))
-        print(f"\njson: {args.json}")
+        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
     return 0
 
 

@@ -16,7 +16,7 @@ from gluonbench.errors import GluonbenchError
 from gluonbench.workloads.cases import CASES, build
 
 QUICK = [c for c in CASES if c.quick]
-BUDGET_S = {0: 9.0, 2: 14.0}
+BUDGET_S = {0: 10.0, 2: 14.0}
 """seconds per case: 0-worker pipelines settle fast; with workers, rounds drop prefetched steps"""
 
 

@@ -257,12 +257,6 @@ class _Probe:
     settle: Callable[[float], float] | None = None
 
 
-def _steady_step(times: StepTimes) -> float:
-    steps = times.steps(skip=1) or times.steps()
-    steps.sort()
-    return steps[len(steps) // 2] if steps else math.nan
-
-
 def _as_ready(batch: Any, ctx: Any) -> tuple[Any, Any]:
     data, label = batch[0], batch[1]
     data, label = data.as_in_context(ctx), label.as_in_context(ctx)
@@ -285,9 +279,11 @@ def measure_probes(
 ) -> ProbeSet:
     """Measure the four probes of ``dataset`` + ``transform`` + ``step`` on ``ctx``.
 
-    ``settled(probes)`` is asked after each round once the CIs are tight; the
-    measurement stops only when it returns True (default: always). Every loader
-    is closed before this returns, whatever happens.
+    ``settled(probes)`` is asked after each round (the caller's verdict check);
+    the measurement stops early only when it holds and every probe has
+    converged. ``settled_s`` in the result is when it started to hold for good
+    (time to verdict). Every loader is closed before this returns, whatever
+    happens.
     """
     plan = plan or ProbePlan()
     t_start = perf_counter()
@@ -419,7 +415,9 @@ def _measure_round(p: _Probe, ctx: Any, round_s: float, deadline: float, plan: P
     finally:
         p.systems.append(monitor.stop())
     t1 = perf_counter()
-    waited = p.settle(max(1.0, 20 * p.est_step_s * k)) if p.settle is not None else 0.0
+    # bounded: past the deadline no further round of this loader follows
+    limit = min(max(1.0, 20 * p.est_step_s * k), max(0.5, deadline - perf_counter()))
+    waited = p.settle(limit) if p.settle is not None else 0.0
     log.debug(
         "%s: round of %.2f s (slice %.2f s), %d blocks so far, settled in %.2f s",
         p.result.name,

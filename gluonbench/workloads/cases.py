@@ -98,9 +98,9 @@ CASES: tuple[Case, ...] = (
     Case(
         "mnist-pretransformed-seed-cnn",
         "gpu_io",
-        "MNIST transformed once up front (ready float32 arrays in memory), the seed's CNN at batch 128",
+        "MNIST transformed once up front (ready float32 arrays in memory), the seed's CNN at batch 64",
         "mnist",
-        batch_size=128,
+        batch_size=64,
         pretransformed=True,
         quick=True,
     ),
