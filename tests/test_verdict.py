@@ -147,3 +147,11 @@ def test_evidence_cites_cores_per_probe():
     lines = evidence(_probes(100, 80, 75), SEED_LIKE)
     assert lines[0].startswith("during `full`: both cores at 96 % or more")
     assert "read 0 B/s" in lines[0] and "memory (PSS) main 300 MiB" in lines[0]
+
+
+def test_cpu_context_with_idle_cores_suggests_omp_threads():
+    v = classify(t(100), t(99), t(97))
+    text = " ".join(recommend(v, _probes(100, 99, 97, util=50.0), SEED_LIKE))
+    assert "used 1.0 of 2 cores" in text and "OMP_NUM_THREADS=2" in text
+    text = " ".join(recommend(v, _probes(100, 99, 97, util=95.0), SEED_LIKE))
+    assert "OMP_NUM_THREADS" not in text

@@ -187,6 +187,18 @@ def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting)
                 "batches at once (one slice of a contiguous array per batch)."
             )
         )
+    else:
+        parallel = (
+            f"read in parallel with more workers (now {s.num_workers}; e.g. "
+            f"num_workers={max(2 * max(s.num_workers, 1), s.cores)}, "
+            "more than the cores when iowait is high), until the device saturates"
+            if s.num_workers < 2 * s.cores
+            else "larger sequential reads help more than more workers now"
+        )
+        out.append(
+            f"The device delivered {_bytes(read)}/s with iowait {iowait:.1f} %: the reads themselves are the limit; "
+            f"{parallel}."
+        )
     out.append(
         "Pack small files into RecordIO (im2rec.py, mx.recordio.MXIndexedRecordIO, read with "
         "gluon.data.vision.ImageRecordDataset) so reads are few, large and sequential."
@@ -196,9 +208,11 @@ def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting)
         "network file system or object store."
     )
     out.append(
-        "Prefetch more so reads overlap compute: DataLoader(prefetch=...) "
-        f"(default 2 x num_workers = {2 * s.num_workers}) with num_workers > 0"
-        + (" (now 0: nothing is prefetched)." if s.num_workers == 0 else ".")
+        "Prefetch so reads overlap compute: with num_workers=0 nothing is read ahead; with workers the DataLoader "
+        "prefetches 2 x num_workers batches, raise it with DataLoader(prefetch=...)."
+        if s.num_workers == 0
+        else "Prefetch more so reads overlap compute: DataLoader(prefetch=...) above the default "
+        f"2 x num_workers = {2 * s.num_workers} batches."
     )
     return out
 
@@ -225,6 +239,12 @@ def _device(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Settin
         "Add devices: split each batch over GPUs (gluon.utils.split_and_load) or train data-parallel over "
         "machines (KVStore / Horovod)."
     )
+    used = float(sysd.get("cpu_util_pct", math.nan)) / 100 * s.cores
+    if not s.on_gpu and math.isfinite(used) and s.cores > 1 and used < 0.75 * s.cores:
+        out.append(
+            f"During `cached_batch` this run used {used:.1f} of {s.cores} cores: MXNet's CPU operators may not use "
+            f"every core by default; try OMP_NUM_THREADS={s.cores} in the environment."
+        )
     if not s.on_gpu:
         other = other_load_pct(sysd)
         out.append(
