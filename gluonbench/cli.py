@@ -29,6 +29,8 @@ SWEEP_EXAMPLES = """examples:
   gluonbench sweep --dataset fashion-mnist --ctx gpu:0 --workers 0..8
   gluonbench sweep --config configs/p3.2xlarge.toml --set repeat=3
   gluonbench sweep --resume results/20261122T150000Z-sweep-mnist-cpu
+  gluonbench sweep --workers 0,2,4 --diagnose     # the bottleneck (verdict, shares) at each worker count
+  gluonbench sweep --dataset synthetic --read-ms 1 --width 1024 --depth 3 --workers 0,2 --max-batches 40 --diagnose
 """
 
 DIAGNOSE_EXAMPLES = """examples:

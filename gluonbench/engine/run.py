@@ -238,7 +238,12 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
     if len(times) == 0:
         raise GluonbenchError("the training loader yielded no batch; is the data set empty?")
     if spec.diagnose:
-        result.extra.update(diagnose_run(spec, workload, ctx))
+        # a failed diagnosis does not void the run's measurements: it is recorded beside them
+        try:
+            result.extra.update(diagnose_run(spec, workload, ctx))
+        except Exception as exc:
+            log.exception("diagnosis at %d workers failed", spec.workers)
+            result.extra["diagnose_error"] = f"{type(exc).__name__}: {exc}"[:500]
     result.finished_utc = utc_now()
     result.wall_s = perf_counter() - t_run
     return result
