@@ -407,7 +407,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        atomic_write_text(args.json, json.dumps(d.to_dict(), indent=2, sort_keys=True))
+        atomic_write_text(args.json, json.dumps(d.to_dict(), indent=2))
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
     return 0
 

@@ -17,8 +17,8 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.analysis.recommend import Setting, evidence, recommend, stage_name
-from gluonbench.analysis.verdict import Thresholds, Verdict, classify, timings
-from gluonbench.engine.probes import ProbePlan, ProbeResult, ProbeSet, measure_probes
+from gluonbench.analysis.verdict import STAGES, Thresholds, Verdict, classify, timings
+from gluonbench.engine.probes import PROBES, ProbePlan, ProbeResult, ProbeSet, measure_probes
 from gluonbench.errors import GluonbenchError
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,11 @@ class Diagnosis:
     def from_dict(cls, data: dict[str, Any]) -> Diagnosis:
         names = set(cls.__dataclass_fields__)
         d = {k: v for k, v in data.items() if k in names}
-        d["probes"] = {k: ProbeResult.from_dict(v) for k, v in (data.get("probes") or {}).items()}
+        probes = data.get("probes") or {}
+        # pipeline order, whatever order the JSON was written in
+        d["probes"] = {k: ProbeResult.from_dict(probes[k]) for k in PROBES if k in probes}
+        shares = d.get("shares") or {}
+        d["shares"] = {k: shares[k] for k in STAGES if k in shares}
         if d.get("wait_frac") is None:
             d["wait_frac"] = math.nan
         return cls(**d)
@@ -210,10 +214,6 @@ def diagnose(
     def settled(ps: ProbeSet) -> bool:
         return _classify(ps, thresholds).verdict != "inconclusive"
 
-    def progress(elapsed: float, budget: float) -> None:
-        if on_progress is not None:
-            on_progress(elapsed, budget)
-
     t0 = perf_counter()
     try:
         probes = measure_probes(
@@ -226,7 +226,7 @@ def diagnose(
             thread_pool,
             plan,
             settled=settled,
-            on_progress=progress,
+            on_progress=on_progress,
         )
     finally:
         nd.waitall()

@@ -6,6 +6,8 @@ import math
 from typing import Any
 
 from gluonbench.analysis.recommend import Setting, stage_name
+from gluonbench.analysis.verdict import STAGES
+from gluonbench.engine.probes import PROBES
 
 
 def _num(x: Any, digits: int = 4) -> str:
@@ -15,8 +17,8 @@ def _num(x: Any, digits: int = 4) -> str:
 
 
 def shares_text(shares: dict[str, float]) -> str:
-    """``preprocessing 33 %, disk_io 2 %, gpu_io 65 %``."""
-    return ", ".join(f"{k} {v * 100:.0f} %" for k, v in shares.items())
+    """``preprocessing 33 %, disk_io 2 %, gpu_io 65 %``, in pipeline order."""
+    return ", ".join(f"{k} {shares[k] * 100:.0f} %" for k in STAGES if k in shares)
 
 
 def probe_table(d: Any) -> list[str]:
@@ -24,7 +26,8 @@ def probe_table(d: Any) -> list[str]:
         "| probe | samples/s | 95 % CI | step (ms) | +-CI | input wait | copy | compute | cores busy | removes |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
-    for name, p in d.probes.items():
+    for name in sorted(d.probes, key=lambda n: PROBES.index(n) if n in PROBES else len(PROBES)):
+        p = d.probes[name]
         if p.same_as:
             lines.append(f"| {name} | = {p.same_as} | | | | | | | | {p.removes} |")
             continue
@@ -70,6 +73,13 @@ def to_text(d: Any) -> str:
         f"- Input-bound (TF Profiler's rule, input wait of the full pipeline): {d.input_bound}"
         + (f", {wait * 100:.0f} % of step time" if isinstance(wait, float) and math.isfinite(wait) else "")
     )
+    lo_p, full_p, cached_p = d.probes.get("loader_only"), d.probes.get("full"), d.probes.get("cached_batch")
+    if lo_p is not None and full_p is not None and cached_p is not None and full_p.samples_per_s > 0:
+        out.append(
+            f"- Input pipeline ceiling (`loader_only`): {_num(lo_p.samples_per_s)} samples/s, "
+            f"{lo_p.samples_per_s / full_p.samples_per_s:.1f}x what `full` trains at; the model alone "
+            f"(`cached_batch`) runs at {_num(cached_p.samples_per_s)} samples/s"
+        )
     widest = max((p.rel_half_width for p in d.probes.values() if not p.same_as), default=math.nan)
     out.append(
         f"- Measured: {d.rounds} interleaved rounds in {d.elapsed_s:.1f} s (stopped: {d.stop_reason}); "
