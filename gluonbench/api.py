@@ -1,4 +1,4 @@
-"""The public Python API: :func:`sweep` and :func:`run_once` (re-exported by ``gluonbench``)."""
+"""The public Python API: :func:`sweep`, :func:`run_once` and :func:`diagnose` (re-exported by ``gluonbench``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gluonbench.config import SweepSettings
+from gluonbench.engine.diagnosis import Diagnosis, diagnose, diagnose_workload
 from gluonbench.engine.isolation import run_isolated
 from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
@@ -16,6 +17,8 @@ from gluonbench.errors import GluonbenchError
 from gluonbench.report.export import write_reports
 from gluonbench.report.store import RunStore, new_run_dir
 from gluonbench.report.summary import SweepSummary
+
+__all__ = ["Diagnosis", "check_inputs", "diagnose", "diagnose_workload", "run_once", "sweep"]
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,37 @@ SWEEP_EXAMPLES = """examples:
   gluonbench sweep --dataset fashion-mnist --ctx gpu:0 --workers 0..8
   gluonbench sweep --config configs/p3.2xlarge.toml --set repeat=3
   gluonbench sweep --resume results/20261122T150000Z-sweep-mnist-cpu
+  gluonbench sweep --workers 0,2,4 --diagnose     # the bottleneck (verdict, shares) at each worker count
+  gluonbench sweep --dataset synthetic --read-ms 1 --width 1024 --depth 3 --workers 0,2 --max-batches 40 --diagnose
 """
+
+DIAGNOSE_EXAMPLES = """examples:
+  gluonbench diagnose                                   # the seed's MNIST pipeline, 0 workers, batch 64
+  gluonbench diagnose --workers 2 --batch-size 256 --json results/diagnose-mnist-w2.json
+  gluonbench diagnose --dataset fashion-mnist --ctx gpu:0 --budget 120
+  gluonbench diagnose --dataset synthetic --cpu-ms 2           # per-sample preprocessing of 2 ms CPU
+  gluonbench diagnose --dataset synthetic --read-ms 1 --record-kb 64   # slow network file system
+  gluonbench diagnose --dataset synthetic --width 2048 --depth 3       # a heavy model
+  gluonbench diagnose --threshold secondary_share=0.25 --threshold rel_ci=0.03
+
+probes (each the pipeline with one stage swapped, measured in interleaved rounds):
+  full           the pipeline as given
+  no_preprocess  the transform swapped for a ready sample of the same shape and dtype (reads still happen)
+  cached_batch   one batch kept on the device: no reading, no preprocessing, no host-to-device copy
+  loader_only    the loader with no model step
+
+verdict: shares of step time  preprocessing = (full - no_preprocess) / full,
+  disk_io = (no_preprocess - cached_batch) / full, gpu_io = cached_batch / full; the largest
+  share whose difference is significant (beyond the probes' 95 % CIs) is the verdict; others
+  above secondary_share are secondary; inconclusive when noise exceeds the effects.
+thresholds (--threshold KEY=VALUE): rel_ci=0.05 (stop when every probe's median is known to
+  +-5 %), min_blocks=6, secondary_share=0.15, highly_input_bound=0.20, moderately_input_bound=0.05.
+"""
+
+SYNTHETIC_HELP = (
+    "synthetic workload knobs (--dataset synthetic): real file reads, real CPU work, a real model; "
+    "files are written once under --data-dir, $GLUONBENCH_CACHE or ~/.cache/gluonbench"
+)
 
 REPORT_EXAMPLES = """examples:
   gluonbench report results/20261122T150000Z-sweep-mnist-cpu   # rebuild csv, md, png from runs.jsonl
@@ -75,6 +105,18 @@ def _add_sweep(sub: Any) -> None:
         help="seconds before a run is killed and recorded as failed (default 3600)",
     )
     p.add_argument("--seed", type=int, help="random seed (default 1, as the seed)")
+    p.add_argument(
+        "--diagnose",
+        action="store_true",
+        default=None,
+        help="after each run, diagnose the bottleneck at that worker count (adds diagnosis time per run)",
+    )
+    p.add_argument(
+        "--diagnose-budget",
+        dest="diagnose_budget_s",
+        type=float,
+        help="seconds of diagnosis per run with --diagnose (default 30)",
+    )
     p.add_argument("--name", help="suffix of the run folder (default sweep-DATASET-CTX)")
     p.add_argument("--out", default="results", help="parent folder of run folders (default results/)")
     p.add_argument(
@@ -89,7 +131,72 @@ def _add_sweep(sub: Any) -> None:
         metavar="KEY=VALUE",
         help="override one setting, e.g. --set batch_size=128",
     )
+    _add_synthetic_knobs(p)
     p.set_defaults(func=cmd_sweep)
+
+
+def _add_synthetic_knobs(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(SYNTHETIC_HELP)
+    g.add_argument("--samples", type=int, help="training samples (default 4096; test: a quarter)")
+    g.add_argument("--record-kb", type=float, help="file size per sample in KiB (default 4)")
+    g.add_argument("--read-ms", type=float, help="latency added to each file read, in ms (a slow network FS)")
+    g.add_argument(
+        "--cold", action="store_true", default=None, help="evict each file from the page cache after reading it"
+    )
+    g.add_argument("--cpu-ms", type=float, help="CPU time of the per-sample transform's extra work, in ms")
+    g.add_argument("--width", type=int, help="units per hidden layer of the model (default 64)")
+    g.add_argument("--depth", type=int, help="hidden layers of the model (default 1)")
+
+
+SYNTHETIC_FLAGS = ("samples", "record_kb", "read_ms", "cold", "cpu_ms", "width", "depth")
+
+
+def synthetic_options(args: argparse.Namespace, workload: str) -> dict[str, Any]:
+    """The synthetic knobs given on the command line; an error if they are given for another data set."""
+    given = {k: getattr(args, k) for k in SYNTHETIC_FLAGS if getattr(args, k, None) is not None}
+    if given and workload != "synthetic":
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise GluonbenchError(f"{flags} only apply to --dataset synthetic (got --dataset {workload})")
+    return given
+
+
+def _add_diagnose(sub: Any) -> None:
+    p = sub.add_parser(
+        "diagnose",
+        help="classify the bottleneck: preprocessing, disk I/O or GPU I/O, with evidence and fixes",
+        description="Measure the training pipeline with one stage swapped at a time (probes), attribute the "
+        "step time to preprocessing, disk I/O and the device, and print the verdict, the evidence (psutil) "
+        "and what to change.",
+        epilog=DIAGNOSE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--dataset", dest="workload", default="mnist", help="mnist (default), fashion-mnist or synthetic")
+    p.add_argument("--data-dir", help="folder of the data set's files (synthetic: where its files are written)")
+    p.add_argument("--no-download", dest="download", action="store_false", help="never download")
+    p.add_argument("--workers", type=int, default=0, help="DataLoader workers (default 0)")
+    p.add_argument("--batch-size", type=int, default=64, help="default 64, as the seed")
+    p.add_argument("--ctx", help="cpu, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
+    p.add_argument("--thread-pool", action="store_true", help="DataLoader(thread_pool=True)")
+    p.add_argument(
+        "--budget",
+        dest="budget_s",
+        type=float,
+        default=60.0,
+        help="seconds for the measurement (default 60); it stops earlier once the verdict is settled and "
+        "every probe is known to +-5 %%",
+    )
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    p.add_argument("--json", metavar="FILE", help="also write the whole diagnosis as JSON (written atomically)")
+    p.add_argument(
+        "--threshold",
+        dest="thresholds",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change a threshold of the verdict, e.g. --threshold secondary_share=0.2 (see below)",
+    )
+    _add_synthetic_knobs(p)
+    p.set_defaults(func=cmd_diagnose)
 
 
 def _add_report(sub: Any) -> None:
@@ -103,14 +210,15 @@ def _add_report(sub: Any) -> None:
     p.set_defaults(func=cmd_report)
 
 
-SUBCOMMANDS: list[Callable[[Any], None]] = [_add_sweep, _add_report]
+SUBCOMMANDS: list[Callable[[Any], None]] = [_add_sweep, _add_report, _add_diagnose]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="gluonbench",
         description="Why is Gluon/MXNet training slow, and how do I make the data pipeline keep up?",
-        epilog="examples:\n  gluonbench sweep --workers 0..8\n  gluonbench report results/<run>\n\n"
+        epilog="examples:\n  gluonbench sweep --workers 0..8\n  gluonbench diagnose --workers 2\n"
+        "  gluonbench report results/<run>\n\n"
         "Run 'gluonbench COMMAND --help' for a command's options and examples.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -145,19 +253,24 @@ def settings_from_args(args: argparse.Namespace):
             "thread_pool",
             "timeout_s",
             "seed",
+            "diagnose",
+            "diagnose_budget_s",
             "name",
         )
         if getattr(args, k) is not None
     }
     settings = coerce(settings, flags, source="command line")
     settings = coerce(settings, parse_overrides(args.overrides), source="--set")
+    knobs = synthetic_options(args, settings.workload)
+    if knobs:
+        settings = coerce(settings, {"options": {**settings.options, **knobs}}, source="command line")
     from gluonbench.engine.context import check_ctx
 
     check_ctx(settings.ctx)
     return settings.check()
 
 
-def _progress_bar(total: int | None, desc: str):
+def _progress_bar(total: int | None, desc: str, unit: str = "step"):
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is a dependency
@@ -165,7 +278,7 @@ def _progress_bar(total: int | None, desc: str):
     return tqdm(
         total=total,
         desc=desc,
-        unit="step",
+        unit=unit,
         file=sys.stderr,
         dynamic_ncols=True,
         leave=False,
@@ -210,6 +323,94 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(to_markdown(summary))
     print(f"results: {run_dir}")
     return 0 if all(r.failed == 0 for r in summary.rows) else 1
+
+
+def _thresholds(items: list[str]):
+    from dataclasses import fields, replace
+
+    from gluonbench.analysis.verdict import Thresholds
+    from gluonbench.config import parse_overrides
+
+    known = {f.name: f for f in fields(Thresholds)}
+    changes: dict[str, Any] = {}
+    for key, raw in parse_overrides(items).items():
+        if key not in known:
+            raise GluonbenchError(f"--threshold {key}: unknown; known: {', '.join(known)}")
+        kind = int if key == "min_blocks" else float
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise GluonbenchError(f"--threshold {key}={raw!r} must be a {kind.__name__}") from None
+        if value <= 0 or (kind is float and key != "rel_ci" and value >= 1):
+            raise GluonbenchError(f"--threshold {key}={raw} is out of range; shares and fractions lie in (0, 1)")
+        changes[key] = value
+    return replace(Thresholds(), **changes)
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gluonbench.engine.context import check_ctx
+
+    if args.batch_size < 1:
+        raise GluonbenchError(f"--batch-size must be at least 1 (got {args.batch_size})")
+    if args.workers < 0:
+        raise GluonbenchError(f"--workers must be 0 or more (got {args.workers})")
+    if not args.budget_s >= 2:
+        raise GluonbenchError(f"--budget must be at least 2 seconds (got {args.budget_s:g}); e.g. --budget 60")
+    if args.ctx is not None:
+        check_ctx(args.ctx)
+    if args.json:
+        parent = Path(args.json).resolve().parent
+        if not parent.is_dir():
+            raise GluonbenchError(f"--json {args.json}: folder {parent} does not exist; create it or choose another")
+    thresholds = _thresholds(args.thresholds)
+    options = synthetic_options(args, args.workload)
+    from gluonbench.workloads import workload_names
+
+    if args.workload not in workload_names():
+        raise GluonbenchError(f"unknown --dataset {args.workload!r}; choose one of {', '.join(workload_names())}")
+
+    from gluonbench import api
+    from gluonbench.report.diagnosis import to_text
+    from gluonbench.report.store import atomic_write_text
+
+    bar = _progress_bar(None, "diagnose", unit="s")
+    state = {"last": 0.0}
+
+    def on_progress(elapsed: float, budget: float) -> None:
+        if bar is not None:
+            bar.total = round(budget)
+            step = round(elapsed) - state["last"]
+            if step > 0:
+                bar.update(step)
+                state["last"] += step
+
+    try:
+        d = api.diagnose_workload(
+            args.workload,
+            args.batch_size,
+            args.workers,
+            args.ctx,
+            args.budget_s,
+            data_dir=args.data_dir,
+            download=args.download,
+            options=options,
+            thread_pool=args.thread_pool,
+            thresholds=thresholds,
+            seed=args.seed,
+            on_progress=on_progress,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    print(to_text(d), end="")
+    if args.json:
+        import json
+
+        atomic_write_text(args.json, json.dumps(d.to_dict(), indent=2))
+        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -30,6 +30,9 @@ class SweepSettings:
     timeout_s: float = 3600.0
     download: bool = True
     name: str | None = None
+    diagnose: bool = False
+    """diagnose the bottleneck after each run (``gluonbench sweep --diagnose``)"""
+    diagnose_budget_s: float = 30.0
     options: dict[str, Any] = field(default_factory=dict)
     """Passed to the workload factory of every run (``RunSpec.options``)."""
 
@@ -66,6 +69,10 @@ class SweepSettings:
             raise GluonbenchError(f"--max-batches must be at least 1 (got {self.max_batches})")
         if self.timeout_s <= 0:
             raise GluonbenchError(f"--timeout must be positive (got {self.timeout_s})")
+        if self.diagnose and not self.diagnose_budget_s >= 2:
+            raise GluonbenchError(f"--diagnose-budget must be at least 2 seconds (got {self.diagnose_budget_s:g})")
+        if not isinstance(self.options, dict):
+            raise GluonbenchError(f"options must be a table of workload options (got {self.options!r})")
         if not self.workers:
             raise GluonbenchError("--workers names no worker count; e.g. --workers 0..8")
         return self
@@ -80,7 +87,7 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
         if isinstance(raw, list):
             return tuple(int(v) for v in raw)
         return tuple(parse_int_list(str(raw), what="--workers" if source == "command line" else f"{source}: workers"))
-    if isinstance(current, bool) or name in ("thread_pool", "download"):
+    if isinstance(current, bool) or name in ("thread_pool", "download", "diagnose"):
         if isinstance(raw, bool):
             return raw
         text = str(raw).lower()
@@ -96,7 +103,7 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
             return int(raw)
         except (TypeError, ValueError):
             raise GluonbenchError(f"{_flag(name, source)} must be a whole number (got {raw!r})") from None
-    if name == "timeout_s":
+    if name in ("timeout_s", "diagnose_budget_s"):
         try:
             return float(raw)
         except (TypeError, ValueError):

@@ -57,6 +57,9 @@ class RunSpec:
     repeat: int = 0
     download: bool = True
     monitor_interval: float = 0.5
+    diagnose: bool = False
+    """after training, diagnose the bottleneck at this setting; verdict and shares go to ``RunResult.extra``"""
+    diagnose_budget_s: float = 30.0
     options: dict[str, Any] = field(default_factory=dict)
     """Keyword options for the workload factory (e.g. a synthetic workload's knobs, a source)."""
 
@@ -97,6 +100,8 @@ class RunResult:
     env: dict[str, Any] = field(default_factory=dict)
     command: str = ""
     kind: str = "run"
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Further findings about the run, e.g. ``verdict``, ``shares``, ``diagnosis`` from ``--diagnose``."""
 
     @property
     def ok(self) -> bool:
@@ -230,11 +235,42 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
     result.first_batch_s = times.wait[0] if len(times) else 0.0
     result.steady = times.split(skip=1).to_dict()
     result.system = system.to_dict()
-    result.finished_utc = utc_now()
-    result.wall_s = perf_counter() - t_run
     if len(times) == 0:
         raise GluonbenchError("the training loader yielded no batch; is the data set empty?")
+    if spec.diagnose:
+        # a failed diagnosis does not void the run's measurements: it is recorded beside them
+        try:
+            result.extra.update(diagnose_run(spec, workload, ctx))
+        except Exception as exc:
+            log.exception("diagnosis at %d workers failed", spec.workers)
+            result.extra["diagnose_error"] = f"{type(exc).__name__}: {exc}"[:500]
+    result.finished_utc = utc_now()
+    result.wall_s = perf_counter() - t_run
     return result
+
+
+def diagnose_run(spec: RunSpec, workload: Any, ctx: Any) -> dict[str, Any]:
+    """The diagnosis of one run's setting (same workload, workers, batch size, context), for ``extra``."""
+    from gluonbench.engine.diagnosis import diagnose_workload
+
+    d = diagnose_workload(
+        spec.workload,
+        spec.batch_size,
+        spec.workers,
+        ctx,
+        spec.diagnose_budget_s,
+        workload=workload,
+        thread_pool=spec.thread_pool,
+        seed=spec.seed,
+    )
+    log.info("diagnosis at %d workers: %s %s", spec.workers, d.verdict, d.shares)
+    return {
+        "verdict": d.verdict,
+        "shares": {k: round(v, 4) for k, v in d.shares.items()},
+        "secondary": d.secondary,
+        "input_bound": d.input_bound,
+        "diagnosis": d.to_dict(),
+    }
 
 
 def seed_line(result: RunResult) -> str:

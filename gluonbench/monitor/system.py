@@ -132,8 +132,9 @@ class SystemMonitor:
         self._cpu0 = _cpu_vector()
         self._last_cpu = self._cpu0
         self._tree_cpu0 = self._tree_cpu_now()
-        self._io0 = dict(self._io_by_pid)
         self._sample()
+        # the baseline of read counters comes from that first sample: bytes read before start() do not count
+        self._io0 = dict(self._io_by_pid)
         self._thread = threading.Thread(target=self._loop, name="gluonbench-monitor", daemon=True)
         self._thread.start()
         return self
@@ -173,3 +174,36 @@ class SystemMonitor:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def merge_summaries(parts: list[SystemSummary]) -> SystemSummary:
+    """One summary of several sampled windows (e.g. the rounds of one probe): rates and percentages
+    weighted by each window's duration, peaks the maximum, sample counts added."""
+    if not parts:
+        return SystemSummary()
+    total = sum(p.duration_s for p in parts) or 1e-9
+
+    def mean(get) -> float:
+        return sum(get(p) * p.duration_s for p in parts) / total
+
+    cores = max(len(p.per_core_pct) for p in parts)
+    per_core = [mean(lambda p, i=i: p.per_core_pct[i] if i < len(p.per_core_pct) else 0.0) for i in range(cores)]
+    return SystemSummary(
+        duration_s=sum(p.duration_s for p in parts),
+        samples=sum(p.samples for p in parts),
+        interval_s=parts[0].interval_s,
+        cores=parts[0].cores,
+        peak_mem_bytes=max(p.peak_mem_bytes for p in parts),
+        peak_mem_main_bytes=max(p.peak_mem_main_bytes for p in parts),
+        peak_mem_workers_bytes=max(p.peak_mem_workers_bytes for p in parts),
+        peak_processes=max(p.peak_processes for p in parts),
+        cpu_util_pct=mean(lambda p: p.cpu_util_pct),
+        per_core_pct=per_core,
+        per_core_max_pct=[
+            max((p.per_core_max_pct[i] for p in parts if i < len(p.per_core_max_pct)), default=0.0)
+            for i in range(cores)
+        ],
+        iowait_pct=mean(lambda p: p.iowait_pct),
+        read_bytes_per_s=mean(lambda p: p.read_bytes_per_s),
+        read_chars_per_s=mean(lambda p: p.read_chars_per_s),
+    )

@@ -43,16 +43,31 @@ def _spread(runs: int, value: float, lo: float, hi: float) -> str:
     return f"{_fmt(value, 4)} [{_fmt(lo, 4)}-{_fmt(hi, 4)}]" if runs > 1 else _fmt(value, 4)
 
 
+def _extra_cell(value: object) -> object:
+    """A run's extra finding as one csv/markdown cell: shares as ``stage 33 %, ...``, lists joined."""
+    if isinstance(value, dict):
+        order = {"preprocessing": 0, "disk_io": 1, "gpu_io": 2}
+        value = dict(sorted(value.items(), key=lambda kv: order.get(kv[0], len(order))))
+        return ", ".join(f"{k} {v * 100:.0f} %" if isinstance(v, int | float) else f"{k} {v}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)
+    return value
+
+
+# extras kept out of the csv (the full diagnosis stays in runs.jsonl and summary.json)
+CSV_SKIP_EXTRA = {"diagnosis"}
+
+
 def to_csv(summary: SweepSummary) -> str:
     buf = io.StringIO()
-    extra_keys = sorted({k for row in summary.rows for k in row.extra})
+    extra_keys = sorted({k for row in summary.rows for k in row.extra} - CSV_SKIP_EXTRA)
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_FIELDS + extra_keys)
     for row in summary.rows:
         d = row.to_dict()
         writer.writerow(
             ["" if (isinstance(d[k], float) and math.isnan(d[k])) else d[k] for k in CSV_FIELDS]
-            + [row.extra.get(k, "") for k in extra_keys]
+            + [_extra_cell(row.extra.get(k, "")) for k in extra_keys]
         )
     return buf.getvalue()
 
@@ -116,9 +131,21 @@ def to_markdown(summary: SweepSummary) -> str:
         lines += ["", "## Failed runs", ""] + [f"- {w} workers: {e}" for w, e in failures]
     extra = [r for r in summary.rows if r.extra.get("verdict")]
     if extra:
-        lines += ["", "## Bottleneck per worker count", "", "| workers | verdict | shares |", "|---:|---|---|"]
+        lines += [
+            "",
+            "## Bottleneck per worker count",
+            "",
+            "From `gluonbench diagnose` at each worker count (`--diagnose`): the verdict, the share of step time "
+            "per stage, secondary stages and TF's input-bound label.",
+            "",
+            "| workers | verdict | shares | secondary | input-bound |",
+            "|---:|---|---|---|---|",
+        ]
         for r in extra:
-            lines.append(f"| {r.workers} | {r.extra.get('verdict')} | {r.extra.get('shares', '')} |")
+            lines.append(
+                f"| {r.workers} | {r.extra.get('verdict')} | {_extra_cell(r.extra.get('shares', ''))} "
+                f"| {_extra_cell(r.extra.get('secondary', '')) or '-'} | {r.extra.get('input_bound', '-')} |"
+            )
     return "\n".join(lines) + "\n"
 
 

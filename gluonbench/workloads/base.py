@@ -59,4 +59,4 @@ def get_workload(name: str, **options: Any) -> Workload:
 
 def _load_builtin() -> None:
     # importing registers them
-    from gluonbench.workloads import mnist  # noqa: F401
+    from gluonbench.workloads import mnist, synthetic  # noqa: F401

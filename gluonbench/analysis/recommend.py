@@ -1,0 +1,287 @@
+"""Evidence (what psutil saw during each probe) and recommendations tied to the verdict and its numbers.
+
+Pure functions of a :class:`~gluonbench.analysis.verdict.Verdict`, the probes'
+results (as dicts) and a :class:`Setting` describing the pipeline, so a stored
+diagnosis can be re-explained without running anything.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from gluonbench.analysis.verdict import Verdict
+
+STAGE_TEXT = {
+    "preprocessing": "preprocessing: the per-sample transform",
+    "disk_io": "disk I/O: reading samples, batching, loader transfer and host-to-device copy",
+    "gpu_io": "GPU I/O: device-bound, compute or host-to-device copy at peak for this batch size",
+}
+CPU_GPU_IO = "device-bound: on a CPU context, the model step's CPU compute"
+
+LOW_READ_BYTES_PER_S = 1e6
+"""below this, the 'disk' stage read from memory or the page cache"""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The pipeline being diagnosed, as far as advice depends on it."""
+
+    batch_size: int
+    num_workers: int
+    cores: int
+    ctx: str
+    thread_pool: bool = False
+    transform: bool = True
+    hybridized: bool | None = None
+    budget_s: float = 60.0
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.ctx.startswith("gpu")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def stage_name(stage: str, setting: Setting) -> str:
+    if stage == "gpu_io" and not setting.on_gpu:
+        return CPU_GPU_IO
+    return STAGE_TEXT.get(stage, stage)
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f} %" if math.isfinite(x) else "?"
+
+
+def _cores(system: Mapping[str, Any]) -> str:
+    per = system.get("per_core_pct") or []
+    if not per:
+        return "?"
+    if len(per) == 2 and min(per) >= 90:
+        return f"both cores at {min(per):.0f} % or more"
+    if len(per) <= 8:
+        return "cores at " + ", ".join(f"{c:.0f}" for c in per) + " %"
+    busy = sum(1 for c in per if c >= 90)
+    return f"{busy} of {len(per)} cores at 90 % or more (mean {sum(per) / len(per):.0f} %)"
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"
+
+
+def other_load_pct(system: Mapping[str, Any]) -> float:
+    """Machine-wide busy % not explained by the measured process tree (other programs)."""
+    per = system.get("per_core_pct") or []
+    if not per:
+        return math.nan
+    return max(0.0, sum(per) / len(per) - float(system.get("cpu_util_pct", 0.0)))
+
+
+def evidence(probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[str]:
+    """One line per probe: per-core CPU, this run's CPU use, iowait, read bytes/s, memory (PSS)."""
+    out = []
+    for name, p in probes.items():
+        if p.get("same_as"):
+            continue
+        s = p.get("system") or {}
+        if not s:
+            continue
+        used = float(s.get("cpu_util_pct", 0.0)) / 100 * setting.cores
+        mib = 2**20
+        out.append(
+            f"during `{name}`: {_cores(s)}; this run's processes used {used:.1f} of {setting.cores} cores; "
+            f"iowait {float(s.get('iowait_pct', 0.0)):.1f} %; read {_bytes(float(s.get('read_bytes_per_s', 0.0)))}/s "
+            f"from storage; memory (PSS) main {s.get('peak_mem_main_bytes', 0) / mib:.0f} MiB, workers "
+            f"{s.get('peak_mem_workers_bytes', 0) / mib:.0f} MiB in {s.get('peak_processes', 0)} process(es)"
+        )
+    others = [other_load_pct(p.get("system") or {}) for p in probes.values() if not p.get("same_as")]
+    others = [o for o in others if math.isfinite(o)]
+    if others and max(others) >= 15:
+        out.append(
+            f"other programs kept the CPU {max(others):.0f} % busy during some probes; "
+            "the figures are noisier than on a quiet machine"
+        )
+    return out
+
+
+def _step_ms(v: Verdict, stage: str, setting: Setting) -> float:
+    return v.stage_s[stage] * setting.batch_size * 1000
+
+
+def _preprocessing(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[str]:
+    s = setting
+    full = probes["full"].get("system") or {}
+    where = (
+        "in the main process, between training steps (num_workers=0)"
+        if s.num_workers == 0
+        else f"in {s.num_workers} worker {'threads' if s.thread_pool else 'processes'}"
+    )
+    out = [
+        f"Preprocessing costs {_pct(v.shares['preprocessing'])} of the step "
+        f"({_step_ms(v, 'preprocessing', s):.1f} ms a batch of {s.batch_size}, "
+        f"{v.stage_s['preprocessing'] * 1e6:.0f} us a sample); the transform runs {where}, "
+        f"with {_cores(full)} during `full`."
+    ]
+    if s.num_workers < s.cores:
+        target = s.cores if s.num_workers == 0 else min(s.cores, max(2 * s.num_workers, s.num_workers + 1))
+        out.append(
+            f"Raise num_workers from {s.num_workers} toward the {s.cores} cores (DataLoader(num_workers={target})): "
+            f"the transform then runs in parallel with training; `gluonbench sweep --workers 0..{s.cores}` "
+            "finds the best count."
+        )
+    else:
+        out.append(
+            f"num_workers={s.num_workers} already covers the {s.cores} cores; more workers only add context "
+            "switches: make the transform cheaper instead."
+        )
+    out.append(
+        "Make the transform batch-level (vectorised): batchify raw samples and transform the whole batch "
+        "in one call, e.g. nd.transpose(batch.astype('float32'), (0, 3, 1, 2)) / 255 on the (B, H, W, C) batch, "
+        f"instead of {s.batch_size} per-sample calls; this removes the per-sample overhead."
+    )
+    if not s.thread_pool:
+        out.append(
+            "Try DataLoader(thread_pool=True) when the transform is NumPy/OpenCV/NDArray code that releases the "
+            "GIL: threads start at once and skip the copy through shared memory."
+        )
+    if s.on_gpu:
+        out.append(
+            "Move augmentation to the GPU: copy the raw uint8 batch with as_in_context(ctx) and run the "
+            "transform there, on the whole batch."
+        )
+    out.append(
+        "If the transform is deterministic (no random augmentation), apply it once up front and train on the "
+        "stored result (e.g. gluon.data.ArrayDataset of ready arrays)."
+    )
+    return out
+
+
+def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[str]:
+    s = setting
+    sysd = probes["no_preprocess"].get("system") or probes["full"].get("system") or {}
+    read = float(sysd.get("read_bytes_per_s", 0.0))
+    iowait = float(sysd.get("iowait_pct", 0.0))
+    busy = sysd.get("per_core_pct") or []
+    mean_busy = sum(busy) / len(busy) if busy else math.nan
+    out = [
+        f"Reading and batching cost {_pct(v.shares['disk_io'])} of the step "
+        f"({_step_ms(v, 'disk_io', s):.1f} ms a batch, {v.stage_s['disk_io'] * 1e6:.0f} us a sample); during "
+        f"`no_preprocess` the run read {_bytes(read)}/s from storage, iowait {iowait:.1f} %, {_cores(sysd)}."
+    ]
+    if read < LOW_READ_BYTES_PER_S:
+        out.append(
+            f"Little was read from the device ({_bytes(read)}/s): samples come from memory or the page cache, or "
+            "wait on latency (a network file system). "
+            + (
+                "The CPU was mostly idle, so reads wait on latency: more workers than cores overlap the waits "
+                f"(e.g. num_workers={max(2 * s.cores, s.num_workers * 2, 4)}, or thread_pool=True with many threads)."
+                if math.isfinite(mean_busy) and mean_busy < 60
+                else "The cost is per-sample dataset[i] and batching in Python: more workers, or read whole "
+                "batches at once (one slice of a contiguous array per batch)."
+            )
+        )
+    else:
+        parallel = (
+            f"read in parallel with more workers (now {s.num_workers}; e.g. "
+            f"num_workers={max(2 * max(s.num_workers, 1), s.cores)}, "
+            "more than the cores when iowait is high), until the device saturates"
+            if s.num_workers < 2 * s.cores
+            else "larger sequential reads help more than more workers now"
+        )
+        out.append(
+            f"The device delivered {_bytes(read)}/s with iowait {iowait:.1f} %: the reads themselves are the limit; "
+            f"{parallel}."
+        )
+    out.append(
+        "Pack small files into RecordIO (im2rec.py, mx.recordio.MXIndexedRecordIO, read with "
+        "gluon.data.vision.ImageRecordDataset) so reads are few, large and sequential."
+    )
+    out.append(
+        "Copy the data set to local disk (NVMe / instance store) or into memory instead of reading from a "
+        "network file system or object store."
+    )
+    out.append(
+        "Prefetch so reads overlap compute: with num_workers=0 nothing is read ahead; with workers the DataLoader "
+        "prefetches 2 x num_workers batches, raise it with DataLoader(prefetch=...)."
+        if s.num_workers == 0
+        else "Prefetch more so reads overlap compute: DataLoader(prefetch=...) above the default "
+        f"2 x num_workers = {2 * s.num_workers} batches."
+    )
+    return out
+
+
+def _device(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[str]:
+    s = setting
+    cached = probes["cached_batch"]
+    rate = float(cached.get("samples_per_s", math.nan))
+    sysd = cached.get("system") or {}
+    out = [
+        f"The model step is {_pct(v.shares['gpu_io'])} of the step ({_step_ms(v, 'gpu_io', s):.1f} ms a batch; "
+        f"{rate:.0f} samples/s with one cached batch and {_cores(sysd)}): the input pipeline keeps up and training "
+        f"runs at the {'device' if s.on_gpu else 'CPU'}'s peak for batch size {s.batch_size}."
+    ]
+    out.append(
+        f"Raise the batch size (now {s.batch_size}; try {2 * s.batch_size} and {4 * s.batch_size}, scaling the "
+        "learning rate): throughput rises until the device saturates."
+    )
+    if s.on_gpu:
+        out.append("Use DataLoader(pin_memory=True): page-locked batches copy to the GPU faster and asynchronously.")
+    if s.hybridized is False:
+        out.append("hybridize() the net (static_alloc=True, static_shape=True): less Python overhead per step.")
+    out.append(
+        "Add devices: split each batch over GPUs (gluon.utils.split_and_load) or train data-parallel over "
+        "machines (KVStore / Horovod)."
+    )
+    used = float(sysd.get("cpu_util_pct", math.nan)) / 100 * s.cores
+    if not s.on_gpu and math.isfinite(used) and s.cores > 1 and used < 0.75 * s.cores:
+        out.append(
+            f"During `cached_batch` this run used {used:.1f} of {s.cores} cores: MXNet's CPU operators may not use "
+            f"every core by default; try OMP_NUM_THREADS={s.cores} in the environment."
+        )
+    if not s.on_gpu:
+        other = other_load_pct(sysd)
+        out.append(
+            "On a CPU context this is CPU compute: a GPU, an MKL-DNN (oneDNN) build of MXNet, or cores kept free "
+            "of other work speed it up"
+            + (f" (other programs kept the CPU {other:.0f} % busy during `cached_batch`)." if other >= 15 else ".")
+        )
+    return out
+
+
+def recommend(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[str]:
+    """Recommendations for the verdict, then for each secondary stage; each cites the numbers behind it."""
+    out: list[str] = []
+    if v.verdict == "inconclusive":
+        rel = max(float(p.get("rel_half_width", 0.0) or 0.0) for p in probes.values())
+        others = [other_load_pct(p.get("system") or {}) for p in probes.values()]
+        other = max((o for o in others if math.isfinite(o)), default=math.nan)
+        out.append(
+            f"Inconclusive: after {setting.budget_s:g} s the noise (95 % CI up to +-{rel * 100:.0f} % of a probe's "
+            "median) still exceeds the differences between the probes. Raise --budget (e.g. "
+            f"{2 * setting.budget_s:g}), close other programs"
+            + (f" (they kept the CPU {other:.0f} % busy)" if math.isfinite(other) and other >= 10 else "")
+            + f", or raise the batch size (now {setting.batch_size}) so each step is longer than the noise."
+        )
+        return out
+    rules = {"preprocessing": _preprocessing, "disk_io": _disk, "gpu_io": _device}
+    out += rules[v.verdict](v, probes, setting)
+    for stage in v.secondary:
+        lines = rules[stage](v, probes, setting)
+        # a secondary stage gets its cost and its two main fixes
+        out.append(f"Secondary: {lines[0]}")
+        out += lines[1:3]
+    input_share = v.shares["preprocessing"] + v.shares["disk_io"]
+    if math.isfinite(v.wait_frac) and v.wait_frac - input_share >= 0.10:
+        out.append(
+            f"The step waits for input {_pct(v.wait_frac)} of the time ({v.input_bound} input-bound by TF's rule), "
+            f"yet removing the input stages gains only {_pct(input_share)}: MXNet computes the previous step while "
+            f"the next batch loads, so about {_pct(v.wait_frac - input_share)} of the step's wait overlaps compute."
+        )
+    return out

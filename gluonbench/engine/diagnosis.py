@@ -1,0 +1,343 @@
+"""``diagnose()``: probes, verdict, evidence and recommendations for any Gluon input pipeline.
+
+Runs in the calling process (a user's data set cannot be shipped to a child
+process); every DataLoader it creates is closed before it returns, so no worker
+process or shared-memory segment outlives it. The net's weights are restored
+after the probes (they train it for a few hundred steps).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from time import perf_counter
+from typing import Any
+
+from gluonbench.analysis.recommend import Setting, evidence, recommend, stage_name
+from gluonbench.analysis.verdict import STAGES, Thresholds, Verdict, classify, timings
+from gluonbench.engine.probes import PROBES, ProbePlan, ProbeResult, ProbeSet, measure_probes
+from gluonbench.errors import GluonbenchError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Diagnosis:
+    """The result of :func:`diagnose`; ``to_dict()`` is JSON-serialisable."""
+
+    verdict: str
+    """``preprocessing``, ``disk_io``, ``gpu_io`` or ``inconclusive``"""
+    shares: dict[str, float]
+    """share of step time per stage, summing to 1"""
+    probes: dict[str, ProbeResult]
+    """per probe: samples/s with CI, step-time split, system evidence"""
+    recommendations: list[str]
+    evidence: list[str]
+    secondary: list[str] = field(default_factory=list)
+    input_bound: str = "unknown"
+    """TF Profiler's label from the full pipeline's input wait: ``highly``, ``moderately``, ``not``"""
+    wait_frac: float = math.nan
+    notes: list[str] = field(default_factory=list)
+    analysis: dict[str, Any] = field(default_factory=dict)
+    """the verdict's workings: stage seconds per sample, uncertainties, present/established flags"""
+    setting: dict[str, Any] = field(default_factory=dict)
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+    settled_s: float | None = None
+    """seconds until the verdict was reached (and held to the end)"""
+    stop_reason: str = ""
+    rounds: int = 0
+    env: dict[str, Any] = field(default_factory=dict)
+    started_utc: str = ""
+    label: str = ""
+
+    @property
+    def verdict_text(self) -> str:
+        if self.verdict == "inconclusive":
+            return "inconclusive"
+        return stage_name(self.verdict, Setting(**self.setting)) if self.setting else self.verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        from gluonbench.report.store import _clean
+
+        d = asdict(self)
+        d["probes"] = {k: p.to_dict() for k, p in self.probes.items()}
+        return _clean(d)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Diagnosis:
+        names = set(cls.__dataclass_fields__)
+        d = {k: v for k, v in data.items() if k in names}
+        probes = data.get("probes") or {}
+        # pipeline order, whatever order the JSON was written in
+        d["probes"] = {k: ProbeResult.from_dict(probes[k]) for k in PROBES if k in probes}
+        shares = d.get("shares") or {}
+        d["shares"] = {k: shares[k] for k in STAGES if k in shares}
+        if d.get("wait_frac") is None:
+            d["wait_frac"] = math.nan
+        return cls(**d)
+
+
+def _resolve_ctx(ctx: Any):
+    from gluonbench._mx import mx
+    from gluonbench.engine.context import default_ctx_spec, parse_ctx
+
+    if ctx is None:
+        return parse_ctx(default_ctx_spec())
+    if isinstance(ctx, str):
+        return parse_ctx(ctx)
+    if isinstance(ctx, mx.Context):
+        return ctx
+    raise GluonbenchError(f"ctx={ctx!r} is not a context; pass mx.cpu(), mx.gpu(0) or a string such as 'gpu:0'")
+
+
+def _ctx_text(ctx: Any) -> str:
+    return "cpu" if ctx.device_type == "cpu" else f"gpu:{ctx.device_id}"
+
+
+def _as_dataset(dataset: Any):
+    from gluonbench._mx import gluon
+
+    if isinstance(dataset, gluon.data.Dataset):
+        return dataset
+    if hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__"):
+        return gluon.data.SimpleDataset(dataset)
+    raise GluonbenchError(
+        f"dataset must be a gluon.data.Dataset (or a sequence of (data, label) pairs); got {type(dataset).__name__}"
+    )
+
+
+def _prepare_net(net: Any, ctx: Any) -> dict[str, Any]:
+    """Initialise parameters that are not yet; move others to ``ctx``; return a copy of existing weights."""
+    from gluonbench._mx import mx
+
+    saved = {}
+    init = mx.init.Xavier(magnitude=2.24)
+    for name, p in net.collect_params().items():
+        if p._data is None and not p._deferred_init:
+            p.initialize(None, ctx=ctx, default_init=init)
+            continue
+        if p._data is not None:
+            if ctx not in p.list_ctx():
+                log.info("moving parameter %s to %s", name, ctx)
+                p.reset_ctx(ctx)
+            saved[name] = p.data(ctx).copy()
+    return saved
+
+
+def _restore_net(net: Any, saved: dict[str, Any]) -> None:
+    params = net.collect_params()
+    for name, data in saved.items():
+        params[name].set_data(data)
+
+
+def diagnose(
+    dataset: Any,
+    transform: Callable[..., Any] | None = None,
+    net: Any = None,
+    loss: Any = None,
+    batch_size: int = 64,
+    num_workers: int = 0,
+    ctx: Any = None,
+    budget_s: float = 60.0,
+    *,
+    thread_pool: bool = False,
+    thresholds: Thresholds | None = None,
+    learning_rate: float = 0.1,
+    seed: int | None = None,
+    label: str = "",
+    on_progress: Callable[[float, float], None] | None = None,
+) -> Diagnosis:
+    """Find the stage that limits training speed: preprocessing, disk I/O or GPU I/O.
+
+    ``dataset``: a gluon ``Dataset`` whose ``__getitem__`` returns a raw
+    ``(data, label)`` sample (reading happens there). ``transform``: per-sample
+    ``(data, label) -> (data, label)``, applied in the loader as
+    ``dataset.transform(fn)`` does. ``net``: any Block producing
+    ``(batch, classes)`` (default: the seed's CNN, 10 classes); parameters not
+    yet initialised are (Xavier, magnitude 2.24), and trained weights are put
+    back afterwards. ``loss``: default softmax cross-entropy. ``ctx``: default
+    GPU 0 if MXNet sees one, else CPU. ``budget_s``: wall-clock budget of the
+    measurement; it stops earlier once every probe's median is known within
+    ``thresholds.rel_ci`` and the verdict is settled.
+    """
+    from gluonbench._mx import gluon, mx, nd
+    from gluonbench.engine.loop import ModelStep
+    from gluonbench.engine.run import utc_now
+    from gluonbench.env import environment
+    from gluonbench.workloads.mnist import seed_loss, seed_net
+
+    thresholds = thresholds or Thresholds()
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise GluonbenchError(f"batch_size must be a whole number >= 1 (got {batch_size!r})")
+    if not isinstance(num_workers, int) or num_workers < 0:
+        raise GluonbenchError(f"num_workers must be a whole number >= 0 (got {num_workers!r})")
+    if not (isinstance(budget_s, int | float) and math.isfinite(budget_s) and budget_s >= 2):
+        raise GluonbenchError(f"budget must be at least 2 seconds (got {budget_s!r}); e.g. 60")
+    if transform is not None and not callable(transform):
+        raise GluonbenchError(f"transform must be callable (data, label) -> (data, label); got {transform!r}")
+    ctx = _resolve_ctx(ctx)
+    dataset = _as_dataset(dataset)
+    n = len(dataset)
+    if n < batch_size:
+        raise GluonbenchError(f"the dataset has {n} samples, fewer than batch_size={batch_size}; lower the batch size")
+    sample = dataset[0]
+    if not (isinstance(sample, tuple | list) and len(sample) == 2):
+        raise GluonbenchError(
+            f"dataset[0] must be a (data, label) pair; got {type(sample).__name__}"
+            + (f" of length {len(sample)}" if hasattr(sample, "__len__") else "")
+        )
+    if transform is not None:
+        try:
+            out = transform(*sample)
+        except Exception as exc:
+            raise GluonbenchError(f"transform failed on dataset[0]: {type(exc).__name__}: {exc}") from exc
+        if not (isinstance(out, tuple | list) and len(out) == 2):
+            raise GluonbenchError("transform must return a (data, label) pair")
+
+    started = utc_now()
+    if seed is not None:
+        import numpy as np
+
+        mx.random.seed(seed)
+        np.random.seed(seed)
+    net = net if net is not None else seed_net()
+    loss = loss if loss is not None else seed_loss()
+    saved = _prepare_net(net, ctx)
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": learning_rate})
+    step = ModelStep(net, loss, trainer)
+    plan = ProbePlan(budget_s=float(budget_s), rel_ci=thresholds.rel_ci, min_blocks=thresholds.min_blocks)
+
+    def settled(ps: ProbeSet) -> bool:
+        return _classify(ps, thresholds).verdict != "inconclusive"
+
+    t0 = perf_counter()
+    try:
+        probes = measure_probes(
+            dataset,
+            transform,
+            _checked(step, net),
+            ctx,
+            batch_size,
+            num_workers,
+            thread_pool,
+            plan,
+            settled=settled,
+            on_progress=on_progress,
+        )
+    finally:
+        nd.waitall()
+        _restore_net(net, saved)
+    elapsed = perf_counter() - t0
+    verdict = _classify(probes, thresholds)
+    setting = Setting(
+        batch_size=batch_size,
+        num_workers=num_workers,
+        cores=os.cpu_count() or 1,
+        ctx=_ctx_text(ctx),
+        thread_pool=thread_pool,
+        transform=transform is not None,
+        hybridized=bool(getattr(net, "_active", False)) if isinstance(net, gluon.HybridBlock) else None,
+        budget_s=float(budget_s),
+    )
+    probe_dicts = {k: p.to_dict() for k, p in probes.probes.items()}
+    result = Diagnosis(
+        verdict=verdict.verdict,
+        shares=verdict.shares,
+        probes=probes.probes,
+        recommendations=recommend(verdict, probe_dicts, setting),
+        evidence=evidence(probe_dicts, setting),
+        secondary=verdict.secondary,
+        input_bound=verdict.input_bound,
+        wait_frac=verdict.wait_frac,
+        notes=verdict.notes,
+        analysis=verdict.to_dict(),
+        setting=setting.to_dict(),
+        thresholds=thresholds.to_dict(),
+        elapsed_s=elapsed,
+        settled_s=probes.settled_s,
+        stop_reason=probes.stop_reason,
+        rounds=probes.rounds,
+        env=environment(),
+        started_utc=started,
+        label=label,
+    )
+    log.info("diagnosis: %s %s in %.1f s", result.verdict, {k: round(v, 3) for k, v in result.shares.items()}, elapsed)
+    return result
+
+
+def _classify(ps: ProbeSet, thresholds: Thresholds) -> Verdict:
+    full, no_pre, cached = timings(ps.probes)
+    # the step-time split is built when the measurement ends; while it runs only the verdict is asked for
+    wait = ps.probes["full"].split.get("wait_frac", math.nan) if ps.probes["full"].split else math.nan
+    return classify(
+        full,
+        no_pre,
+        cached,
+        wait_frac=wait,
+        converged=ps.converged(thresholds.rel_ci, thresholds.min_blocks, ("full", "no_preprocess", "cached_batch")),
+        thresholds=thresholds,
+        enough_data=all(len(p.blocks) >= thresholds.min_blocks for p in ps.probes.values() if p.same_as is None),
+    )
+
+
+def _checked(step: Any, net: Any) -> Callable[[Any, Any], Any]:
+    """The model step, with a failure on the first batch turned into one clear error."""
+    state = {"ok": False}
+
+    def run(data: Any, label: Any) -> Any:
+        if state["ok"]:
+            return step(data, label)
+        try:
+            out = step(data, label)
+            out.wait_to_read()
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+            raise GluonbenchError(
+                f"the model step failed on a batch of shape {tuple(data.shape)} ({first}); "
+                f"check that {type(net).__name__} accepts this input and returns (batch, classes)"
+            ) from exc
+        state["ok"] = True
+        return out
+
+    return run
+
+
+def diagnose_workload(
+    name: str,
+    batch_size: int = 64,
+    num_workers: int = 0,
+    ctx: Any = None,
+    budget_s: float = 60.0,
+    *,
+    data_dir: str | None = None,
+    download: bool = True,
+    options: dict[str, Any] | None = None,
+    workload: Any = None,
+    **kwargs: Any,
+) -> Diagnosis:
+    """:func:`diagnose` on a registered workload (``mnist``, ``fashion-mnist``, ``synthetic``)."""
+    from gluonbench._mx import mx
+    from gluonbench.workloads import get_workload
+
+    ctx = _resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
+    w = workload or get_workload(name, data_dir=data_dir, download=download, **(options or {}))
+    net = w.make_net()
+    init = w.init() if w.init is not None else mx.init.Xavier(magnitude=2.24)
+    net.collect_params().initialize(init, ctx=ctx)
+    return diagnose(
+        w.train,
+        w.transform,
+        net,
+        w.make_loss(),
+        batch_size,
+        num_workers,
+        ctx,
+        budget_s,
+        learning_rate=w.learning_rate,
+        label=kwargs.pop("label", None) or name,
+        **kwargs,
+    )

@@ -1,0 +1,130 @@
+"""``gluonbench diagnose`` and ``gluonbench sweep --diagnose`` through the real CLI."""
+
+import csv
+import json
+
+import pytest
+
+from gluonbench.analysis.verdict import VERDICTS
+
+
+def _one_clear_line(proc, *needles):
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli, tmp_path, no_leaks):
+    out = tmp_path / "d.json"
+    proc = cli(
+        "diagnose",
+        "--dataset",
+        "synthetic",
+        "--cpu-ms",
+        "2",
+        "--samples",
+        "1024",
+        "--batch-size",
+        "32",
+        "--data-dir",
+        str(tmp_path / "cache"),
+        "--budget",
+        "8",
+        "--json",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    text = proc.stdout
+    for needle in (
+        "| probe | samples/s | 95 % CI",
+        "| full |",
+        "| no_preprocess |",
+        "| cached_batch |",
+        "| loader_only |",
+        "**Verdict: preprocessing**",
+        "Shares of step time: preprocessing",
+        "Input-bound (TF Profiler's rule",
+        "Evidence (psutil, per probe):",
+        "during `full`: ",
+        "Recommendations:",
+        "batch-level (vectorised)",
+    ):
+        assert needle in text, needle
+    d = json.loads(out.read_text())
+    assert d["verdict"] == "preprocessing"
+    assert d["setting"]["batch_size"] == 32 and d["setting"]["num_workers"] == 0
+    assert abs(sum(d["shares"].values()) - 1) < 1e-9
+    assert d["probes"]["full"]["system"]["per_core_pct"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--budget", "1"], ["--budget must be at least 2 seconds"]),
+        (["--cpu-ms", "1"], ["--cpu-ms only apply to --dataset synthetic"]),
+        (["--threshold", "nope=1"], ["--threshold nope: unknown", "secondary_share"]),
+        (["--threshold", "secondary_share=2"], ["out of range"]),
+        (["--json", "/nonexistent/d.json"], ["--json /nonexistent/d.json", "does not exist"]),
+        (["--dataset", "cifar"], ["unknown --dataset 'cifar'"]),
+        (["--dataset", "synthetic", "--width", "0"], ["synthetic option width must be a whole number >= 1"]),
+        (["--ctx", "tpu"], ["--ctx 'tpu'", "cpu, gpu or gpu:N"]),
+        (["--ctx", "gpu:0"], ["MXNet sees no GPU", "--ctx cpu"]),
+        (["--workers", "-1"], ["--workers must be 0 or more"]),
+        (["--batch-size", "x"], ["--batch-size", "invalid int"]),
+    ],
+)
+def test_diagnose_bad_input(cli, tmp_path, args, needles):
+    _one_clear_line(cli("diagnose", "--data-dir", str(tmp_path), *args), *needles)
+
+
+def test_diagnose_help_has_examples_and_thresholds(cli):
+    proc = cli("diagnose", "--help")
+    assert proc.returncode == 0
+    for needle in ("examples:", "--dataset synthetic", "--read-ms", "secondary_share=0.15", "no_preprocess"):
+        assert needle in proc.stdout, needle
+    assert "diagnose" in cli("--help").stdout
+
+
+def test_sweep_diagnose_adds_the_verdict_per_worker_count(cli, tmp_path, no_leaks):
+    out = tmp_path / "results"
+    proc = cli(
+        "sweep",
+        "--dataset",
+        "synthetic",
+        "--samples",
+        "1024",
+        "--read-ms",
+        "0.5",
+        "--data-dir",
+        str(tmp_path / "cache"),
+        "--workers",
+        "0,2",
+        "--max-batches",
+        "8",
+        "--diagnose",
+        "--diagnose-budget",
+        "4",
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = list(out.iterdir())
+    runs = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+    assert [r["spec"]["workers"] for r in runs] == [0, 2]
+    for r in runs:
+        assert r["spec"]["options"] == {"samples": 1024, "read_ms": 0.5}, "knobs reach the child's workload"
+        extra = r["extra"]
+        assert extra["verdict"] in VERDICTS
+        assert abs(sum(extra["shares"].values()) - 1) < 1e-3
+        assert extra["diagnosis"]["setting"]["num_workers"] == r["spec"]["workers"]
+        assert extra["diagnosis"]["probes"]["full"]["steps"] > 0
+    md = (run_dir / "summary.md").read_text()
+    assert "## Bottleneck per worker count" in md and "| 0 | " in md and "| 2 | " in md
+    assert "Bottleneck per worker count" in proc.stdout
+    rows = list(csv.DictReader((run_dir / "summary.csv").open()))
+    assert {row["verdict"] for row in rows} <= set(VERDICTS)
+    assert "diagnosis" not in rows[0], "the full diagnosis stays in runs.jsonl and summary.json"

@@ -1,0 +1,100 @@
+"""The synthetic workload: real files, real reads, calibrated real CPU work, a model of set size."""
+
+import time
+
+import numpy as np
+import pytest
+
+from gluonbench.errors import GluonbenchError
+from gluonbench.workloads import get_workload, workload_names
+from gluonbench.workloads.synthetic import SyntheticKnobs, ensure_files
+
+
+def test_registered():
+    assert "synthetic" in workload_names()
+
+
+def test_files_are_written_once_and_read_for_real(tmp_path):
+    w = get_workload("synthetic", data_dir=tmp_path, samples=128, record_kb=8)
+    folder = tmp_path / "synthetic" / SyntheticKnobs(samples=128, record_kb=8).folder_name()
+    files = sorted((folder / "train").glob("*.rec"))
+    assert len(files) == 128 and all(f.stat().st_size == 8192 for f in files)
+    assert len(w.train) == 128 and len(w.test) == 64
+    mtime = files[0].stat().st_mtime_ns
+    get_workload("synthetic", data_dir=tmp_path, samples=128, record_kb=8)
+    assert files[0].stat().st_mtime_ns == mtime, "an existing data set is reused, not rewritten"
+    # a sample is the file's bytes: change the file and the sample changes
+    x, y = w.train[3]
+    assert x.shape == (28, 28, 1) and x.dtype == np.uint8 and 0 <= int(y) < 10
+    data = bytearray(files[3].read_bytes())
+    data[0] = (data[0] + 1) % 256
+    files[3].write_bytes(bytes(data))
+    assert w.train[3][0][0, 0, 0] == data[0]
+
+
+def test_images_carry_their_label(tmp_path):
+    w = get_workload("synthetic", data_dir=tmp_path, samples=200)
+    rows = {}
+    for i in range(200):
+        x, y = w.train[i]
+        rows.setdefault(int(y), set()).add(int(np.argmax(x[:, :, 0].mean(axis=1))))
+    assert all(len(r) == 1 for r in rows.values()), "one bright band row per class"
+    assert len({next(iter(r)) for r in rows.values()}) == len(rows), "different rows for different classes"
+
+
+def test_read_latency_is_waited(tmp_path):
+    w = get_workload("synthetic", data_dir=tmp_path, samples=64, read_ms=5)
+    t0 = time.perf_counter()
+    for i in range(10):
+        w.train[i]
+    assert time.perf_counter() - t0 >= 0.05
+
+
+def test_cpu_work_is_real_and_calibrated(tmp_path):
+    w = get_workload("synthetic", data_dir=tmp_path, samples=64, cpu_ms=4)
+    x, y = w.train[0]
+    t0 = time.thread_time()
+    out, label = w.transform(x, y)
+    cpu = time.thread_time() - t0
+    assert out.shape == (1, 28, 28) and out.dtype == np.float32 and isinstance(label, np.float32)
+    # calibrated on this thread's CPU clock: the work is a few ms of CPU time, whatever the load
+    assert 0.002 <= cpu <= 0.016, cpu
+    assert np.abs(out - x.transpose(2, 0, 1) / 255.0).max() < 1 / 255, "the work only jitters one pixel"
+
+
+def test_model_size_follows_width_and_depth(tmp_path):
+    from gluonbench._mx import mx, nd
+
+    def params(**knobs):
+        w = get_workload("synthetic", data_dir=tmp_path, samples=64, **knobs)
+        net = w.make_net()
+        net.initialize(mx.init.Xavier(), ctx=mx.cpu())
+        assert net(nd.zeros((2, 1, 28, 28))).shape == (2, 10)
+        return sum(p.data().size for p in net.collect_params().values())
+
+    small, wide, deep = params(width=16, depth=1), params(width=256, depth=1), params(width=256, depth=3)
+    assert small < wide < deep
+    assert deep - wide == 2 * (256 * 256 + 256)
+
+
+@pytest.mark.parametrize(
+    ("options", "needle"),
+    [
+        ({"cpu_ms": -1}, "cpu_ms must be a number >= 0"),
+        ({"width": "wide"}, "width='wide' is not a int"),
+        ({"bogus": 1}, "unknown synthetic option(s) bogus"),
+        ({"samples": 0}, "samples must be a whole number >= 1"),
+        ({"cold": "maybe"}, "cold='maybe' is not a true/false"),
+    ],
+)
+def test_bad_knobs(tmp_path, options, needle):
+    with pytest.raises(GluonbenchError) as err:
+        get_workload("synthetic", data_dir=tmp_path, **options)
+    assert needle in str(err.value)
+
+
+def test_unwritable_cache_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(GluonbenchError, match="writable folder"):
+        ensure_files(SyntheticKnobs(samples=8), blocker / "sub")
