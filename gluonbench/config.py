@@ -192,7 +192,7 @@ class IoSettings:
         return self.small_bytes if size == "small" else self.large_bytes
 
     def shard_bytes(self, data_bytes: int) -> int:
-        return self.shard_size or max(1_000_000, min(150_000_000, data_bytes // 5))
+        return self.shard_size or max(64_000, min(150_000_000, data_bytes // 5))
 
     def label(self) -> str:
         return self.name or f"io-{'s3' if self.s3_uri else 'local'}-{self.stage}"
