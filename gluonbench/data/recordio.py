@@ -105,21 +105,40 @@ class RecordParser:
 
     def records(self, data: bytes | memoryview) -> list[tuple[int, bytes]]:
         """(absolute start offset, payload) of every record completed by ``data``."""
-        if self._pos and self._pos >= len(self._buf) // 2:
+        if self._pos == len(self._buf):
+            # nothing pending (the usual case): parse ``data`` in place, keep only its incomplete tail
+            self._base += self._pos
+            self._buf, self._pos = bytearray(), 0
+            view = memoryview(data)
+            try:
+                out, pos = self._parse(view, 0)
+                self._buf += view[pos:]
+            finally:
+                view.release()
+            self._base += pos
+            return out
+        if self._pos >= len(self._buf) // 2:
             del self._buf[: self._pos]
             self._base += self._pos
             self._pos = 0
         self._buf += data
+        view = memoryview(self._buf)
+        try:
+            out, self._pos = self._parse(view, self._pos)
+        finally:
+            view.release()
+        return out
+
+    def _parse(self, buf: memoryview, pos: int) -> tuple[list[tuple[int, bytes]], int]:
+        """Whole records in ``buf`` from ``pos`` on; ``buf[0]`` is at absolute offset ``self._base``."""
         out: list[tuple[int, bytes]] = []
-        buf = self._buf
         end = len(buf)
-        pos = self._pos
+        base = self._base
         while end - pos >= 8:
             magic, lrec = struct.unpack_from("<II", buf, pos)
             if magic != MAGIC:
-                self._pos = pos
                 raise DataError(
-                    f"{self.where}: bad record magic at byte offset {self._base + pos} "
+                    f"{self.where}: bad record magic at byte offset {base + pos} "
                     f"(found {magic:#010x}, expected {MAGIC:#010x}); the file is corrupt, re-create it"
                 )
             cflag, length = lrec >> 29, lrec & LENGTH_MASK
@@ -128,18 +147,18 @@ class RecordParser:
                 break
             if not self._parts and cflag in (2, 3):
                 raise DataError(
-                    f"{self.where}: record at byte offset {self._base + pos} continues a record that never "
+                    f"{self.where}: record at byte offset {base + pos} continues a record that never "
                     "started; the file is corrupt, re-create it"
                 )
             if self._parts and cflag in (0, 1):
                 raise DataError(
                     f"{self.where}: record at byte offset {self._record_start} is cut short at byte offset "
-                    f"{self._base + pos}; the file is corrupt, re-create it"
+                    f"{base + pos}; the file is corrupt, re-create it"
                 )
-            if not self._parts:
-                self._record_start = self._base + pos
             if cflag > 3:
-                raise DataError(f"{self.where}: bad record flag {cflag} at byte offset {self._base + pos}")
+                raise DataError(f"{self.where}: bad record flag {cflag} at byte offset {base + pos}")
+            if not self._parts:
+                self._record_start = base + pos
             part = bytes(buf[pos + 8 : pos + 8 + length])
             pos = stop
             if cflag == 0:
@@ -150,8 +169,7 @@ class RecordParser:
                 self._parts = []
             else:
                 self._parts.append(part)
-        self._pos = pos
-        return out
+        return out, pos
 
     def finish(self) -> None:
         """Raise :class:`DataError` if the stream ended inside a record."""

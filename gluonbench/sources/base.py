@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import logging
 import random
+import struct
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gluonbench.data.images import image_folder
-from gluonbench.data.recordio import MANIFEST, Manifest, RecordParser, parse_index, parse_record, unpack
+from gluonbench.data.recordio import IR_SIZE, MANIFEST, Manifest, RecordParser, parse_index, parse_record, unpack
 from gluonbench.errors import DataError
 from gluonbench.sources.store import ObjectInfo, Store, open_store
 
@@ -133,6 +134,16 @@ def decode_sample(payload: bytes, ref: SampleRef, where: str) -> tuple[bytes, in
     header, body = unpack(payload, where)
     label = header.label if isinstance(header.label, float) else header.label[0]
     return body, int(label)
+
+
+def image_record(payload: bytes, where: str, offset: int) -> tuple[bytes, int]:
+    """(image bytes, label) of one MXNet image record; the fast path for a scalar label."""
+    if len(payload) >= IR_SIZE:
+        flag, label = struct.unpack_from("<If", payload)
+        if flag == 0:
+            return payload[IR_SIZE:], int(label)
+    header, body = unpack(payload, f"{where}: record at byte offset {offset}")
+    return body, int(header.label[0] if isinstance(header.label, tuple) else header.label)
 
 
 class ReadAhead:
@@ -261,9 +272,7 @@ class Source(ABC):
                     parser.finish()
                 parser = RecordParser(self.store.describe(key))
             for offset, payload in parser.records(data):
-                sample = decode_sample(
-                    payload, SampleRef(key, offset, offset, -1), f"{parser.where}: record at byte offset {offset}"
-                )
+                sample = image_record(payload, parser.where, offset)
                 if not shuffle:
                     yield sample
                     continue

@@ -61,11 +61,22 @@ from gluonbench.sources.store import ObjectInfo, Store
 log = logging.getLogger(__name__)
 
 PIPE_BYTES = 1 << 20
+READ_BYTES = PIPE_BYTES // 4
+"""Consumer read size: a quarter of the pipe, so the producer refills what one read frees while the consumer
+copies the rest (a read of the whole pipe leaves the two taking turns; measured in bench_pipe_vs_cat.py)."""
 WRAPPERS = ("none", "recordio")
 
 
 class PipeError(GluonbenchError):
     """The stream broke: no FIFO, no data, a dead producer or a truncated record."""
+
+
+def _backoff(first: float = 0.0001, most: float = 0.001) -> Iterator[float]:
+    """Sleeps for a polling loop: short at first (a ready peer is seen at once), then at most ``most``."""
+    pause = first
+    while True:
+        yield pause
+        pause = min(pause * 2, most)
 
 
 def fifo_path(channel_dir: str | Path, channel: str, epoch: int) -> Path:
@@ -185,6 +196,7 @@ class Producer:
         self.opts = options.check()
         self.dir = Path(options.channel_dir)
         self._current: Path | None = None
+        self._paths: dict[str, str] = {}
 
     def objects(self) -> list[ObjectInfo]:
         objects = data_objects(self.store)
@@ -194,6 +206,8 @@ class Producer:
 
     def run(self, on_epoch=None) -> StreamResult:
         objects = self.objects()
+        if self.store.local_path("x") is not None:
+            self._paths = {o.key: str(self.store.local_path(o.key)) for o in objects}
         created = private_dir(self.dir)
         result = StreamResult()
         try:
@@ -225,7 +239,7 @@ class Producer:
 
     def _open_writer(self, path: Path) -> int:
         deadline = time.monotonic() + self.opts.open_timeout
-        while True:
+        for pause in _backoff():
             try:
                 return os.open(path, os.O_WRONLY | os.O_NONBLOCK)
             except OSError as exc:
@@ -236,7 +250,8 @@ class Producer:
                     f"no consumer opened {path} within {self.opts.open_timeout:g} s; "
                     "start the training job or raise --open-timeout"
                 )
-            time.sleep(0.005)
+            time.sleep(pause)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _wait_writable(self, fd: int, poller: select.poll) -> None:
         if not poller.poll(self.opts.write_timeout * 1000):
@@ -254,22 +269,24 @@ class Producer:
             except BlockingIOError:
                 self._wait_writable(fd, poller)
 
-    def _splice(self, fd: int, path: Path, size: int, poller: select.poll) -> int:
+    def _splice(self, fd: int, path: str, size: int, poller: select.poll) -> int:
+        """Move a local file's ``size`` bytes from the page cache into the FIFO, never through Python."""
         try:
             src = os.open(path, os.O_RDONLY)
         except OSError as exc:
             raise DataError(f"cannot read {path}: {exc.strerror}; fix or remove the file") from exc
         sent = 0
         try:
-            while True:
+            while sent < size:
                 try:
-                    n = os.splice(src, fd, max(size - sent, PIPE_BYTES), offset_src=sent, flags=os.SPLICE_F_NONBLOCK)
+                    n = os.splice(src, fd, size - sent, offset_src=sent, flags=os.SPLICE_F_NONBLOCK)
                 except BlockingIOError:
                     self._wait_writable(fd, poller)
                     continue
                 if n == 0:
-                    return sent
+                    raise DataError(f"{path} shrank while streaming ({sent} of {size} bytes); do not modify it")
                 sent += n
+            return sent
         finally:
             os.close(src)
 
@@ -283,16 +300,17 @@ class Producer:
                 ) from exc
         return frame(data) if self.opts.record_wrapper == "recordio" else data
 
-    def _prefetch_local(self, key: str, start: int, end: int) -> bytes:
-        path = self.store.local_path(key)
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            return b""  # the writer reports it
-        try:
-            os.posix_fadvise(fd, start, end - start, os.POSIX_FADV_WILLNEED)
-        finally:
-            os.close(fd)
+    def _prefetch(self, objects: list[ObjectInfo]) -> bytes:
+        """Ask the kernel to read these local files into the page cache (``POSIX_FADV_WILLNEED``)."""
+        for obj in objects:
+            try:
+                fd = os.open(self._paths[obj.key], os.O_RDONLY)
+            except OSError:
+                continue  # the writer reports it
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+            finally:
+                os.close(fd)
         return b""
 
     def _epoch(self, epoch: int, order: list[ObjectInfo]) -> EpochStats:
@@ -309,11 +327,13 @@ class Producer:
             by_key = {o.key: o for o in order}
             units = [(o.key, 0, o.size) for o in order]
             if splice:
-                # threads ask the kernel to read ahead into the page cache; the writer splices from it
-                ahead = ReadAhead(self._prefetch_local, self.opts.threads, self.opts.readahead_bytes)
-                for (key, _, _), _ in ahead.run(units):
-                    stats.bytes += self._splice(fd, self.store.local_path(key), by_key[key].size, poller)
-                    stats.objects += 1
+                # threads ask the kernel to read groups of files ahead into the page cache (one task per
+                # ~8 MB, so many small files cost no thread hand-off each); the writer splices from it
+                ahead = ReadAhead(lambda _, a, b: self._prefetch(order[a:b]), self.opts.threads, 1 << 62)
+                for (_, start, end), _ in ahead.run(_groups(order, 8 << 20)):
+                    for obj in order[start:end]:
+                        stats.bytes += self._splice(fd, self._paths[obj.key], obj.size, poller)
+                        stats.objects += 1
             else:
                 ahead = ReadAhead(self.store.get_range, self.opts.threads, self.opts.readahead_bytes)
                 for (key, _, _), data in ahead.run(units):
@@ -326,11 +346,25 @@ class Producer:
             stats.note = "the consumer closed the FIFO before the end of the epoch"
             log.info("epoch %d: %s after %d bytes", epoch, stats.note, stats.bytes)
         finally:
-            os.close(fd)
+            # unlink before close: a consumer that sees EOF and no FIFO knows the epoch ended cleanly
             path.unlink(missing_ok=True)
+            os.close(fd)
             self._current = None
         stats.seconds = perf_counter() - t0
         return stats
+
+
+def _groups(objects: list[ObjectInfo], group_bytes: int) -> list[tuple[str, int, int]]:
+    """Consecutive runs ``objects[start:end]`` of about ``group_bytes`` each, as ReadAhead units."""
+    out, start, size = [], 0, 0
+    for i, obj in enumerate(objects):
+        size += obj.size
+        if size >= group_bytes:
+            out.append(("group", start, i + 1))
+            start, size = i + 1, 0
+    if start < len(objects):
+        out.append(("group", start, len(objects)))
+    return out
 
 
 # -- consumer ------------------------------------------------------------------------------
@@ -355,7 +389,7 @@ class PipeChannel:
         header: bool = True,
         timeout: float = 60.0,
         producer: subprocess.Popen | None = None,
-        chunk_bytes: int = PIPE_BYTES,
+        chunk_bytes: int = READ_BYTES,
     ) -> None:
         self.dir = Path(channel_dir)
         self.channel = channel
@@ -366,15 +400,17 @@ class PipeChannel:
         self.chunk_bytes = chunk_bytes
         self.bytes_read = 0
 
-    def _producer_died(self) -> str | None:
+    def _producer_died(self, wait: float = 2.0) -> str | None:
+        """How the producer ended, if it did within ``wait`` s (its fds close a moment before it is reapable)."""
         if self.producer is None:
             return None
-        for _ in range(20):  # the writer's fds close a moment before it becomes reapable
+        deadline = time.monotonic() + wait
+        for pause in _backoff():
             rc = self.producer.poll()
-            if rc is not None:
+            if rc is not None or time.monotonic() > deadline:
                 break
-            time.sleep(0.005)
-        else:
+            time.sleep(pause)
+        if rc is None:
             return None
         if rc == 0:
             return None
@@ -382,6 +418,7 @@ class PipeChannel:
 
     def _wait_for_fifo(self, path: Path) -> None:
         deadline = time.monotonic() + self.timeout
+        pauses = _backoff()
         while True:
             try:
                 if stat.S_ISFIFO(os.stat(path).st_mode):
@@ -394,7 +431,7 @@ class PipeChannel:
                 raise PipeError(f"the producer ended ({why}) before creating {path}")
             if time.monotonic() > deadline:
                 raise PipeError(f"{path} did not appear within {self.timeout:g} s; is the producer running?")
-            time.sleep(0.002)
+            time.sleep(next(pauses))
 
     def chunks(self, epoch: int) -> Iterator[memoryview]:
         """Raw bytes of one epoch, as views of a reused buffer (each valid until the next one)."""
@@ -408,18 +445,22 @@ class PipeChannel:
             _grow_pipe(fd)
             poller = select.poll()
             poller.register(fd, select.POLLIN)
+            ready = False  # before a writer connects, read() on a fresh FIFO reports EOF: poll first
             while True:
-                # poll first: before a writer connects, read() on a fresh FIFO would report EOF
-                if not poller.poll(self.timeout * 1000):
-                    raise PipeError(
-                        f"no data on {path} for {self.timeout:g} s after {got} bytes; the producer hangs or died"
-                    )
+                if not ready:
+                    if not poller.poll(self.timeout * 1000):
+                        raise PipeError(
+                            f"no data on {path} for {self.timeout:g} s after {got} bytes; the producer hangs or died"
+                        )
+                    ready = True
                 try:
                     n = os.readv(fd, [view])
                 except BlockingIOError:
+                    ready = False
                     continue
                 if n == 0:
-                    why = self._producer_died()
+                    # a producer that finished unlinked the FIFO before closing it; one that died did not
+                    why = self._producer_died() if path.exists() else None
                     if why:
                         raise PipeError(f"the producer died mid-epoch ({why}) after {got} bytes of {path}")
                     return
