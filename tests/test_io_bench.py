@@ -146,3 +146,9 @@ def test_recommendation_follows_the_numbers():
     assert advice["pack"].startswith("Packing into shards gained at most 1.1x")
     assert "only 25%" in advice["fastfile"]
     assert "faster than FastFile" in advice["pipe"]
+
+
+def test_new_commands_have_examples_in_help(cli):
+    for command in ("pack", "verify", "stream", "io"):
+        proc = cli(command, "--help")
+        assert proc.returncode == 0 and "examples:" in proc.stdout, command

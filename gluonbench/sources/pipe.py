@@ -206,7 +206,7 @@ class Producer:
 
     def run(self, on_epoch=None) -> StreamResult:
         objects = self.objects()
-        if self.store.local_path("x") is not None:
+        if self.store.is_local:
             self._paths = {o.key: str(self.store.local_path(o.key)) for o in objects}
         created = private_dir(self.dir)
         result = StreamResult()
@@ -319,7 +319,7 @@ class Producer:
         stats = EpochStats(epoch)
         fd = self._open_writer(path)
         t0 = perf_counter()
-        splice = self.store.local_path("x") is not None and self.opts.record_wrapper == "none" and not self.opts.gzip
+        splice = self.store.is_local and self.opts.record_wrapper == "none" and not self.opts.gzip
         try:
             _grow_pipe(fd)
             poller = select.poll()

@@ -53,6 +53,8 @@ class Store(ABC):
     """A read-only view of a data set's objects."""
 
     uri: str
+    is_local: bool = False
+    """True when objects are files on this machine (:meth:`local_path` gives them)."""
 
     @abstractmethod
     def list(self) -> list[ObjectInfo]:
@@ -80,6 +82,8 @@ class Store(ABC):
 
 class LocalStore(Store):
     """A folder on a local file system."""
+
+    is_local = True
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
