@@ -171,10 +171,10 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
     from gluonbench.env import environment
     from gluonbench.workloads import get_workload
 
+    ctx = parse_ctx(spec.ctx)  # before the workload: a source it opens is closed only in the try below
     owned = workload is None
     if workload is None:
         workload = get_workload(spec.workload, data_dir=spec.data_dir, download=spec.download, **spec.options)
-    ctx = parse_ctx(spec.ctx)
     result = RunResult(spec=spec.to_dict(), started_utc=utc_now(), env=environment())
     t_run = perf_counter()
     mx.random.seed(spec.seed)

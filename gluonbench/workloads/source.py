@@ -131,8 +131,12 @@ def batch_stream(
             pool.shutdown(wait=True)
 
 
-def check_source(options: dict[str, Any], data_dir: str | None = None) -> dict[str, int]:
-    """Fail fast before any run: the source exists and holds a usable data set. Returns split sizes."""
+def check_source(options: dict[str, Any], data_dir: str | None = None, deep: bool = True) -> dict[str, int]:
+    """Fail fast before any run: the options make sense and (``deep``) the source holds a usable data set.
+
+    Returns the split sizes when ``deep``. The workload itself checks shallowly: opening the source finds
+    the rest, so the data set is listed once per run, not twice.
+    """
     mode = options.get("mode", "file")
     if mode not in MODES:
         raise GluonbenchError(f"unknown --source {mode!r}; choose one of {', '.join(MODES)}")
@@ -145,7 +149,7 @@ def check_source(options: dict[str, Any], data_dir: str | None = None) -> dict[s
         from gluonbench.sources.file import check_writable
 
         check_writable(Path(options["cache_dir"]))
-    if mode == "pipe" and options.get("channel_dir"):
+    if not deep or (mode == "pipe" and options.get("channel_dir")):
         return {}
     dataset = DataSet.discover(open_store(uri, options.get("endpoint_url")))
     if mode == "pipe" and dataset.kind != "recordio":
@@ -178,7 +182,8 @@ def source_workload(
     del download  # sources never download
     uri = uri or data_dir
     check_source(
-        {"mode": mode, "uri": uri, "endpoint_url": endpoint_url, "channel_dir": channel_dir, "cache_dir": cache_dir}
+        {"mode": mode, "uri": uri, "endpoint_url": endpoint_url, "channel_dir": channel_dir, "cache_dir": cache_dir},
+        deep=False,
     )
     options: dict[str, Any] = {"threads": threads}
     if mode == "file":
@@ -190,8 +195,13 @@ def source_workload(
         if channel_dir:
             options["kind"] = "recordio"
     source = make_source(mode, uri, endpoint_url, **options)
-    stats = source.open()
     try:
+        stats = source.open()
+        if mode == "pipe" and source.kind != "recordio":
+            raise DataError(
+                f"pipe mode trains on a packed data set (labels travel in the records), but {uri} is an image "
+                f"folder; run 'gluonbench pack {uri} OUT_DIR' and pass --uri OUT_DIR"
+            )
         if source.dataset is not None:
             n_classes = len(source.dataset.classes)
         else:
