@@ -4,12 +4,12 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["Diagnosis", "__version__", "diagnose", "run_once", "sweep"]
+__all__ = ["Diagnosis", "__version__", "diagnose", "io_benchmark", "run_once", "sweep"]
 
 
 def __getattr__(name: str):
     # the API imports MXNet; keep `import gluonbench` (and the CLI's argument errors) fast
-    if name in ("sweep", "run_once", "diagnose", "Diagnosis"):
+    if name in ("sweep", "run_once", "diagnose", "Diagnosis", "io_benchmark"):
         from gluonbench import api
 
         return getattr(api, name)

@@ -1,24 +1,30 @@
-"""The public Python API: :func:`sweep`, :func:`run_once` and :func:`diagnose` (re-exported by ``gluonbench``)."""
+"""The public Python API: :func:`sweep`, :func:`run_once`, :func:`diagnose` and :func:`io_benchmark` (re-exported by ``gluonbench``)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
+import shutil
+import tempfile
+import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from gluonbench.config import SweepSettings
+from gluonbench.config import IoSettings, SweepSettings
 from gluonbench.engine.diagnosis import Diagnosis, diagnose, diagnose_workload
 from gluonbench.engine.isolation import run_isolated
 from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.export import write_reports
-from gluonbench.report.store import RunStore, new_run_dir
+from gluonbench.report.store import RunStore, atomic_write_text, new_run_dir
 from gluonbench.report.summary import SweepSummary
 
-__all__ = ["Diagnosis", "check_inputs", "diagnose", "diagnose_workload", "run_once", "sweep"]
+__all__ = ["Diagnosis", "check_inputs", "diagnose", "diagnose_workload", "io_benchmark", "run_once", "sweep"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +53,10 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
     if settings.workload in vision.SPECS:
         folder = vision.locate(settings.workload, settings.data_dir, download=settings.download)
         return vision.validate(folder)
+    if settings.workload == "source":
+        from gluonbench.workloads.source import check_source
+
+        return check_source(settings.options, settings.data_dir)
     return {}
 
 
@@ -122,4 +132,198 @@ def sweep(
             summary = None
     if summary is None:
         raise GluonbenchError(f"no run finished; see the logs under {store.path / 'logs'}")
+    return store.path, summary
+
+
+# -- input modes (gluonbench io) ----------------------------------------------------------------
+
+
+@dataclass
+class StagedDataSet:
+    """One benchmark data set, ready to read: where it is and what it holds."""
+
+    size: str
+    layout: str
+    uri: str
+    store: str
+    data_bytes: int
+    objects: int
+    local_path: str | None
+    prepare_s: float = 0.0
+    pack_mb_per_s: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _marker_matches(marker: Path, params: dict) -> bool:
+    try:
+        return json.loads(marker.read_text()) == params
+    except (OSError, ValueError):
+        return False
+
+
+def stage_io_datasets(settings: IoSettings, work: Path) -> list[StagedDataSet]:
+    """Generate (or reuse) the JPEG folders, pack them, and upload both to S3 when ``s3_uri`` is set."""
+    from gluonbench.data.images import image_folder, make_jpeg_folder
+    from gluonbench.data.recordio import load_manifest, pack
+    from gluonbench.sources.store import LocalStore
+
+    staged: list[StagedDataSet] = []
+    for size in ["src"] if settings.src else list(settings.sizes):
+        t0 = time.perf_counter()
+        if settings.src:
+            files = Path(settings.src)
+        else:
+            files = work / f"{size}-files"
+            marker = work / f".{size}-files.json"
+            params = {"bytes": settings.size_bytes(size), "file_size": settings.file_size, "seed": settings.seed}
+            if not _marker_matches(marker, params):
+                shutil.rmtree(files, ignore_errors=True)
+                make_jpeg_folder(files, params["bytes"], settings.file_size, settings.mnist_dir, settings.seed)
+                atomic_write_text(marker, json.dumps(params))
+        folder = image_folder(LocalStore(files).list(), str(files))
+        if "files" in settings.layouts:
+            staged.append(
+                StagedDataSet(
+                    size,
+                    "files",
+                    str(files),
+                    "local",
+                    folder.total_bytes,
+                    len(folder.items),
+                    str(files),
+                    time.perf_counter() - t0,
+                )
+            )
+        if "shards" in settings.layouts:
+            t1 = time.perf_counter()
+            shards = work / f"{size}-shards"
+            shard_bytes = settings.shard_bytes(folder.total_bytes)
+            rate = None
+            try:
+                manifest = load_manifest(shards)
+                reuse = manifest.shard_size == shard_bytes and manifest.records == len(folder.items)
+            except GluonbenchError:
+                reuse = False
+            if not reuse:
+                shutil.rmtree(shards, ignore_errors=True)
+                packed = pack(files, shards, shard_bytes, shuffle=True, seed=settings.seed, name=size)
+                manifest, rate = packed.manifest, packed.mb_per_s
+            staged.append(
+                StagedDataSet(
+                    size,
+                    "shards",
+                    str(shards),
+                    "local",
+                    manifest.bytes,
+                    len(manifest.shards),
+                    str(shards),
+                    time.perf_counter() - t1,
+                    rate,
+                )
+            )
+    if settings.s3_uri:
+        staged = [_upload(d, settings) for d in staged]
+    return staged
+
+
+def _upload(ds: StagedDataSet, settings: IoSettings) -> StagedDataSet:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gluonbench.sources.s3 import S3Store
+    from gluonbench.sources.store import LocalStore
+
+    t0 = time.perf_counter()
+    uri = f"{settings.s3_uri.rstrip('/')}/{ds.size}-{ds.layout}"
+    target = S3Store(uri, settings.endpoint_url)
+    target.ensure_bucket()
+    have = {o.key: o.size for o in target.list() if not o.is_folder}
+    local = LocalStore(ds.local_path)
+    todo = [o for o in local.list() if not o.is_folder and have.get(o.key) != o.size]
+    with ThreadPoolExecutor(8, thread_name_prefix="gluonbench-upload") as pool:
+        list(pool.map(lambda o: target.put(o.key, local.get(o.key)), todo))
+    return replace(ds, uri=uri, store="s3", local_path=None, prepare_s=ds.prepare_s + time.perf_counter() - t0)
+
+
+def io_benchmark(
+    settings: IoSettings,
+    out: str | Path = "results",
+    on_result: Callable[[Any], None] | None = None,
+) -> tuple[Path, Any]:
+    """Run the input-mode matrix; one ``runs.jsonl`` line per cell, then io.csv/md/json/png.
+
+    Returns the run folder and the :class:`~gluonbench.report.io_export.IoSummary`.
+    ``KeyboardInterrupt`` rebuilds the reports from the finished cells, then propagates.
+    """
+    from gluonbench.data.images import image_folder
+    from gluonbench.engine.iocell import IoCell, run_cell
+    from gluonbench.report.io_export import write_io_reports
+    from gluonbench.sources.store import LocalStore
+
+    settings.check()
+    if settings.src:
+        image_folder(LocalStore(settings.src).list(), settings.src)  # fail fast: a usable image folder
+    if settings.s3_uri:
+        from gluonbench.sources.s3 import S3Store
+
+        S3Store(settings.s3_uri, settings.endpoint_url).ensure_bucket()  # fail fast: endpoint, credentials
+    if settings.work_dir:
+        work, made = Path(settings.work_dir), False
+        try:
+            work.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GluonbenchError(f"cannot create --work-dir {work}: {exc.strerror}; choose a writable folder") from exc
+    else:
+        work, made = Path(tempfile.mkdtemp(prefix="gluonbench-io-")), True
+    cache_root = work / "file-mode-cache"
+    try:
+        staged = stage_io_datasets(settings, work)
+        note = "; ".join(
+            f"{d.size}/{d.layout}: {d.objects} objects, {d.data_bytes / 1e6:.1f} MB"
+            + (f" (packed at {d.pack_mb_per_s:.0f} MB/s)" if d.pack_mb_per_s else "")
+            for d in staged
+        )
+        store = RunStore(new_run_dir(out, settings.label()))
+        store.write_settings(
+            {
+                "settings": settings.to_dict(),
+                "command": command_line(),
+                "env": environment(),
+                "datasets": [d.to_dict() for d in staged],
+                "datasets_note": note,
+            }
+        )
+        try:
+            for ds in staged:
+                for mode in settings.modes:
+                    cell = IoCell(mode, ds.size, ds.layout, ds.uri, ds.store, ds.data_bytes, ds.objects, ds.local_path)
+                    shutil.rmtree(cache_root, ignore_errors=True)
+                    result = run_cell(
+                        cell,
+                        epochs=settings.epochs,
+                        batch_size=settings.batch_size,
+                        threads=settings.threads,
+                        stage=settings.stage,
+                        page_cache=settings.page_cache,
+                        drop_caches=settings.drop_caches,
+                        shuffle=settings.shuffle,
+                        seed=settings.seed,
+                        endpoint_url=settings.endpoint_url,
+                        cache_dir=str(cache_root),
+                        timeout_s=settings.timeout_s,
+                    )
+                    shutil.rmtree(cache_root, ignore_errors=True)
+                    result.command = command_line()
+                    store.append(result)
+                    if on_result is not None:
+                        on_result(result)
+        finally:
+            summary = write_io_reports(store.path) if store.runs_path.exists() else None
+    finally:
+        shutil.rmtree(cache_root, ignore_errors=True)
+        if made:
+            shutil.rmtree(work, ignore_errors=True)
+    if summary is None:
+        raise GluonbenchError(f"no cell finished; see {store.path}")
     return store.path, summary

@@ -32,6 +32,8 @@ SWEEP_EXAMPLES = """examples:
   gluonbench sweep --resume results/20261122T150000Z-sweep-mnist-cpu
   gluonbench sweep --workers 0,2,4 --diagnose     # the bottleneck (verdict, shares) at each worker count
   gluonbench sweep --dataset synthetic --read-ms 1 --width 1024 --depth 3 --workers 0,2 --max-batches 40 --diagnose
+  gluonbench sweep --source fastfile --uri packed/ --workers 0,2 --max-batches 100   # through an input mode
+  gluonbench sweep --source file --uri s3://bucket/packed --endpoint-url http://127.0.0.1:9000
 """
 
 DIAGNOSE_EXAMPLES = """examples:
@@ -117,6 +119,14 @@ def _add_sweep(sub: Any) -> None:
         type=float,
         help="seconds of diagnosis per run with --diagnose (default 30)",
     )
+    p.add_argument(
+        "--source",
+        choices=("file", "fastfile", "pipe"),
+        help="input mode: train the seed's CNN on --uri read through File, FastFile or Pipe mode",
+    )
+    p.add_argument("--uri", help="data set for --source: an image folder, a packed folder, or s3://bucket/prefix")
+    p.add_argument("--endpoint-url", help="S3-compatible endpoint for s3:// (MinIO, moto), e.g. http://127.0.0.1:9000")
+    p.add_argument("--cache-dir", help="--source file: copy into this folder (default: a temporary one)")
     p.add_argument("--name", help="suffix of the run folder (default sweep-DATASET-CTX)")
     p.add_argument("--out", default="results", help="parent folder of run folders (default results/)")
     p.add_argument(
@@ -210,7 +220,146 @@ def _add_report(sub: Any) -> None:
     p.set_defaults(func=cmd_report)
 
 
-SUBCOMMANDS: list[Callable[[Any], None]] = [_add_sweep, _add_report, _add_diagnose]
+PACK_EXAMPLES = """examples:
+  gluonbench pack data/images packed/                     # class sub-folders -> 150 MB RecordIO shards
+  gluonbench pack data/images packed/ --shard-size 64MB --shuffle --seed 1
+  gluonbench pack ../shared/data/mnist mnist-rec/ --split train   # an IDX data set; images stored as PNG
+  gluonbench verify packed/
+"""
+
+VERIFY_EXAMPLES = """examples:
+  gluonbench verify packed/      # sizes, SHA-256, record framing, labels and .idx offsets of every shard
+"""
+
+STREAM_EXAMPLES = """examples:
+  gluonbench stream packed/ --channel train --channel-dir /tmp/ch --epochs 3
+  gluonbench stream s3://bucket/train --endpoint-url http://127.0.0.1:9000 --channel train \\
+      --channel-dir /tmp/ch --epochs 2 --shuffle --seed 7
+  gluonbench stream data/images --channel train --channel-dir /tmp/ch --record-wrapper recordio \\
+      --shard-index 0 --shard-count 4      # ShardedByS3Key: objects 0, 4, 8, ...
+The consumer reads /tmp/ch/train_0, then /tmp/ch/train_1, ... (SageMaker's Pipe-mode protocol).
+"""
+
+
+def _add_pack(sub: Any) -> None:
+    p = sub.add_parser(
+        "pack",
+        help="pack an image folder or IDX data set into RecordIO shards",
+        description="Write SRC's samples into OUT_DIR/<name>-NNNNN.rec + .idx shards (MXNet's own RecordIO, "
+        "original file bytes behind an IRHeader, as im2rec --pass-through) and a manifest.json with SHA-256 per "
+        "shard. SRC is a folder with one sub-folder per class, or a folder with MNIST-style IDX files.",
+        epilog=PACK_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("src", metavar="SRC", help="image folder (SRC/<class>/*.jpg) or IDX folder")
+    p.add_argument("out_dir", metavar="OUT_DIR", help="empty or new folder for the shards")
+    p.add_argument("--shard-size", default="150MB", help="largest shard, e.g. 150MB (default), 64MiB")
+    p.add_argument("--shuffle", action="store_true", help="write records in a seeded random order")
+    p.add_argument("--seed", type=int, default=0, help="seed of --shuffle (default 0)")
+    p.add_argument("--name", help="shard file prefix (default: SRC's folder name)")
+    p.add_argument("--split", choices=("train", "test"), default="train", help="IDX split to pack (default train)")
+    p.set_defaults(func=cmd_pack)
+
+
+def _add_verify(sub: Any) -> None:
+    p = sub.add_parser(
+        "verify",
+        help="re-read a packed folder and check every shard",
+        epilog=VERIFY_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("out_dir", metavar="OUT_DIR", help="a folder made by gluonbench pack")
+    p.set_defaults(func=cmd_verify)
+
+
+def _add_stream(sub: Any) -> None:
+    p = sub.add_parser(
+        "stream",
+        help="Pipe-mode producer: stream a data set into per-epoch FIFOs",
+        description="Create DIR/NAME_0, stream SRC's objects into it (threads read ahead), close it, then "
+        "DIR/NAME_1, and so on: SageMaker's Pipe-mode protocol. A packed folder streams its .rec shards; any "
+        "other source streams every object. Waits at most --open-timeout for a consumer to open each FIFO.",
+        epilog=STREAM_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("src", metavar="SRC", help="a folder or s3://bucket/prefix")
+    p.add_argument("--channel", required=True, metavar="NAME", help="channel name, e.g. train")
+    p.add_argument("--channel-dir", required=True, metavar="DIR", help="folder for the FIFOs (made private, 0700)")
+    p.add_argument("--epochs", type=int, default=1, help="epochs to stream (default 1)")
+    p.add_argument("--shuffle", action="store_true", help="new object order each epoch")
+    p.add_argument("--seed", type=int, default=0, help="seed of --shuffle (default 0)")
+    p.add_argument("--record-wrapper", choices=WRAPPERS_CHOICES, default="none", help="none (default) or recordio")
+    p.add_argument("--gzip", action="store_true", help="objects are gzip files: decompress before streaming")
+    p.add_argument("--shard-index", type=int, help="ShardedByS3Key: this consumer's index I (object i if i %% K == I)")
+    p.add_argument("--shard-count", type=int, help="ShardedByS3Key: number of consumers K")
+    p.add_argument("--endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000 for MinIO")
+    p.add_argument("--threads", type=int, default=4, help="read-ahead threads (default 4)")
+    p.add_argument("--open-timeout", type=float, default=600.0, help="seconds to wait for a consumer (default 600)")
+    p.add_argument("--write-timeout", type=float, default=600.0, help="seconds a consumer may stall (default 600)")
+    p.set_defaults(func=cmd_stream)
+
+
+WRAPPERS_CHOICES = ("none", "recordio")
+
+IO_EXAMPLES = """examples:
+  gluonbench io                                   # seed 004's matrix at the default scale (a few minutes)
+  gluonbench io --modes file,fastfile --sizes large --epochs 3
+  gluonbench io --small 50MB --large 2GB --shard-size 150MB --work-dir /data/gb-io   # closer to real sizes
+  gluonbench io --src data/my-images              # your own image folder (one sub-folder per class)
+  gluonbench io --s3-uri s3://my-bucket/gluonbench-io --endpoint-url http://127.0.0.1:9000   # MinIO
+  gluonbench io --s3-uri s3://my-bucket/gluonbench-io  # AWS (credentials from the usual boto3 chain)
+  gluonbench io --page-cache cold --drop-caches   # evict the origin before each cell
+"""
+
+
+def _add_io(sub: Any) -> None:
+    p = sub.add_parser(
+        "io",
+        help="benchmark input modes (file, fastfile, pipe) x data set size x file layout",
+        description="Seed 004's matrix: each input mode over a small and a large data set, stored as many ~40 KB "
+        "JPEG files and as a few large RecordIO shards. Per cell: start-up to the first batch, read MB/s and "
+        "samples/s per epoch, total time, local disk used; then a recommendation drawn from the numbers. "
+        "Writes OUT/<UTC>-io-.../ with runs.jsonl, io.csv, io.md, io.json, io.png.",
+        epilog=IO_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--modes", default="file,fastfile,pipe", help="comma list (default file,fastfile,pipe)")
+    p.add_argument("--sizes", default="small,large", help="comma list of small, large (default both)")
+    p.add_argument("--layouts", default="files,shards", help="comma list of files, shards (default both)")
+    p.add_argument("--small", default="20MB", help="size of the small data set (default 20MB)")
+    p.add_argument("--large", default="200MB", help="size of the large data set (default 200MB)")
+    p.add_argument("--file-size", default="40KB", help="mean JPEG size (default 40KB, as seed 004's ~39 KB)")
+    p.add_argument("--shard-size", help="shard size (default: a fifth of the data set, at most 150MB)")
+    p.add_argument("--src", help="benchmark this image folder (SRC/<class>/*.jpg) instead of generated data")
+    p.add_argument("--s3-uri", help="stage the data sets under s3://BUCKET/PREFIX and read them through boto3")
+    p.add_argument("--endpoint-url", help="S3-compatible endpoint for --s3-uri (MinIO, moto)")
+    p.add_argument("--epochs", type=int, default=2, help="epochs per cell (default 2)")
+    p.add_argument("--batch-size", type=int, default=64, help="samples per batch (default 64)")
+    p.add_argument("--threads", type=int, default=4, help="reader threads in every mode (default 4)")
+    p.add_argument("--stage", choices=("read", "decode"), default="read", help="read only (default) or also decode")
+    p.add_argument("--page-cache", choices=("warm", "cold"), default="warm", help="origin cached or evicted first")
+    p.add_argument(
+        "--drop-caches", action="store_true", help="with --page-cache cold: also write /proc/sys/vm/drop_caches"
+    )
+    p.add_argument("--no-shuffle", dest="shuffle", action="store_false", help="read in key order")
+    p.add_argument("--seed", type=int, default=0, help="seed of data generation and shuffling (default 0)")
+    p.add_argument("--work-dir", help="keep generated data sets here and reuse them (default: a temporary folder)")
+    p.add_argument("--mnist-dir", help="MNIST IDX folder whose digits the JPEGs show (default: look it up)")
+    p.add_argument("--timeout", dest="timeout_s", type=float, default=600.0, help="pipe stall limit, s (default 600)")
+    p.add_argument("--name", help="suffix of the run folder (default io-local-STAGE or io-s3-STAGE)")
+    p.add_argument("--out", default="results", help="parent folder of run folders (default results/)")
+    p.set_defaults(func=cmd_io)
+
+
+SUBCOMMANDS: list[Callable[[Any], None]] = [
+    _add_sweep,
+    _add_report,
+    _add_diagnose,
+    _add_pack,
+    _add_verify,
+    _add_stream,
+    _add_io,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -218,7 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gluonbench",
         description="Why is Gluon/MXNet training slow, and how do I make the data pipeline keep up?",
         epilog="examples:\n  gluonbench sweep --workers 0..8\n  gluonbench diagnose --workers 2\n"
-        "  gluonbench report results/<run>\n\n"
+        "  gluonbench report results/<run>\n"
+        "  gluonbench pack data/images packed/ && gluonbench verify packed/\n"
+        "  gluonbench stream packed/ --channel train --channel-dir /tmp/ch --epochs 2\n"
+        "  gluonbench io\n\n"
         "Run 'gluonbench COMMAND --help' for a command's options and examples.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -259,6 +411,15 @@ def settings_from_args(args: argparse.Namespace):
         )
         if getattr(args, k) is not None
     }
+    if args.source or args.uri:
+        options = dict(settings.options)
+        options["mode"] = args.source or options.get("mode", "file")
+        for key in ("uri", "endpoint_url", "cache_dir"):
+            if getattr(args, key):
+                options[key] = getattr(args, key)
+        flags.update(workload="source", options=options)
+    elif args.endpoint_url or args.cache_dir:
+        raise GluonbenchError("--endpoint-url and --cache-dir go with --source/--uri; add --uri")
     settings = coerce(settings, flags, source="command line")
     settings = coerce(settings, parse_overrides(args.overrides), source="--set")
     knobs = synthetic_options(args, settings.workload)
@@ -422,6 +583,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise GluonbenchError(f"{args.run_dir} is not a folder; pass a run folder made by gluonbench sweep")
     if not store.runs_path.is_file():
         raise GluonbenchError(f"{args.run_dir} has no runs.jsonl; pass a run folder made by gluonbench sweep")
+    if any(r.get("kind") == "io" for r in store.records()):
+        from gluonbench.report import io_export
+
+        io_summary = io_export.write_io_reports(store.path)
+        print(io_export.to_markdown(io_summary))
+        print(f"rebuilt: {store.path}/io.csv, io.md, io.json, io.png")
+        return 0
     summary = write_reports(store.path)
     print(to_markdown(summary))
     print(f"rebuilt: {store.path}/summary.csv, summary.md, summary.json, sweep.png")
@@ -430,6 +598,131 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+def cmd_pack(args: argparse.Namespace) -> int:
+    from gluonbench.data.recordio import pack
+    from gluonbench.units import format_size, parse_size
+
+    shard_size = parse_size(args.shard_size, "--shard-size")
+    result = pack(args.src, args.out_dir, shard_size, args.shuffle, args.seed, args.name, args.split)
+    m = result.manifest
+    print(
+        f"packed {m.records} records ({format_size(m.bytes)}) into {len(m.shards)} shard(s) in {result.seconds:.2f} s "
+        f"({result.mb_per_s:.0f} MB/s): {result.out_dir}"
+    )
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from gluonbench.data.recordio import verify
+    from gluonbench.units import format_size
+
+    result = verify(args.out_dir)
+    print(
+        f"ok: {result.shards} shard(s), {result.records} records, {format_size(result.bytes)} verified "
+        f"in {result.seconds:.2f} s: {result.out_dir}"
+    )
+    return 0
+
+
+def cmd_stream(args: argparse.Namespace) -> int:
+    import signal
+
+    from gluonbench.sources.pipe import Producer, StreamOptions
+    from gluonbench.sources.store import open_store
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)  # unwinds through the producer's clean-up (FIFO removal)
+
+    signal.signal(signal.SIGTERM, stop)
+    options = StreamOptions(
+        channel=args.channel,
+        channel_dir=args.channel_dir,
+        epochs=args.epochs,
+        shuffle=args.shuffle,
+        seed=args.seed,
+        record_wrapper=args.record_wrapper,
+        gzip=args.gzip,
+        shard_index=args.shard_index,
+        shard_count=args.shard_count,
+        threads=args.threads,
+        open_timeout=args.open_timeout,
+        write_timeout=args.write_timeout,
+    ).check()
+
+    def on_epoch(stats) -> None:
+        note = "" if stats.complete else f" (incomplete: {stats.note})"
+        print(
+            f"epoch {stats.epoch}: {stats.objects} objects, {stats.bytes} bytes in {stats.seconds:.3f} s "
+            f"({stats.mb_per_s:.1f} MB/s){note}",
+            flush=True,
+        )
+
+    Producer(open_store(args.src, args.endpoint_url), options).run(on_epoch)
+    return 0
+
+
+def _mnist_dir_or_none() -> str | None:
+    from gluonbench.data import vision
+
+    for _, folder in vision.candidate_dirs("mnist"):
+        if vision._complete(folder):
+            return str(folder)
+    return None
+
+
+def cmd_io(args: argparse.Namespace) -> int:
+    from gluonbench import api
+    from gluonbench.config import IoSettings
+    from gluonbench.report.io_export import to_markdown
+    from gluonbench.units import parse_size
+
+    def names(text: str) -> tuple[str, ...]:
+        return tuple(v.strip() for v in text.split(",") if v.strip())
+
+    settings = IoSettings(
+        modes=names(args.modes),
+        sizes=names(args.sizes),
+        layouts=names(args.layouts),
+        small_bytes=parse_size(args.small, "--small"),
+        large_bytes=parse_size(args.large, "--large"),
+        file_size=parse_size(args.file_size, "--file-size"),
+        shard_size=parse_size(args.shard_size, "--shard-size") if args.shard_size else None,
+        src=args.src,
+        s3_uri=args.s3_uri,
+        endpoint_url=args.endpoint_url,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        threads=args.threads,
+        stage=args.stage,
+        page_cache=args.page_cache,
+        drop_caches=args.drop_caches,
+        shuffle=args.shuffle,
+        seed=args.seed,
+        work_dir=args.work_dir,
+        mnist_dir=args.mnist_dir or _mnist_dir_or_none(),
+        timeout_s=args.timeout_s,
+        name=args.name,
+    ).check()
+
+    def on_result(r) -> None:
+        c = r.cell
+        what = f"{c['mode']:>8} {c['size']:>5} {c['layout']:>6}"
+        if r.ok:
+            print(
+                f"{what}: start-up {r.startup_s:.3f} s, {r.read_mb_per_s:.0f} MB/s, {r.samples_per_s:.0f} samples/s, "
+                f"total {r.total_s:.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+        else:
+            print(f"{what}: failed ({r.error})", file=sys.stderr, flush=True)
+
+    run_dir, summary = api.io_benchmark(settings, out=args.out, on_result=on_result)
+    print(to_markdown(summary))
+    print(f"results: {run_dir}")
+    return 0 if all(r.get("status") == "ok" for r in summary.rows) else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,7 +50,8 @@ class SweepSettings:
         ]
 
     def label(self) -> str:
-        return self.name or f"sweep-{self.workload}-{self.ctx.replace(':', '')}"
+        what = f"{self.workload}-{self.options.get('mode', 'file')}" if self.workload == "source" else self.workload
+        return self.name or f"sweep-{what}-{self.ctx.replace(':', '')}"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -143,3 +144,91 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
             raise GluonbenchError(f"--set {item!r}: write KEY=VALUE, e.g. --set batch_size=128")
         out[key.strip()] = value.strip()
     return out
+
+
+IO_MODES = ("file", "fastfile", "pipe")
+IO_SIZES = ("small", "large")
+IO_LAYOUTS = ("files", "shards")
+
+
+@dataclass(frozen=True)
+class IoSettings:
+    """The input-mode benchmark (``gluonbench io``): seed 004's matrix of modes x sizes x file layouts.
+
+    Sizes are scaled to finish in minutes on a small machine: ``small``/``large``
+    bytes of ~``file_size`` JPEGs, packed into shards of ``shard_size`` (None:
+    a fifth of the data set, capped at the real-world 150 MB, so "few large
+    shards" means several shards at every size). ``src`` benchmarks your own
+    image folder instead (one size, named after the folder). ``s3_uri`` stages
+    the data sets under that prefix and reads them through boto3.
+    """
+
+    modes: tuple[str, ...] = IO_MODES
+    sizes: tuple[str, ...] = IO_SIZES
+    layouts: tuple[str, ...] = IO_LAYOUTS
+    small_bytes: int = 20_000_000
+    large_bytes: int = 200_000_000
+    file_size: int = 40_000
+    shard_size: int | None = None
+    src: str | None = None
+    s3_uri: str | None = None
+    endpoint_url: str | None = None
+    epochs: int = 2
+    batch_size: int = 64
+    threads: int = 4
+    stage: str = "read"
+    page_cache: str = "warm"
+    drop_caches: bool = False
+    shuffle: bool = True
+    seed: int = 0
+    work_dir: str | None = None
+    mnist_dir: str | None = None
+    timeout_s: float = 600.0
+    name: str | None = None
+
+    def size_bytes(self, size: str) -> int:
+        return self.small_bytes if size == "small" else self.large_bytes
+
+    def shard_bytes(self, data_bytes: int) -> int:
+        return self.shard_size or max(64_000, min(150_000_000, data_bytes // 5))
+
+    def label(self) -> str:
+        return self.name or f"io-{'s3' if self.s3_uri else 'local'}-{self.stage}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IoSettings:
+        names = {f.name for f in fields(cls)}
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
+        return cls(**values)
+
+    def check(self) -> IoSettings:
+        def subset(name: str, allowed: tuple[str, ...]) -> None:
+            values = getattr(self, name)
+            bad = [v for v in values if v not in allowed]
+            if not values or bad:
+                raise GluonbenchError(
+                    f"--{name} {','.join(values)!r}: choose from {', '.join(allowed)} (comma-separated)"
+                )
+
+        subset("modes", IO_MODES)
+        subset("sizes", IO_SIZES)
+        subset("layouts", IO_LAYOUTS)
+        for name in ("epochs", "batch_size", "threads"):
+            if getattr(self, name) < 1:
+                raise GluonbenchError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
+        if self.stage not in ("read", "decode"):
+            raise GluonbenchError(f"--stage must be read or decode (got {self.stage!r})")
+        if self.page_cache not in ("warm", "cold"):
+            raise GluonbenchError(f"--page-cache must be warm or cold (got {self.page_cache!r})")
+        if self.small_bytes > self.large_bytes:
+            raise GluonbenchError("--small must not exceed --large")
+        if self.file_size > self.small_bytes:
+            raise GluonbenchError("--file-size must be below --small; the small data set needs several files")
+        if self.endpoint_url and not self.s3_uri:
+            raise GluonbenchError("--endpoint-url goes with --s3-uri s3://BUCKET/PREFIX")
+        if self.s3_uri and not self.s3_uri.startswith("s3://"):
+            raise GluonbenchError(f"--s3-uri {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
+        return self

@@ -102,6 +102,8 @@ class RunResult:
     kind: str = "run"
     extra: dict[str, Any] = field(default_factory=dict)
     """Further findings about the run, e.g. ``verdict``, ``shares``, ``diagnosis`` from ``--diagnose``."""
+    source: dict[str, Any] = field(default_factory=dict)
+    """The input source's start-up (mode, timings, bytes copied, disk used), when the workload has one."""
 
     @property
     def ok(self) -> bool:
@@ -169,14 +171,25 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
 
     ``workload`` defaults to the registered workload named by ``spec.workload``.
     """
-    from gluonbench._mx import gluon, mx
     from gluonbench.engine.context import parse_ctx
-    from gluonbench.env import environment
     from gluonbench.workloads import get_workload
 
-    if workload is None:
-        workload = get_workload(spec.workload, data_dir=spec.data_dir, download=spec.download, **spec.options)
-    ctx = parse_ctx(spec.ctx)
+    ctx = parse_ctx(spec.ctx)  # before the workload: a source it opens is closed only in the finally below
+    if workload is not None:
+        return _train_and_eval(spec, workload, ctx)
+    workload = get_workload(spec.workload, data_dir=spec.data_dir, download=spec.download, **spec.options)
+    try:
+        return _train_and_eval(spec, workload, ctx)
+    finally:
+        # after training *and* the optional diagnosis, which still reads through the source
+        if workload.close is not None:
+            workload.close()
+
+
+def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
+    from gluonbench._mx import gluon, mx
+    from gluonbench.env import environment
+
     result = RunResult(spec=spec.to_dict(), started_utc=utc_now(), env=environment())
     t_run = perf_counter()
     mx.random.seed(spec.seed)
@@ -187,12 +200,14 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
     train_loader = test_loader = None
     try:
         t0 = perf_counter()
-        train_loader = make_loader(
-            workload.train, workload.transform, spec.batch_size, True, spec.workers, spec.thread_pool
-        )
-        test_loader = make_loader(
-            workload.test, workload.transform, spec.batch_size, False, eval_workers, spec.thread_pool
-        )
+        if workload.train_batches is None:
+            train_loader = make_loader(
+                workload.train, workload.transform, spec.batch_size, True, spec.workers, spec.thread_pool
+            )
+        if workload.test is not None:
+            test_loader = make_loader(
+                workload.test, workload.transform, spec.batch_size, False, eval_workers, spec.thread_pool
+            )
         result.loader_start_s = perf_counter() - t0
 
         net = workload.make_net()
@@ -211,14 +226,23 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
             report(done)
 
         train_start = perf_counter()
-        for _ in range(spec.epochs):
+        for epoch in range(spec.epochs):
             left = None if spec.max_batches is None else spec.max_batches - len(times)
             if left is not None and left <= 0:
                 break
-            times.extend(run_steps(train_loader, ctx, step, max_steps=left, on_step=after_step))
+            if workload.train_batches is None:
+                times.extend(run_steps(train_loader, ctx, step, max_steps=left, on_step=after_step))
+                continue
+            batches = workload.train_batches(spec.batch_size, spec.workers, epoch)
+            try:
+                times.extend(run_steps(batches, ctx, step, max_steps=left, on_step=after_step))
+            finally:
+                getattr(batches, "close", lambda: None)()  # a stream stopped early lets go of its input
         eval_start = perf_counter()
         report(len(times), force=True)
-        accuracy, eval_samples = evaluate_accuracy(test_loader, net, ctx, spec.max_batches)
+        accuracy, eval_samples = float("nan"), 0
+        if test_loader is not None:
+            accuracy, eval_samples = evaluate_accuracy(test_loader, net, ctx, spec.max_batches)
         eval_end = perf_counter()
     finally:
         for loader in (train_loader, test_loader):
@@ -235,6 +259,7 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
     result.first_batch_s = times.wait[0] if len(times) else 0.0
     result.steady = times.split(skip=1).to_dict()
     result.system = system.to_dict()
+    result.source = dict(workload.info)
     if len(times) == 0:
         raise GluonbenchError("the training loader yielded no batch; is the data set empty?")
     if spec.diagnose:

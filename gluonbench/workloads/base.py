@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
@@ -17,6 +17,12 @@ class Workload:
     ``transform`` is the per-sample preprocessing applied in the loader workers
     (``dataset.transform(fn)``); ``make_net`` builds an uninitialised Block;
     ``make_loss`` builds the loss Block.
+
+    A streamed source (Pipe mode) has no indexable ``train``: it sets
+    ``train_batches(batch_size, workers, epoch)``, an iterable of ``(data, label)``
+    batches per epoch, used instead of a DataLoader. ``test`` may be None (no
+    evaluation). ``info`` is stored with each run (e.g. the source's start-up);
+    ``close`` releases what the factory opened (caches, producer processes).
     """
 
     name: str
@@ -28,6 +34,9 @@ class Workload:
     classes: int
     init: Callable[[], Any] | None = None
     learning_rate: float = 0.1
+    train_batches: Callable[[int, int, int], Any] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    close: Callable[[], None] | None = None
 
 
 WorkloadFactory = Callable[..., Workload]
@@ -59,4 +68,4 @@ def get_workload(name: str, **options: Any) -> Workload:
 
 def _load_builtin() -> None:
     # importing registers them
-    from gluonbench.workloads import mnist, synthetic  # noqa: F401
+    from gluonbench.workloads import mnist, source, synthetic  # noqa: F401

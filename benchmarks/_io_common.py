@@ -1,0 +1,54 @@
+"""Shared by the input-mode benchmarks: data sets made once (reused from --work-dir), medians, a table."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from gluonbench.data.images import make_jpeg_folder
+from gluonbench.data.recordio import load_manifest, pack
+from gluonbench.errors import GluonbenchError
+
+
+def mnist_dir() -> str | None:
+    from gluonbench.data import vision
+
+    for _, folder in vision.candidate_dirs("mnist"):
+        if vision._complete(folder):
+            return str(folder)
+    here = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
+    return str(here) if here.is_dir() else None
+
+
+def jpeg_and_shards(work: Path, total_bytes: int, file_bytes: int, shard_bytes: int) -> tuple[Path, Path]:
+    """``work/jpeg-<total>`` (~file_bytes JPEGs) and ``work/shards-<total>-<shard>`` (packed), made if missing."""
+    files = work / f"jpeg-{total_bytes}-{file_bytes}"
+    marker = work / f".{files.name}.done"
+    if not marker.exists():
+        make_jpeg_folder(files, total_bytes, file_bytes, mnist_dir())
+        marker.write_text("ok")
+    shards = work / f"shards-{total_bytes}-{file_bytes}-{shard_bytes}"
+    try:
+        load_manifest(shards)
+    except GluonbenchError:
+        pack(files, shards, shard_bytes, shuffle=True, seed=0)
+    return files, shards
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def table(header: list[str], rows: list[list[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def finish(result: dict, json_path: str | None, ok: bool, check: bool) -> int:
+    if json_path:
+        Path(json_path).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"\ntarget {'met' if ok else 'NOT met'}", file=sys.stderr)
+    return 1 if check and not ok else 0

@@ -1,0 +1,334 @@
+"""One cell of the input-mode benchmark: the pipeline with the *source* stage swapped.
+
+A cell opens one data set through one input mode and runs ``epochs`` epochs of
+:func:`~gluonbench.engine.loop.run_steps` (the one timer) over batches of that
+source's samples, with the model step swapped for nothing (``step=None``): the
+*read* stage keeps the bytes (the batch is their sizes), the *decode* stage
+also decodes and applies the seed's transform. Measured per cell: start-up to
+the first batch (listing, copy, producer start, first read), read MB/s and
+samples/s per epoch, total time, local disk used, and the process tree's CPU
+and memory (:class:`~gluonbench.monitor.SystemMonitor`).
+
+Page cache: ``warm`` reads the origin once before the cell; ``cold`` evicts the
+origin's pages first with ``posix_fadvise(DONTNEED)`` after ``fdatasync``
+(only our files), plus ``/proc/sys/vm/drop_caches`` when asked and permitted.
+The residency measured with ``mincore(2)`` right before the cell is recorded,
+so a report says what the cache really held. A VM's host may still cache the
+disk; then "cold" reads run at memory speed and the report shows it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import mmap
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+from gluonbench.engine.loop import run_steps
+from gluonbench.engine.run import utc_now
+from gluonbench.monitor import SystemMonitor
+
+log = logging.getLogger(__name__)
+
+
+# -- page cache ---------------------------------------------------------------------------
+
+
+def files_under(folder: str | Path) -> list[Path]:
+    out = []
+    for dirpath, _, names in os.walk(folder):
+        out += [Path(dirpath) / n for n in sorted(names)]
+    return out
+
+
+def warm_page_cache(paths: Iterable[Path]) -> None:
+    """Read every file once so its pages sit in the page cache."""
+    buf = bytearray(8 << 20)
+    for p in paths:
+        with open(p, "rb", buffering=0) as f:
+            while f.readinto(buf):
+                pass
+
+
+def evict_page_cache(paths: Iterable[Path], drop_caches: bool = False) -> str:
+    """Evict these files' pages; returns the method used (``fadvise`` or ``fadvise+drop_caches``)."""
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    method = "fadvise"
+    if drop_caches:
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("1\n")
+            method += "+drop_caches"
+        except OSError as exc:
+            log.warning("cannot write /proc/sys/vm/drop_caches (%s); evicted with fadvise only", exc.strerror)
+    return method
+
+
+_libc = None
+
+
+def _mincore_lib():
+    global _libc
+    if _libc is None:
+        lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        lib.mmap.restype = ctypes.c_void_p
+        lib.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        lib.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        lib.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+        _libc = lib
+    return _libc
+
+
+def resident_fraction(paths: Iterable[Path]) -> float | None:
+    """Share of these files' pages in the page cache (``mincore``); None where it cannot be measured."""
+    try:
+        lib = _mincore_lib()
+    except OSError:  # pragma: no cover - no libc
+        return None
+    page = mmap.PAGESIZE
+    total = resident = 0
+    for p in paths:
+        size = p.stat().st_size
+        if size == 0:
+            continue
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            addr = lib.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+            if addr in (None, ctypes.c_void_p(-1).value):
+                return None
+            try:
+                pages = (size + page - 1) // page
+                vec = ctypes.create_string_buffer(pages)
+                if lib.mincore(addr, size, vec) != 0:
+                    return None
+                resident += sum(b & 1 for b in vec.raw)
+                total += pages
+            finally:
+                lib.munmap(addr, size)
+        finally:
+            os.close(fd)
+    return resident / total if total else None
+
+
+# -- a cell ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IoCell:
+    """One data set (``size`` x ``layout``, at ``uri``) read through one input ``mode``."""
+
+    mode: str
+    size: str
+    layout: str  # "files" (many ~40 KB images) or "shards" (packed RecordIO)
+    uri: str
+    store: str  # "local" or "s3"
+    data_bytes: int
+    objects: int
+    local_path: str | None = None  # the origin on this machine (page-cache control), if local
+
+    @property
+    def key(self) -> str:
+        return f"{self.mode}/{self.size}/{self.layout}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class EpochResult:
+    epoch: int
+    seconds: float
+    samples: int
+    bytes: int
+    mb_per_s: float
+    samples_per_s: float
+    first_batch_s: float
+    wait_frac: float
+
+
+@dataclass
+class IoResult:
+    """What one cell measured; one JSON line in ``runs.jsonl`` (``kind == "io"``)."""
+
+    cell: dict[str, Any]
+    status: str = "ok"
+    error: str | None = None
+    stage: str = "read"
+    page_cache: str = "warm"
+    cache_method: str = ""
+    resident_before: float | None = None
+    open: dict[str, Any] = field(default_factory=dict)
+    startup_s: float = 0.0
+    epochs: list[dict[str, Any]] = field(default_factory=list)
+    read_mb_per_s: float = 0.0
+    samples_per_s: float = 0.0
+    total_s: float = 0.0
+    disk_used: int = 0
+    system: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, Any] = field(default_factory=dict)
+    command: str = ""
+    started_utc: str = ""
+    finished_utc: str = ""
+    kind: str = "io"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _Counter:
+    """Bytes delivered, and how many of them came with the first batch."""
+
+    def __init__(self, batch_size: int) -> None:
+        self.batch_size = batch_size
+        self.bytes = 0
+        self.samples = 0
+        self.first_batch_bytes = 0
+
+
+def _counted(samples: Iterable[tuple[bytes, int]], counter: _Counter) -> Iterator[tuple[bytes, int]]:
+    it = iter(samples)
+    try:
+        for data, label in it:
+            counter.bytes += len(data)
+            counter.samples += 1
+            if counter.samples <= counter.batch_size:
+                counter.first_batch_bytes += len(data)
+            yield data, label
+    finally:
+        getattr(it, "close", lambda: None)()
+
+
+def read_batches(samples: Iterable[tuple[bytes, int]], batch_size: int) -> Iterator[tuple[Any, Any]]:
+    """The read stage: batches whose data are the samples' byte counts (the bytes were read, nothing else)."""
+    import numpy as np
+
+    from gluonbench._mx import nd
+
+    it = iter(samples)
+    try:
+        while True:
+            group = [s for _, s in zip(range(batch_size), it, strict=False)]
+            if not group:
+                return
+            yield (
+                nd.array(np.fromiter((len(d) for d, _ in group), np.float32, len(group))),
+                nd.array(np.fromiter((lab for _, lab in group), np.float32, len(group))),
+            )
+    finally:
+        getattr(it, "close", lambda: None)()
+
+
+def run_cell(
+    cell: IoCell,
+    *,
+    epochs: int = 2,
+    batch_size: int = 64,
+    threads: int = 4,
+    stage: str = "read",
+    page_cache: str = "warm",
+    drop_caches: bool = False,
+    shuffle: bool = True,
+    seed: int = 0,
+    endpoint_url: str | None = None,
+    cache_dir: str | None = None,
+    timeout_s: float = 600.0,
+) -> IoResult:
+    """Measure one cell; never raises for a failure of the cell itself (status ``failed``)."""
+    from gluonbench._mx import mx
+    from gluonbench.env import environment
+    from gluonbench.sources import make_source
+    from gluonbench.workloads.source import batch_stream, decode_numpy, seed_batchify
+
+    result = IoResult(cell=cell.to_dict(), stage=stage, page_cache=page_cache, env=environment())
+    result.started_utc = utc_now()
+    origin = files_under(cell.local_path) if cell.local_path else []
+    if not origin:
+        result.cache_method = "n/a (remote store)"
+    elif page_cache == "cold":
+        result.cache_method = evict_page_cache(origin, drop_caches)
+    else:
+        warm_page_cache(origin)
+        result.cache_method = "read once before the cell"
+    result.resident_before = resident_fraction(origin) if origin else None
+
+    options: dict[str, Any] = {"threads": threads}
+    if cell.mode == "file":
+        options["cache_dir"] = cache_dir
+    if cell.mode == "pipe":
+        options.update(
+            epochs=epochs, shuffle=shuffle, seed=seed, timeout=timeout_s,
+            kind="recordio" if cell.layout == "shards" else "images",
+        )  # fmt: skip
+    source = None
+    monitor = SystemMonitor(interval=0.25).start()
+    t0 = perf_counter()
+    try:
+        source = make_source(cell.mode, cell.uri, endpoint_url, **options)
+        stats = source.open()
+        open_s = perf_counter() - t0
+        result.open = stats.to_dict()
+        result.disk_used = stats.disk_used
+        for epoch in range(epochs):
+            counter = _Counter(batch_size)
+            samples = _counted(source.stream(epoch, shuffle=shuffle, seed=seed), counter)
+            if stage == "decode":
+                batches = batch_stream(samples, batch_size, decode_numpy, seed_batchify, threads=threads)
+            else:
+                batches = read_batches(samples, batch_size)
+            try:
+                times = run_steps(batches, mx.cpu(), None)
+            finally:
+                batches.close()
+            # epoch 0's first batch is counted in start-up, so its rates leave that batch out
+            skip = 1 if epoch == 0 and len(times) > 1 else 0
+            split = times.split(skip=skip)
+            seconds = split.total_s
+            nbytes = counter.bytes - (counter.first_batch_bytes if skip else 0)
+            result.epochs.append(
+                asdict(
+                    EpochResult(
+                        epoch=epoch,
+                        seconds=seconds,
+                        samples=split.samples,
+                        bytes=nbytes,
+                        mb_per_s=nbytes / 1e6 / seconds if seconds > 0 else 0.0,
+                        samples_per_s=split.samples / seconds if seconds > 0 else 0.0,
+                        first_batch_s=times.wait[0] if len(times) else 0.0,
+                        wait_frac=split.wait_frac,
+                    )
+                )
+            )
+            if epoch == 0:
+                result.startup_s = open_s + (times.wait[0] if len(times) else 0.0)
+        result.total_s = perf_counter() - t0
+        seconds = sum(e["seconds"] for e in result.epochs)
+        result.read_mb_per_s = sum(e["bytes"] for e in result.epochs) / 1e6 / seconds if seconds else 0.0
+        result.samples_per_s = sum(e["samples"] for e in result.epochs) / seconds if seconds else 0.0
+        if not any(e["samples"] for e in result.epochs):
+            raise RuntimeError("the source delivered no sample")
+    except Exception as exc:
+        log.warning("%s failed: %s", cell.key, exc)
+        result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"[:500]
+        result.total_s = perf_counter() - t0
+    finally:
+        if source is not None:
+            source.close()
+        result.system = monitor.stop().to_dict()
+    result.finished_utc = utc_now()
+    return result

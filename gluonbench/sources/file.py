@@ -1,0 +1,132 @@
+"""File mode: copy the whole data set into a local cache first (timed as start-up), then read locally.
+
+As SageMaker's File mode does before a training script starts. The copy runs
+``threads`` objects at a time; each file is written under a temporary name and
+renamed, so an interrupted copy leaves no half-written file. A cache folder made
+here is removed on :meth:`FileSource.close`; one passed as ``cache_dir`` is kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from time import perf_counter
+
+from gluonbench.errors import DataError
+from gluonbench.sources.base import DataSet, OpenStats, Source
+from gluonbench.sources.store import LocalStore, ObjectInfo
+
+log = logging.getLogger(__name__)
+
+
+def check_writable(folder: Path, flag: str = "--cache-dir") -> None:
+    """Create ``folder`` if needed and prove it takes a file; :class:`DataError` naming the fix if not."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".gluonbench-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise DataError(f"cannot write to the cache folder {folder}: {exc.strerror}; choose a writable {flag}") from exc
+
+
+def disk_used(folder: Path) -> int:
+    """Bytes of disk the files under ``folder`` occupy (allocated blocks)."""
+    total = 0
+    for dirpath, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
+
+
+class FileSource(Source):
+    mode = "file"
+
+    def __init__(self, uri: str, endpoint_url: str | None = None, cache_dir: str | Path | None = None, **kw) -> None:
+        super().__init__(uri, endpoint_url, **kw)
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self._made_cache: Path | None = None
+        self.local: LocalStore | None = None
+
+    def _copy_one(self, obj: ObjectInfo, root: Path) -> int:
+        dest = root / obj.key
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.part")
+        src = self.store.local_path(obj.key)
+        try:
+            if src is not None:
+                try:
+                    shutil.copyfile(src, tmp)
+                except OSError as exc:
+                    if not src.exists() or not os.access(src, os.R_OK):
+                        raise DataError(f"cannot read {src}: {exc.strerror}; fix or remove the file") from exc
+                    raise DataError(f"cannot write {dest}: {exc.strerror}; choose a writable --cache-dir") from exc
+            else:
+                data = self.store.get(obj.key)
+                try:
+                    with open(tmp, "wb") as f:
+                        f.write(data)
+                except OSError as exc:
+                    raise DataError(f"cannot write {dest}: {exc.strerror}; choose a writable --cache-dir") from exc
+            os.replace(tmp, dest)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return obj.size
+
+    def open(self) -> OpenStats:
+        t0 = perf_counter()
+        listing = self.store.list()
+        t1 = perf_counter()
+        files = [o for o in listing if not o.is_folder]
+        if not files:
+            raise DataError(f"{self.uri} holds no objects; check the path or the S3 prefix")
+        if self.cache_dir is not None:
+            check_writable(self.cache_dir)
+            root = self.cache_dir
+        else:
+            root = self._made_cache = Path(tempfile.mkdtemp(prefix="gluonbench-file-"))
+        try:
+            with ThreadPoolExecutor(max(1, self.threads), thread_name_prefix="gluonbench-copy") as pool:
+                copied = sum(pool.map(lambda o: self._copy_one(o, root), files))
+            t2 = perf_counter()
+            self.local = LocalStore(root)
+            self.dataset = DataSet.discover(self.local)
+        except BaseException:
+            self.close()
+            raise
+        t3 = perf_counter()
+        self.stats = OpenStats(
+            mode=self.mode,
+            uri=self.uri,
+            kind=self.dataset.kind,
+            list_s=t1 - t0,
+            copy_s=t2 - t1,
+            index_s=t3 - t2,
+            startup_s=t3 - t0,
+            objects=len(files),
+            samples=len(self.dataset.samples),
+            data_bytes=self.dataset.data_bytes,
+            bytes_copied=copied,
+            disk_used=disk_used(root),
+            cache_dir=str(root),
+        )
+        return self.stats
+
+    def fetch(self, key: str, start: int, end: int) -> bytes:
+        if self.local is None:
+            raise RuntimeError("FileSource.open() was not called")
+        return self.local.get_range(key, start, end)
+
+    def close(self) -> None:
+        if self._made_cache is not None:
+            shutil.rmtree(self._made_cache, ignore_errors=True)
+            self._made_cache = None
+        self.local = None

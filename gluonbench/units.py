@@ -1,0 +1,48 @@
+"""Byte sizes on the command line (``150MB``, ``64MiB``, ``40KB``) and in reports."""
+
+from __future__ import annotations
+
+import re
+
+from gluonbench.errors import GluonbenchError
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "k": 1000,
+    "m": 1000**2,
+    "g": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str | int, what: str = "size") -> int:
+    """``150MB`` -> 150_000_000 (KB/MB/GB are powers of 1000, KiB/MiB/GiB of 1024); a bare number is bytes."""
+    if isinstance(text, int):
+        value = text
+    else:
+        match = _SIZE.match(str(text))
+        unit = match.group(2).lower() if match else None
+        if not match or unit not in _UNITS:
+            raise GluonbenchError(f"{what} {text!r} is not a size; write e.g. 150MB, 64MiB, 40KB or a byte count")
+        value = int(float(match.group(1)) * _UNITS[unit])
+    if value < 1:
+        raise GluonbenchError(f"{what} must be at least 1 byte (got {text!r})")
+    return value
+
+
+def format_size(n: float) -> str:
+    """1_500_000 -> ``1.5 MB`` (powers of 1000, as the seeds quote sizes)."""
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
+        n /= 1000
+    return f"{n:.3g} TB"  # pragma: no cover

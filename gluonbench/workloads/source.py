@@ -1,0 +1,248 @@
+"""The seed's CNN trained through an input mode: the ``source`` workload.
+
+``get_workload("source", uri=..., mode="file"|"fastfile"|"pipe", endpoint_url=...)``
+(or ``RunSpec(workload="source", options={...})``, or ``gluonbench sweep
+--source MODE --uri URI``) opens the source and returns a :class:`Workload`
+whose data arrive through it; everything after the source stage is the seed's:
+images are decoded to greyscale, resized to ``image_size`` (28) and go through
+the seed's transform and net, so an image folder or a packed MNIST trains the
+seed's CNN unchanged.
+
+* ``file`` / ``fastfile``: ``train`` is a random-access ``gluon.data.Dataset``
+  (:class:`SourceDataset`) read through the source, so DataLoader workers,
+  ``thread_pool`` and shuffling work as for MNIST, and every probe that builds
+  its own loader over ``Workload.train`` runs over the source too.
+* ``pipe``: a FIFO is a stream, not an indexable data set. ``train`` is None and
+  ``train_batches(batch_size, workers, epoch)`` yields batches read from the
+  epoch's FIFO, decoded by ``workers`` threads (OpenCV, same pixels as
+  ``mx.image``) with the seed's transform applied per batch. Shuffle is the producer's
+  (object order per epoch; ``shuffle``/``seed``), never by index. Pipe needs a
+  packed data set (labels travel in the record headers); stopping early (e.g.
+  ``max_batches``) closes the FIFO and the producer moves on to the next epoch.
+
+There is no test split: ``test`` is None and runs report no accuracy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from gluonbench.errors import DataError, GluonbenchError
+from gluonbench.sources import MODES, make_source
+from gluonbench.sources.base import DataSet
+from gluonbench.sources.store import open_store
+from gluonbench.workloads.base import Workload, register
+from gluonbench.workloads.mnist import seed_init, seed_loss, seed_net, seed_transform
+
+log = logging.getLogger(__name__)
+
+
+def decode_image(data: bytes, label: int, image_size: int = 28):
+    """Image bytes -> ``(image_size, image_size, 1)`` uint8 NDArray (MNIST's layout) and an int32 label."""
+    import numpy as np
+
+    from gluonbench._mx import mx
+
+    try:
+        img = mx.image.imdecode(data, flag=0)
+    except mx.base.MXNetError as exc:
+        raise DataError(f"cannot decode an image of {len(data)} bytes (label {label}): not a JPEG/PNG/BMP") from exc
+    if img.shape[0] != image_size or img.shape[1] != image_size:
+        img = mx.image.imresize(img, image_size, image_size, interp=3)
+    return img, np.int32(label)
+
+
+def _dataset_class():
+    from gluonbench._mx import gluon
+
+    class _SourceDataset(gluon.data.Dataset):
+        """Random-access samples read through a File or FastFile source and decoded."""
+
+        def __init__(self, source: Any, image_size: int = 28) -> None:
+            self.source = source
+            self.image_size = image_size
+
+        def __getitem__(self, idx: int):
+            data, label = self.source.read(int(idx))
+            return decode_image(data, label, self.image_size)
+
+        def __len__(self) -> int:
+            return len(self.source.dataset.samples)
+
+    return _SourceDataset
+
+
+def SourceDataset(source: Any, image_size: int = 28):  # noqa: N802 - a factory that reads like a class
+    """A ``gluon.data.Dataset`` over an opened random-access source (the class needs MXNet, imported lazily)."""
+    return _dataset_class()(source, image_size)
+
+
+def decode_numpy(data: bytes, label: int, image_size: int = 28):
+    """As :func:`decode_image`, to numpy with OpenCV (which releases the GIL, so decoder threads run in parallel)."""
+    import cv2
+    import numpy as np
+
+    img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_GRAYSCALE)
+    if img is None:
+        raise DataError(f"cannot decode an image of {len(data)} bytes (label {label}): not a JPEG/PNG/BMP")
+    if img.shape != (image_size, image_size):
+        img = cv2.resize(img, (image_size, image_size), interpolation=cv2.INTER_AREA)
+    return img[:, :, None], label
+
+
+def seed_batchify(prepared: list[tuple[Any, int]]):
+    """Stack decoded samples and apply the seed's transform to the whole batch (same values, one op)."""
+    import numpy as np
+
+    from gluonbench._mx import nd
+
+    data = nd.array(np.stack([img for img, _ in prepared]), dtype=np.uint8)
+    label = nd.array(np.array([lab for _, lab in prepared], np.float32))
+    return nd.transpose(data.astype(np.float32), (0, 3, 1, 2)) / 255, label
+
+
+def batch_stream(
+    samples: Iterable[tuple[bytes, int]],
+    batch_size: int,
+    prepare: Callable[[bytes, int], Any],
+    batchify: Callable[[list[Any]], tuple[Any, Any]],
+    threads: int = 0,
+) -> Iterator[tuple[Any, Any]]:
+    """Group a sample stream into ``(data, label)`` batches; ``prepare`` (decode) runs in ``threads`` threads."""
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="gluonbench-decode") if threads > 0 else None
+    it = iter(samples)
+    try:
+        while True:
+            group = [s for _, s in zip(range(batch_size), it, strict=False)]
+            if not group:
+                return
+            prepared = list(pool.map(lambda s: prepare(*s), group)) if pool else [prepare(*s) for s in group]
+            yield batchify(prepared)
+            if len(group) < batch_size:
+                return
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()  # a pipe consumer closes its FIFO, so the producer moves on
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def check_source(options: dict[str, Any], data_dir: str | None = None, deep: bool = True) -> dict[str, int]:
+    """Fail fast before any run: the options make sense and (``deep``) the source holds a usable data set.
+
+    Returns the split sizes when ``deep``. The workload itself checks shallowly: opening the source finds
+    the rest, so the data set is listed once per run, not twice.
+    """
+    mode = options.get("mode", "file")
+    if mode not in MODES:
+        raise GluonbenchError(f"unknown --source {mode!r}; choose one of {', '.join(MODES)}")
+    uri = options.get("uri") or data_dir
+    if not uri:
+        raise GluonbenchError("the source workload needs a data set: pass --uri FOLDER_OR_S3_URI (or --data-dir)")
+    if mode == "file" and options.get("cache_dir"):
+        from pathlib import Path
+
+        from gluonbench.sources.file import check_writable
+
+        check_writable(Path(options["cache_dir"]))
+    if not deep or (mode == "pipe" and options.get("channel_dir")):
+        return {}
+    dataset = DataSet.discover(open_store(uri, options.get("endpoint_url")))
+    if mode == "pipe" and dataset.kind != "recordio":
+        raise DataError(
+            f"pipe mode trains on a packed data set (labels travel in the records), but {uri} is an image folder; "
+            f"run 'gluonbench pack {uri} OUT_DIR' and pass --uri OUT_DIR"
+        )
+    return {"train": len(dataset.samples)}
+
+
+@register("source")
+def source_workload(
+    data_dir: str | None = None,
+    download: bool = True,
+    uri: str | None = None,
+    mode: str = "file",
+    endpoint_url: str | None = None,
+    cache_dir: str | None = None,
+    channel: str = "train",
+    channel_dir: str | None = None,
+    epochs: int = 1000,
+    shuffle: bool = True,
+    seed: int = 0,
+    image_size: int = 28,
+    classes: int | None = None,
+    threads: int = 4,
+    timeout: float = 60.0,
+) -> Workload:
+    """Open ``uri`` in input ``mode`` and return the seed's workload over it (see the module docstring)."""
+    del download  # sources never download
+    uri = uri or data_dir
+    check_source(
+        {"mode": mode, "uri": uri, "endpoint_url": endpoint_url, "channel_dir": channel_dir, "cache_dir": cache_dir},
+        deep=False,
+    )
+    options: dict[str, Any] = {"threads": threads}
+    if mode == "file":
+        options["cache_dir"] = cache_dir
+    if mode == "pipe":
+        options.update(
+            channel=channel, channel_dir=channel_dir, epochs=epochs, shuffle=shuffle, seed=seed, timeout=timeout
+        )
+        if channel_dir:
+            options["kind"] = "recordio"
+    source = make_source(mode, uri, endpoint_url, **options)
+    try:
+        stats = source.open()
+        if mode == "pipe" and source.kind != "recordio":
+            raise DataError(
+                f"pipe mode trains on a packed data set (labels travel in the records), but {uri} is an image "
+                f"folder; run 'gluonbench pack {uri} OUT_DIR' and pass --uri OUT_DIR"
+            )
+        if source.dataset is not None:
+            n_classes = len(source.dataset.classes)
+        else:
+            n_classes = classes or _manifest_classes(source) or 10
+        info = {"mode": mode, "uri": uri, **stats.to_dict()}
+
+        def prepare(data: bytes, label: int):
+            return decode_numpy(data, label, image_size)
+
+        train_batches = None
+        train = None
+        if source.random_access:
+            train = SourceDataset(source, image_size)
+        else:
+
+            def train_batches(batch_size: int, workers: int, epoch: int):
+                return batch_stream(source.stream(epoch), batch_size, prepare, seed_batchify, threads=workers)
+
+        return Workload(
+            name=f"source-{mode}",
+            train=train,
+            test=None,
+            transform=seed_transform,
+            make_net=lambda: seed_net(num_outputs=n_classes),
+            make_loss=seed_loss,
+            classes=n_classes,
+            init=seed_init,
+            train_batches=train_batches,
+            info=info,
+            close=source.close,
+        )
+    except BaseException:
+        source.close()
+        raise
+
+
+def _manifest_classes(source: Any) -> int | None:
+    from gluonbench.data.recordio import MANIFEST, Manifest
+
+    try:
+        text = source.store.get(MANIFEST).decode("utf-8", "replace")
+    except GluonbenchError:
+        return None
+    return len(Manifest.from_json(text, source.store.describe(MANIFEST)).classes) or None

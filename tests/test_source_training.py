@@ -1,0 +1,57 @@
+"""The seed's CNN trains through every input mode, in process and through `sweep` (child processes, workers)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import upload_folder
+
+from gluonbench.data import recordio
+from gluonbench.engine.run import RunSpec, train_and_eval
+
+
+@pytest.fixture(scope="module")
+def s3_packed(s3_endpoint, packed_dir) -> str:
+    return upload_folder(packed_dir, "s3://gluonbench-train/packed", s3_endpoint)
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+@pytest.mark.parametrize("mode", ["file", "fastfile", "pipe"])
+def test_train_a_few_batches_over_each_source(mode, where, packed_dir, s3_packed, s3_endpoint, no_leaks):
+    options = {"mode": mode, "uri": str(packed_dir), "timeout": 30}
+    if where == "s3":
+        options.update(uri=s3_packed, endpoint_url=s3_endpoint)
+    spec = RunSpec(workload="source", workers=2, batch_size=8, epochs=2, max_batches=9, options=options)
+    result = train_and_eval(spec)
+    n = recordio.load_manifest(packed_dir).records  # 61: epoch 0 is 8 batches (the last one short), epoch 1 one
+    assert n % 8 and n // 8 + 1 == 8
+    assert result.status == "ok"
+    assert result.train_samples == n + 8 and result.steady["steps"] == 8
+    assert result.source["mode"] == mode and result.source["kind"] == "recordio"
+    assert result.source["startup_s"] > 0
+    if mode == "file":
+        assert result.source["bytes_copied"] > 0 and result.source["disk_used"] > 0
+
+
+def test_sweep_over_s3_fastfile_and_local_pipe(cli, s3_packed, s3_endpoint, packed_dir, jpeg_dir, tmp_path, no_leaks):
+    out = tmp_path / "results"
+    proc = cli(
+        "sweep", "--source", "fastfile", "--uri", s3_packed, "--endpoint-url", s3_endpoint, "--workers", "0,2",
+        "--max-batches", "4", "--batch-size", "16", "--out", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = list(out.iterdir())
+    assert run_dir.name.endswith("sweep-source-fastfile-cpu")
+    runs = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in runs] == ["ok", "ok"]
+    n = recordio.load_manifest(packed_dir).records  # 61 samples: 4 batches of 16, the last one short
+    assert all(r["source"]["mode"] == "fastfile" and r["train_samples"] == n for r in runs)
+    assert runs[1]["system"]["peak_processes"] >= 3, "DataLoader worker processes read S3 (a client per process)"
+    proc = cli(
+        "sweep", "--source", "pipe", "--uri", str(packed_dir), "--workers", "0", "--max-batches", "3",
+        "--batch-size", "16", "--out", str(out), "--name", "pipe",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (run,) = [json.loads(line) for line in (out.glob("*-pipe").__next__() / "runs.jsonl").read_text().splitlines()]
+    assert run["status"] == "ok" and run["source"]["mode"] == "pipe" and run["train_samples"] == 48
