@@ -69,6 +69,32 @@ REPORT_EXAMPLES = """examples:
 """
 
 
+def _add_source_args(p: argparse.ArgumentParser, modes: tuple[str, ...] = ("file", "fastfile", "pipe")) -> None:
+    """--source/--uri/--endpoint-url/--cache-dir: train on a data set read through an input mode."""
+    p.add_argument(
+        "--source",
+        choices=modes,
+        help=f"input mode: the seed's CNN on --uri read through {', '.join(modes)} mode",
+    )
+    p.add_argument("--uri", help="data set for --source: an image folder, a packed folder, or s3://bucket/prefix")
+    p.add_argument("--endpoint-url", help="S3-compatible endpoint for s3:// (MinIO, moto), e.g. http://127.0.0.1:9000")
+    p.add_argument("--cache-dir", help="--source file: copy into this folder (default: a temporary one)")
+
+
+def _source_options(args: argparse.Namespace, options: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``source`` workload's options from --source/--uri, or None when no source is named."""
+    if args.source or args.uri:
+        options = dict(options)
+        options["mode"] = args.source or options.get("mode", "file")
+        for key in ("uri", "endpoint_url", "cache_dir"):
+            if getattr(args, key):
+                options[key] = getattr(args, key)
+        return options
+    if args.endpoint_url or args.cache_dir:
+        raise GluonbenchError("--endpoint-url and --cache-dir go with --source/--uri; add --uri")
+    return None
+
+
 def _add_sweep(sub: Any) -> None:
     p = sub.add_parser(
         "sweep",
@@ -119,14 +145,7 @@ def _add_sweep(sub: Any) -> None:
         type=float,
         help="seconds of diagnosis per run with --diagnose (default 30)",
     )
-    p.add_argument(
-        "--source",
-        choices=("file", "fastfile", "pipe"),
-        help="input mode: train the seed's CNN on --uri read through File, FastFile or Pipe mode",
-    )
-    p.add_argument("--uri", help="data set for --source: an image folder, a packed folder, or s3://bucket/prefix")
-    p.add_argument("--endpoint-url", help="S3-compatible endpoint for s3:// (MinIO, moto), e.g. http://127.0.0.1:9000")
-    p.add_argument("--cache-dir", help="--source file: copy into this folder (default: a temporary one)")
+    _add_source_args(p)
     p.add_argument("--name", help="suffix of the run folder (default sweep-DATASET-CTX)")
     p.add_argument("--out", default="results", help="parent folder of run folders (default results/)")
     p.add_argument(
@@ -196,6 +215,7 @@ def _add_diagnose(sub: Any) -> None:
         "every probe is known to +-5 %%",
     )
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    _add_source_args(p, modes=("file", "fastfile"))
     p.add_argument("--json", metavar="FILE", help="also write the whole diagnosis as JSON (written atomically)")
     p.add_argument(
         "--threshold",
@@ -411,15 +431,9 @@ def settings_from_args(args: argparse.Namespace):
         )
         if getattr(args, k) is not None
     }
-    if args.source or args.uri:
-        options = dict(settings.options)
-        options["mode"] = args.source or options.get("mode", "file")
-        for key in ("uri", "endpoint_url", "cache_dir"):
-            if getattr(args, key):
-                options[key] = getattr(args, key)
-        flags.update(workload="source", options=options)
-    elif args.endpoint_url or args.cache_dir:
-        raise GluonbenchError("--endpoint-url and --cache-dir go with --source/--uri; add --uri")
+    source = _source_options(args, settings.options)
+    if source is not None:
+        flags.update(workload="source", options=source)
     settings = coerce(settings, flags, source="command line")
     settings = coerce(settings, parse_overrides(args.overrides), source="--set")
     knobs = synthetic_options(args, settings.workload)
@@ -527,6 +541,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             raise GluonbenchError(f"--json {args.json}: folder {parent} does not exist; create it or choose another")
     thresholds = _thresholds(args.thresholds)
     options = synthetic_options(args, args.workload)
+    source = _source_options(args, options)
+    if source is not None:
+        args.workload, options = "source", source
     from gluonbench.workloads import workload_names
 
     if args.workload not in workload_names():

@@ -55,3 +55,27 @@ def test_sweep_over_s3_fastfile_and_local_pipe(cli, s3_packed, s3_endpoint, pack
     assert proc.returncode == 0, proc.stderr
     (run,) = [json.loads(line) for line in (out.glob("*-pipe").__next__() / "runs.jsonl").read_text().splitlines()]
     assert run["status"] == "ok" and run["source"]["mode"] == "pipe" and run["train_samples"] == 48
+
+
+def test_diagnose_over_a_source(cli, s3_packed, s3_endpoint, packed_dir, tmp_path, no_leaks):
+    out = tmp_path / "d.json"
+    proc = cli(
+        "diagnose", "--source", "fastfile", "--uri", s3_packed, "--endpoint-url", s3_endpoint,
+        "--batch-size", "8", "--budget", "8", "--json", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(out.read_text())
+    assert d["verdict"] in ("preprocessing", "disk_io", "gpu_io", "inconclusive")
+    assert sum(d["shares"].values()) == pytest.approx(1.0)
+    assert set(d["probes"]) >= {"full", "no_preprocess", "cached_batch", "loader_only"}
+    # a stream has no dataset[i] for the probes: one clear line, exit 2
+    proc = cli("diagnose", "--source", "pipe", "--uri", str(packed_dir))
+    assert proc.returncode == 2 and "invalid choice: 'pipe'" in proc.stderr
+
+
+def test_diagnose_api_refuses_a_stream_and_closes_it(packed_dir, no_leaks):
+    from gluonbench.api import diagnose_workload
+    from gluonbench.errors import GluonbenchError
+
+    with pytest.raises(GluonbenchError, match=r"stream \(Pipe mode\).*--source file or fastfile"):
+        diagnose_workload("source", batch_size=8, budget_s=5, options={"mode": "pipe", "uri": str(packed_dir)})

@@ -324,20 +324,30 @@ def diagnose_workload(
     from gluonbench.workloads import get_workload
 
     ctx = _resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
+    owned = workload is None
     w = workload or get_workload(name, data_dir=data_dir, download=download, **(options or {}))
-    net = w.make_net()
-    init = w.init() if w.init is not None else mx.init.Xavier(magnitude=2.24)
-    net.collect_params().initialize(init, ctx=ctx)
-    return diagnose(
-        w.train,
-        w.transform,
-        net,
-        w.make_loss(),
-        batch_size,
-        num_workers,
-        ctx,
-        budget_s,
-        learning_rate=w.learning_rate,
-        label=kwargs.pop("label", None) or name,
-        **kwargs,
-    )
+    try:
+        if w.train is None:
+            raise GluonbenchError(
+                f"{name}: the data arrive as a stream (Pipe mode), but the probes need dataset[i]; diagnose the "
+                "same data through --source file or fastfile, or time the stream with sweep --source pipe"
+            )
+        net = w.make_net()
+        init = w.init() if w.init is not None else mx.init.Xavier(magnitude=2.24)
+        net.collect_params().initialize(init, ctx=ctx)
+        return diagnose(
+            w.train,
+            w.transform,
+            net,
+            w.make_loss(),
+            batch_size,
+            num_workers,
+            ctx,
+            budget_s,
+            learning_rate=w.learning_rate,
+            label=kwargs.pop("label", None) or name,
+            **kwargs,
+        )
+    finally:
+        if owned and w.close is not None:
+            w.close()
