@@ -64,6 +64,16 @@ def run_cli(
     )
 
 
+def assert_one_clear_line(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    """Bad input: exit 2, no traceback, exactly one line on stderr, naming each of ``needles``."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
 @pytest.fixture
 def cli():
     return run_cli

@@ -1,15 +1,7 @@
 """Bad input: one line on stderr naming the problem and the fix, exit 2, no traceback."""
 
 import pytest
-
-
-def _one_clear_line(proc, *needles):
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, lines
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+from conftest import assert_one_clear_line
 
 
 @pytest.mark.parametrize(
@@ -33,7 +25,7 @@ def _one_clear_line(proc, *needles):
     ],
 )
 def test_bad_input(cli, args, needles, tmp_path):
-    _one_clear_line(cli(*args, "--out", str(tmp_path)) if args[0] == "sweep" else cli(*args), *needles)
+    assert_one_clear_line(cli(*args, "--out", str(tmp_path)) if args[0] == "sweep" else cli(*args), *needles)
 
 
 def test_missing_data_offline(cli, tmp_path):
@@ -45,7 +37,7 @@ def test_missing_data_offline(cli, tmp_path):
         str(tmp_path),
         env={"GLUONBENCH_DATA": str(tmp_path / "d"), "MXNET_HOME": str(tmp_path / "mx"), "GLUONBENCH_OFFLINE": "1"},
     )
-    _one_clear_line(proc, "mnist not found", str(tmp_path / "d" / "mnist"), "--data-dir")
+    assert_one_clear_line(proc, "mnist not found", str(tmp_path / "d" / "mnist"), "--data-dir")
     assert not list(tmp_path.glob("*Z-sweep*")), "no run folder for a sweep that never started"
 
 
@@ -58,21 +50,21 @@ def test_corrupt_data_dir(cli, tmp_path, mnist_dir):
     data = (bad / "train-labels-idx1-ubyte.gz").read_bytes()
     (bad / "train-labels-idx1-ubyte.gz").write_bytes(data[:1000])
     proc = cli("sweep", "--workers", "0", "--data-dir", str(bad), "--out", str(tmp_path / "out"))
-    _one_clear_line(proc, "train-labels-idx1-ubyte.gz", "truncated")
+    assert_one_clear_line(proc, "train-labels-idx1-ubyte.gz", "truncated")
 
 
 def test_bad_config_toml(cli, tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text("[sweep]\nbatch_size = 'big'\n")
-    _one_clear_line(cli("sweep", "--config", str(cfg)), "batch_size must be a whole number")
+    assert_one_clear_line(cli("sweep", "--config", str(cfg)), "batch_size must be a whole number")
     cfg.write_text("[sweep\n")
-    _one_clear_line(cli("sweep", "--config", str(cfg)), "not valid TOML")
+    assert_one_clear_line(cli("sweep", "--config", str(cfg)), "not valid TOML")
 
 
 def test_over_core_count_warns(cli, tmp_path, mnist_dir):
     proc = cli("sweep", "--workers", "64", "--batch-size", "0", "--data-dir", str(mnist_dir))
     # the bad batch size is found first: one line, exit 2
-    _one_clear_line(proc, "--batch-size")
+    assert_one_clear_line(proc, "--batch-size")
 
 
 def test_help_has_examples(cli):

@@ -4,17 +4,9 @@ import csv
 import json
 
 import pytest
+from conftest import assert_one_clear_line
 
 from gluonbench.analysis.verdict import VERDICTS
-
-
-def _one_clear_line(proc, *needles):
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, lines
-    for needle in needles:
-        assert needle in lines[0], lines[0]
 
 
 def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli, tmp_path, no_leaks):
@@ -78,7 +70,7 @@ def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli,
     ],
 )
 def test_diagnose_bad_input(cli, tmp_path, args, needles):
-    _one_clear_line(cli("diagnose", "--data-dir", str(tmp_path), *args), *needles)
+    assert_one_clear_line(cli("diagnose", "--data-dir", str(tmp_path), *args), *needles)
 
 
 def test_diagnose_help_has_examples_and_thresholds(cli):

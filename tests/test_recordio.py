@@ -9,7 +9,7 @@ import struct
 
 import numpy as np
 import pytest
-from conftest import make_unreadable
+from conftest import assert_one_clear_line, make_unreadable
 
 from gluonbench.data import recordio
 from gluonbench.data.idx import read_image_label_pair, write_idx
@@ -17,16 +17,6 @@ from gluonbench.errors import DataError
 from gluonbench.sources.base import DataSet
 from gluonbench.sources.fastfile import FastFileSource
 from gluonbench.sources.store import LocalStore
-
-
-def _one_clear_line(proc, *needles):
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, lines
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-
 
 PAYLOADS = [
     b"abcd" + recordio.MAGIC_BYTES + b"efgh" + recordio.MAGIC_BYTES,  # split twice, ends on the magic
@@ -132,7 +122,7 @@ def test_shuffle_is_seeded(tmp_path, jpeg_dir):
 
 
 def test_pack_missing_source(cli, tmp_path):
-    _one_clear_line(cli("pack", str(tmp_path / "nope"), str(tmp_path / "out")), "does not exist")
+    assert_one_clear_line(cli("pack", str(tmp_path / "nope"), str(tmp_path / "out")), "does not exist")
     assert not (tmp_path / "out").exists()
 
 
@@ -141,7 +131,7 @@ def test_pack_class_folder_without_images(cli, tmp_path, jpeg_dir):
     shutil.copytree(jpeg_dir, src)
     (src / "empty-class").mkdir()
     (src / "empty-class" / "notes.txt").write_text("no images here")
-    _one_clear_line(cli("pack", str(src), str(tmp_path / "out")), "class folder 'empty-class'", "holds no images")
+    assert_one_clear_line(cli("pack", str(src), str(tmp_path / "out")), "class folder 'empty-class'", "holds no images")
     assert not (tmp_path / "out").exists()
 
 
@@ -151,14 +141,14 @@ def test_pack_unreadable_file_leaves_nothing(cli, tmp_path, jpeg_dir):
     victim = sorted(src.rglob("*.jpg"))[-1]
     make_unreadable(victim)
     out = tmp_path / "out"
-    _one_clear_line(cli("pack", str(src), str(out)), "cannot read", victim.name)
+    assert_one_clear_line(cli("pack", str(src), str(out)), "cannot read", victim.name)
     assert not out.exists() or not any(out.iterdir()), list(out.iterdir())
 
 
 def test_pack_refuses_a_packed_folder(cli, tmp_path, packed_dir, jpeg_dir):
     out = tmp_path / "out"
     shutil.copytree(packed_dir, out)
-    _one_clear_line(cli("pack", str(jpeg_dir), str(out)), "already holds a packed data set")
+    assert_one_clear_line(cli("pack", str(jpeg_dir), str(out)), "already holds a packed data set")
 
 
 def _corrupt_copy(packed_dir, tmp_path):
@@ -174,7 +164,7 @@ def test_corrupt_rec_names_shard_and_offset(cli, tmp_path, packed_dir):
     data = bytearray(rec.read_bytes())
     data[offsets[2] : offsets[2] + 4] = b"JUNK"  # the third record's magic
     rec.write_bytes(bytes(data))
-    _one_clear_line(cli("verify", str(out)), rec.name, f"byte offset {offsets[2]}", "bad record magic")
+    assert_one_clear_line(cli("verify", str(out)), rec.name, f"byte offset {offsets[2]}", "bad record magic")
     # a reader meets the same error while streaming
     source = FastFileSource(str(out))
     source.open()
@@ -186,7 +176,7 @@ def test_truncated_rec_names_shard_and_offset(cli, tmp_path, packed_dir):
     out, manifest, rec = _corrupt_copy(packed_dir, tmp_path)
     offsets = sorted(off for _, off in recordio.parse_index((out / manifest.shards[1].idx).read_text(), "idx"))
     rec.write_bytes(rec.read_bytes()[: offsets[-1] + 100])  # cut inside the last record
-    _one_clear_line(cli("verify", str(out)), rec.name, "truncated", f"byte offset {offsets[-1]}")
+    assert_one_clear_line(cli("verify", str(out)), rec.name, "truncated", f"byte offset {offsets[-1]}")
     with pytest.raises(DataError, match="truncated"):
         DataSet.discover(LocalStore(out))  # the manifest's size no longer matches
 
@@ -198,7 +188,7 @@ def test_idx_pointing_past_the_end(cli, tmp_path, packed_dir):
     key = lines[-1].split("\t")[0]
     lines[-1] = f"{key}\t{rec.stat().st_size + 4096}"
     idx.write_text("\n".join(lines) + "\n")
-    _one_clear_line(cli("verify", str(out)), idx.name, "points past the end")
+    assert_one_clear_line(cli("verify", str(out)), idx.name, "points past the end")
     with pytest.raises(DataError, match="points past the end"):
         DataSet.discover(LocalStore(out))
 
@@ -208,7 +198,7 @@ def test_manifest_entry_escaping_its_root(cli, tmp_path, packed_dir):
     data = json.loads((out / "manifest.json").read_text())
     data["shards"][0]["rec"] = "../../etc/passwd"
     (out / "manifest.json").write_text(json.dumps(data))
-    _one_clear_line(cli("verify", str(out)), "escapes its root", "../../etc/passwd")
+    assert_one_clear_line(cli("verify", str(out)), "escapes its root", "../../etc/passwd")
     with pytest.raises(DataError, match="escapes its root"):
         DataSet.discover(LocalStore(out))
 

@@ -214,24 +214,22 @@ def _counted(samples: Iterable[tuple[bytes, int]], counter: _Counter) -> Iterato
         getattr(it, "close", lambda: None)()
 
 
-def read_batches(samples: Iterable[tuple[bytes, int]], batch_size: int) -> Iterator[tuple[Any, Any]]:
-    """The read stage: batches whose data are the samples' byte counts (the bytes were read, nothing else)."""
+def _sizes_batchify(group: list[tuple[int, int]]) -> tuple[Any, Any]:
     import numpy as np
 
     from gluonbench._mx import nd
 
-    it = iter(samples)
-    try:
-        while True:
-            group = [s for _, s in zip(range(batch_size), it, strict=False)]
-            if not group:
-                return
-            yield (
-                nd.array(np.fromiter((len(d) for d, _ in group), np.float32, len(group))),
-                nd.array(np.fromiter((lab for _, lab in group), np.float32, len(group))),
-            )
-    finally:
-        getattr(it, "close", lambda: None)()
+    return (
+        nd.array(np.fromiter((n for n, _ in group), np.float32, len(group))),
+        nd.array(np.fromiter((lab for _, lab in group), np.float32, len(group))),
+    )
+
+
+def read_batches(samples: Iterable[tuple[bytes, int]], batch_size: int) -> Iterator[tuple[Any, Any]]:
+    """The read stage: batches whose data are the samples' byte counts (the bytes were read, nothing else)."""
+    from gluonbench.workloads.source import batch_stream
+
+    return batch_stream(samples, batch_size, lambda data, label: (len(data), label), _sizes_batchify)
 
 
 def run_cell(

@@ -8,7 +8,7 @@ import json
 import math
 from pathlib import Path
 
-from gluonbench.report.store import RunStore, _clean, atomic_write_bytes, atomic_write_text
+from gluonbench.report.store import SETTINGS, RunStore, _clean, atomic_write_bytes, atomic_write_text
 from gluonbench.report.summary import SweepSummary, summarise
 
 CSV_FIELDS = [
@@ -217,6 +217,13 @@ def to_png(summary: SweepSummary) -> bytes:
         "median with min-max over repeats",
         fontsize=9,
     )
+    return png_bytes(fig)
+
+
+def png_bytes(fig) -> bytes:
+    """A matplotlib figure as PNG bytes (the figure is closed)."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
@@ -224,11 +231,20 @@ def to_png(summary: SweepSummary) -> bytes:
     return buf.getvalue()
 
 
+def saved_settings(store: RunStore) -> dict:
+    """The settings a run folder was made with (``sweep.json``), plus its command; ``{}`` if none."""
+    saved = store.read_settings() if (store.path / SETTINGS).is_file() else {}
+    return dict(
+        saved.get("settings", {}),
+        command=saved.get("command", ""),
+        **{k: v for k, v in saved.items() if k == "datasets_note"},
+    )
+
+
 def write_reports(run_dir: str | Path) -> SweepSummary:
     """Rebuild ``summary.csv``, ``summary.md``, ``summary.json`` and ``sweep.png`` from ``runs.jsonl``."""
     store = RunStore(run_dir)
-    saved = store.read_settings() if (store.path / "sweep.json").is_file() else {}
-    settings = dict(saved.get("settings", {}), command=saved.get("command", ""))
+    settings = saved_settings(store)
     summary = summarise(store.records(), settings)
     atomic_write_text(store.path / "summary.csv", to_csv(summary))
     atomic_write_text(store.path / "summary.md", to_markdown(summary))

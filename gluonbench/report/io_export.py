@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.analysis.io_rules import recommend
-from gluonbench.report.export import _fmt, machine_line
+from gluonbench.report.export import _fmt, machine_line, png_bytes, saved_settings
 from gluonbench.report.store import RunStore, _clean, atomic_write_bytes, atomic_write_text
 from gluonbench.units import format_size
 
@@ -224,20 +224,13 @@ def to_png(summary: IoSummary) -> bytes:
         f"({env.get('cores_logical', '?')} cores), {summary.started_utc[:10]}",
         fontsize=9,
     )
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    return buf.getvalue()
+    return png_bytes(fig)
 
 
 def write_io_reports(run_dir: str | Path) -> IoSummary:
     """Rebuild ``io.csv``, ``io.md``, ``io.json`` and ``io.png`` from ``runs.jsonl``."""
     store = RunStore(run_dir)
-    saved = store.read_settings() if (store.path / "sweep.json").is_file() else {}
-    settings = dict(saved.get("settings", {}), command=saved.get("command", ""))
-    settings.update({k: v for k, v in saved.items() if k == "datasets_note"})
-    summary = summarise_io(store.records(), settings)
+    summary = summarise_io(store.records(), saved_settings(store))
     atomic_write_text(store.path / "io.csv", to_csv(summary))
     atomic_write_text(store.path / "io.md", to_markdown(summary))
     atomic_write_text(store.path / "io.json", json.dumps(_clean(summary.to_dict()), indent=2))
