@@ -3,8 +3,17 @@
 The seed's own script (SEEDS.md, 001), verbatim but for a batch cap, and gluonbench's
 instrumented run (``train_and_eval``: per-step timing, psutil sampling every 500 ms)
 run alternately in one process with the same settings, for several rounds after one
-warm-up round each. Prints the median train duration of each and the ratio
-gluonbench / bare. Target: <= 1.03.
+warm-up round each; which goes first alternates by round. Each round gives a paired ratio
+(gluonbench / bare); the headline is the median of those ratios with its 95 % confidence
+interval (distribution-free, as ``gluonbench.analysis.stats.median_ci``). Target: <= 1.03.
+The verdict is *pass* when the whole CI is at or below the target, *fail* when the whole CI
+is above it, and *inconclusive* (more rounds needed) when the CI straddles it.
+
+End to end, run-to-run noise on a shared or virtual machine can be larger than the target.
+The part gluonbench adds that costs CPU is its psutil sampling thread; its own CPU time
+(``time.thread_time``), over the run's wall time, is reported too: a direct, low-noise
+upper bound on the time it can take from the training thread. (The per-step timestamps
+are five ``perf_counter`` calls a step.)
 
     python benchmarks/overhead.py --data-dir ../shared/data/mnist --workers 0 --rounds 5
     python benchmarks/overhead.py --workers 0,2 --max-batches 300 --rounds 7 --out results/benchmarks
@@ -23,6 +32,7 @@ from time import time
 import numpy as np
 
 from gluonbench._mx import autograd, gluon, mx, nd
+from gluonbench.analysis.stats import median_ci
 from gluonbench.engine.run import RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
 from gluonbench.ranges import parse_int_list
@@ -119,13 +129,13 @@ def main() -> int:
         f"- Date (UTC): {report['date_utc']}",
         f"- Command: `{report['command']}`",
         "",
-        "| workers | batches | rounds | bare train s (median) | gluonbench train s (median) | ratio | per-round ratios | target |",
-        "|---:|---:|---:|---:|---:|---:|---|---|",
+        "| workers | batches | rounds | bare train s (median) | gluonbench train s (median) | ratio (median of rounds) | 95 % CI | per-round ratios | verdict (target <= 1.03) | sampler CPU / wall |",
+        "|---:|---:|---:|---:|---:|---:|---|---|---|---:|",
     ]
     ok_all = True
     for w in parse_int_list(args.workers):
         spec = RunSpec(data_dir=root, workers=w, max_batches=args.max_batches, download=False)
-        bare, gb = [], []
+        bare, gb, sampler = [], [], []
         for rnd in range(args.rounds + 1):  # round 0 is warm-up
             order = (0, 1) if rnd % 2 == 0 else (1, 0)  # alternate who goes first
             for who in order:
@@ -135,11 +145,16 @@ def main() -> int:
                 else:
                     r = train_and_eval(spec)
                     (gb if rnd else []).append(r.train_s)
+                    if rnd:
+                        # the sampler thread's CPU time over the run's wall time: its cost, measured directly
+                        sampler.append(r.system["monitor_cpu_s"] / r.system["duration_s"])
             if rnd:
                 print(f"workers {w} round {rnd}: bare {bare[-1]:.3f} s, gluonbench {gb[-1]:.3f} s", file=sys.stderr)
-        ratio = statistics.median(gb) / statistics.median(bare)
         per_round = [g / b for g, b in zip(gb, bare, strict=True)]
-        ok = ratio <= TARGET
+        ratio = statistics.median(per_round)
+        low, high = median_ci(per_round)
+        verdict = "pass" if high <= TARGET else "fail" if low > TARGET else "inconclusive"
+        ok = verdict == "pass"
         ok_all &= ok
         report["cases"].append(
             {
@@ -147,15 +162,19 @@ def main() -> int:
                 "max_batches": args.max_batches,
                 "bare_train_s": bare,
                 "gluonbench_train_s": gb,
-                "ratio_of_medians": ratio,
+                "ratio_median_of_rounds": ratio,
+                "ratio_ci95": [low, high],
+                "ratio_of_medians": statistics.median(gb) / statistics.median(bare),
+                "verdict": verdict,
+                "sampler_cpu_share": sampler,
                 "per_round_ratios": per_round,
                 "pass": ok,
             }
         )
         lines.append(
             f"| {w} | {args.max_batches or 'epoch'} | {args.rounds} | {statistics.median(bare):.3f} | "
-            f"{statistics.median(gb):.3f} | **{ratio:.3f}** | {', '.join(f'{x:.3f}' for x in per_round)} | "
-            f"{'pass' if ok else 'FAIL'} (<= {TARGET}) |"
+            f"{statistics.median(gb):.3f} | **{ratio:.3f}** | {low:.3f}-{high:.3f} | "
+            f"{', '.join(f'{x:.3f}' for x in per_round)} | {verdict} | {statistics.median(sampler) * 100:.2f} % |"
         )
     text = "\n".join(lines) + "\n"
     print(text)

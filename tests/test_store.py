@@ -113,3 +113,16 @@ def test_near_best_names_counts_within_noise(store):
     summary = write_reports(store.path)
     assert summary.best_workers == 2 and summary.near_best == [4]
     assert "Within run-to-run noise of it: 4 workers" in (store.path / "summary.md").read_text()
+
+
+def test_exports_are_readable_by_others(store):
+    import os
+    import stat
+
+    store.append(_result(0))
+    write_reports(store.path)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for name in ("summary.csv", "summary.md", "summary.json", "sweep.png", "sweep.json", "runs.jsonl"):
+        mode = stat.S_IMODE((store.path / name).stat().st_mode)
+        assert mode == 0o666 & ~mask, (name, oct(mode))

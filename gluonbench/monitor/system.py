@@ -36,6 +36,8 @@ class SystemSummary:
     iowait_pct: float = 0.0
     read_bytes_per_s: float = 0.0
     read_chars_per_s: float = 0.0
+    monitor_cpu_s: float = 0.0
+    """CPU seconds the sampling thread itself used (its overhead on the measured process)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -123,8 +125,11 @@ class SystemMonitor:
         self._last_cpu = cpu
 
     def _loop(self) -> None:
+        t0 = time.thread_time()
         while not self._stop.wait(self.interval):
             self._sample()
+        # the sampler's own cost: CPU time of this thread, the most it can take from the measured code
+        self.summary.monitor_cpu_s = time.thread_time() - t0
 
     # -- lifecycle --------------------------------------------------------
     def start(self) -> SystemMonitor:

@@ -121,6 +121,13 @@ def to_markdown(summary: SweepSummary) -> str:
             f"{_fmt(best.speedup, 3)}x the {summary.baseline_workers}-worker throughput)"
             + (f"; this machine has {cores} logical cores." if cores else ".")
         )
+        if best.runs == 1 and len([r for r in summary.rows if r.runs]) > 1:
+            runner_up = max((r.samples_per_s for r in summary.rows if r.runs and r is not best), default=math.nan)
+            lines.append(
+                f"One run per worker count, so the run-to-run spread is unknown: the best is "
+                f"{(best.samples_per_s / runner_up - 1) * 100:.0f} % ahead of the next; treat differences of "
+                "about 10 % or less as noise, or rerun with --repeat 3 for min-max bars."
+            )
         if summary.near_best:
             lines.append(
                 f"Within run-to-run noise of it: {', '.join(map(str, summary.near_best))} workers (their best repeat "
