@@ -36,6 +36,8 @@ class SystemSummary:
     iowait_pct: float = 0.0
     read_bytes_per_s: float = 0.0
     read_chars_per_s: float = 0.0
+    memory_samples: int = 0
+    """samples that read memory (PSS); fewer than ``samples`` when PSS is costly (see MEMORY_BUDGET)"""
     monitor_cpu_s: float = 0.0
     """CPU seconds the sampling thread itself used (its overhead on the measured process)."""
 
@@ -51,6 +53,23 @@ def _cpu_vector() -> list[tuple[float, float, float]]:
         idle = t.idle + getattr(t, "iowait", 0.0)
         out.append((total - idle, getattr(t, "iowait", 0.0), total))
     return out
+
+
+MEMORY_BUDGET = 0.005
+"""Most of the wall time the PSS readings may cost; the rest of a sample is far cheaper."""
+
+
+def _pss(pid: int) -> int | None:
+    """PSS in bytes from ``/proc/PID/smaps_rollup`` (the kernel's own sum: ~0.1 ms, where
+    psutil's ``memory_full_info`` parses every mapping in ``smaps``: ~3 ms a process)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _busy_pct(now: list[tuple[float, float, float]], before: list[tuple[float, float, float]]) -> list[float]:
@@ -76,6 +95,7 @@ class SystemMonitor:
         self._cpu_by_pid: dict[int, float] = {}
         self._io_by_pid: dict[int, tuple[int, int]] = {}
         self._procs: dict[int, psutil.Process] = {}
+        self._next_mem = 0.0
 
     # -- sampling ---------------------------------------------------------
     def _tree(self) -> list[psutil.Process]:
@@ -87,17 +107,21 @@ class SystemMonitor:
         # keep Process objects so cpu/io deltas stay per process identity
         return [self._procs.setdefault(p.pid, p) for p in procs]
 
-    def _sample(self) -> None:
+    def _sample(self, memory: bool | None = None) -> None:
+        """One sample; memory (PSS) only when due (``memory=None``), always with ``memory=True``."""
+        now = time.perf_counter()
+        if memory is None:
+            memory = now >= self._next_mem
         mem_total = mem_main = 0
         procs = self._tree()
         for p in procs:
             try:
                 with p.oneshot():
-                    try:
+                    if memory:
                         # PSS splits copy-on-write pages shared with forked workers
-                        mem = p.memory_full_info().pss
-                    except (psutil.AccessDenied, AttributeError):
-                        mem = p.memory_info().rss
+                        mem = _pss(p.pid)
+                        if mem is None:
+                            mem = p.memory_info().rss
                     times = p.cpu_times()
                     try:
                         io = p.io_counters()
@@ -108,14 +132,21 @@ class SystemMonitor:
                 continue
             self.pids_seen.add(p.pid)
             self._cpu_by_pid[p.pid] = times.user + times.system
-            mem_total += mem
-            if p.pid == self.pid:
-                mem_main = mem
+            if memory:
+                mem_total += mem
+                if p.pid == self.pid:
+                    mem_main = mem
         s = self.summary
         s.samples += 1
-        s.peak_mem_bytes = max(s.peak_mem_bytes, mem_total)
-        s.peak_mem_main_bytes = max(s.peak_mem_main_bytes, mem_main)
-        s.peak_mem_workers_bytes = max(s.peak_mem_workers_bytes, mem_total - mem_main)
+        if memory:
+            # PSS makes the kernel walk each process's page tables (milliseconds for a large
+            # MXNet process): space these samples so they cost at most MEMORY_BUDGET of wall time
+            cost = time.perf_counter() - now
+            self._next_mem = now + max(self.interval, cost / MEMORY_BUDGET)
+            s.memory_samples += 1
+            s.peak_mem_bytes = max(s.peak_mem_bytes, mem_total)
+            s.peak_mem_main_bytes = max(s.peak_mem_main_bytes, mem_main)
+            s.peak_mem_workers_bytes = max(s.peak_mem_workers_bytes, mem_total - mem_main)
         s.peak_processes = max(s.peak_processes, len(procs))
         cpu = _cpu_vector()
         busy = _busy_pct(cpu, self._last_cpu)
@@ -157,7 +188,7 @@ class SystemMonitor:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self._sample()
+        self._sample(memory=True)
         s = self.summary
         wall = max(time.perf_counter() - self._t0, 1e-9)
         s.duration_s = wall
@@ -211,4 +242,6 @@ def merge_summaries(parts: list[SystemSummary]) -> SystemSummary:
         iowait_pct=mean(lambda p: p.iowait_pct),
         read_bytes_per_s=mean(lambda p: p.read_bytes_per_s),
         read_chars_per_s=mean(lambda p: p.read_chars_per_s),
+        memory_samples=sum(p.memory_samples for p in parts),
+        monitor_cpu_s=sum(p.monitor_cpu_s for p in parts),
     )
