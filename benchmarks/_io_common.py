@@ -10,6 +10,7 @@ from pathlib import Path
 from gluonbench.data.images import make_jpeg_folder
 from gluonbench.data.recordio import load_manifest, pack
 from gluonbench.errors import GluonbenchError
+from gluonbench.report.store import atomic_write_text
 
 
 def mnist_dir() -> str | None:
@@ -47,8 +48,11 @@ def table(header: list[str], rows: list[list[object]]) -> str:
     return "\n".join(lines)
 
 
-def finish(result: dict, json_path: str | None, ok: bool, check: bool) -> int:
+def finish(result: dict, json_path: str | None, ok: bool, check: bool, tmp=None) -> int:
+    """Write the JSON (atomically), say whether the target was met, remove the temporary data."""
     if json_path:
-        Path(json_path).write_text(json.dumps(result, indent=2) + "\n")
+        atomic_write_text(json_path, json.dumps(result, indent=2) + "\n")
     print(f"\ntarget {'met' if ok else 'NOT met'}", file=sys.stderr)
+    if tmp is not None:
+        tmp.cleanup()
     return 1 if check and not ok else 0

@@ -66,10 +66,7 @@ def main() -> int:
         result["rows"].append({"page_cache": cache, "files": len(inputs), "shards": shards, "mb_per_s": rates})
     print(table(["input page cache", "files", "shards", "pack MB/s (median)", "min-max"], rows))
     print(f"\ntarget: pack >= {TARGET:.0f} MB/s")
-    code = finish(result, args.json, ok, args.check)
-    if tmp is not None:
-        tmp.cleanup()
-    return code
+    return finish(result, args.json, ok, args.check, tmp)
 
 
 if __name__ == "__main__":

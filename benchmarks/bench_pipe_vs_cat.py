@@ -96,10 +96,7 @@ def main() -> int:
                                 "pipe_epoch0_mb_per_s": first, "ratio": ratio}  # fmt: skip
     print(table(["data set", "files", "cat MB/s", "pipe MB/s (epochs 1..N)", "pipe epoch 0", "pipe / cat"], rows))
     print(f"\ntarget: pipe >= {TARGET:.0%} of cat on every set")
-    code = finish(result, args.json, ok, args.check)
-    if tmp is not None:
-        tmp.cleanup()
-    return code
+    return finish(result, args.json, ok, args.check, tmp)
 
 
 if __name__ == "__main__":

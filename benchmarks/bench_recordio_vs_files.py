@@ -142,10 +142,7 @@ def main() -> int:
         server.stop()
     print(table(["where", "threads", "files records/s", "shards records/s", "shards / files", "cache"], rows))
     print(f"\ntarget: shards >= {TARGET:.0f}x the records/s of separate files")
-    code = finish(result, args.json, ok, args.check)
-    if tmp is not None:
-        tmp.cleanup()
-    return code
+    return finish(result, args.json, ok, args.check, tmp)
 
 
 if __name__ == "__main__":
