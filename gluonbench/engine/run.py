@@ -209,6 +209,7 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
                 workload.test, workload.transform, spec.batch_size, False, eval_workers, spec.thread_pool
             )
         result.loader_start_s = perf_counter() - t0
+        monitor.sample()  # the workers exist now: a run shorter than the interval still sees them
 
         net = workload.make_net()
         init = workload.init() if workload.init is not None else mx.init.Xavier(magnitude=2.24)
@@ -244,6 +245,7 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
         if test_loader is not None:
             accuracy, eval_samples = evaluate_accuracy(test_loader, net, ctx, spec.max_batches)
         eval_end = perf_counter()
+        monitor.sample()  # workers still alive: their memory at the end of the run
     finally:
         for loader in (train_loader, test_loader):
             if loader is not None:

@@ -96,6 +96,7 @@ class SystemMonitor:
         self._io_by_pid: dict[int, tuple[int, int]] = {}
         self._procs: dict[int, psutil.Process] = {}
         self._next_mem = 0.0
+        self._lock = threading.Lock()
 
     # -- sampling ---------------------------------------------------------
     def _tree(self) -> list[psutil.Process]:
@@ -107,8 +108,16 @@ class SystemMonitor:
         # keep Process objects so cpu/io deltas stay per process identity
         return [self._procs.setdefault(p.pid, p) for p in procs]
 
+    def sample(self, memory: bool = True) -> None:
+        """Take one sample now, e.g. while a short-lived DataLoader's workers are alive."""
+        self._sample(memory)
+
     def _sample(self, memory: bool | None = None) -> None:
         """One sample; memory (PSS) only when due (``memory=None``), always with ``memory=True``."""
+        with self._lock:
+            self._sample_locked(memory)
+
+    def _sample_locked(self, memory: bool | None) -> None:
         now = time.perf_counter()
         if memory is None:
             memory = now >= self._next_mem
