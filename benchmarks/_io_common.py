@@ -56,3 +56,15 @@ def finish(result: dict, json_path: str | None, ok: bool, check: bool, tmp=None)
     if tmp is not None:
         tmp.cleanup()
     return 1 if check and not ok else 0
+
+
+def add_data_args(ap, size_help: str) -> None:
+    """The options every io benchmark shares: the generated data set and where the figures go."""
+    ap.add_argument("--size", default="200MB", help=f"{size_help} (default 200MB)")
+    ap.add_argument("--file-size", default="40KB", help="JPEG size (default 40KB)")
+    ap.add_argument(
+        "--shard-size", default="40MB", help="shard size (default 40MB: several shards; 150MB is the real default)"
+    )
+    ap.add_argument("--work-dir", help="keep the generated data here (default: a temporary folder)")
+    ap.add_argument("--json", help="also write the figures as JSON to this file")
+    ap.add_argument("--check", action="store_true", help="exit 1 when the target is not met")

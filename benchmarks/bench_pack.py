@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _io_common import finish, jpeg_and_shards, median, table
+from _io_common import add_data_args, finish, jpeg_and_shards, median, table
 
 from gluonbench.data.recordio import pack
 from gluonbench.engine.iocell import evict_page_cache, files_under, warm_page_cache
@@ -30,14 +30,9 @@ TARGET = 100.0
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size", default="200MB", help="bytes of JPEGs to pack (default 200MB)")
-    ap.add_argument("--file-size", default="40KB", help="JPEG size (default 40KB)")
-    ap.add_argument("--shard-size", default="40MB", help="shard size (default 40MB; 150MB is the real default)")
+    add_data_args(ap, "bytes of JPEGs to pack")
     ap.add_argument("--repeats", type=int, default=3, help="packs per measurement, median (default 3)")
     ap.add_argument("--cold", action="store_true", help="also measure with the input evicted from the page cache")
-    ap.add_argument("--work-dir", help="keep the generated data here (default: a temporary folder)")
-    ap.add_argument("--json", help="also write the figures as JSON to this file")
-    ap.add_argument("--check", action="store_true", help="exit 1 when the target is not met")
     args = ap.parse_args()
     tmp = None if args.work_dir else tempfile.TemporaryDirectory(prefix="gluonbench-bench-")
     work = Path(args.work_dir or tmp.name)

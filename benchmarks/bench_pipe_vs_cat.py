@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _io_common import finish, jpeg_and_shards, median, table
+from _io_common import add_data_args, finish, jpeg_and_shards, median, table
 
 from gluonbench.engine.iocell import files_under, warm_page_cache
 from gluonbench.sources.pipe import PipeChannel, data_objects
@@ -68,14 +68,9 @@ def measure(folder: Path, paths: list[Path], repeats: int, threads: int) -> tupl
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size", default="200MB", help="bytes per data set (default 200MB)")
-    ap.add_argument("--file-size", default="40KB", help="JPEG size (default 40KB)")
-    ap.add_argument("--shard-size", default="40MB", help="shard size (default 40MB: several shards)")
+    add_data_args(ap, "bytes per data set")
     ap.add_argument("--repeats", type=int, default=5, help="cat runs and pipe epochs (default 5)")
     ap.add_argument("--threads", type=int, default=4, help="producer read-ahead threads (default 4)")
-    ap.add_argument("--work-dir", help="keep the generated data here (default: a temporary folder)")
-    ap.add_argument("--json", help="also write the figures as JSON to this file")
-    ap.add_argument("--check", action="store_true", help="exit 1 when the target is not met")
     args = ap.parse_args()
     tmp = None if args.work_dir else tempfile.TemporaryDirectory(prefix="gluonbench-bench-")
     work = Path(args.work_dir or tmp.name)

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _io_common import finish, jpeg_and_shards, median, table
+from _io_common import add_data_args, finish, jpeg_and_shards, median, table
 
 from gluonbench.engine.iocell import evict_page_cache, files_under, resident_fraction, warm_page_cache
 from gluonbench.sources.fastfile import FastFileSource
@@ -78,18 +78,13 @@ def upload(folder: Path, uri: str, endpoint: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size", default="200MB", help="bytes of records (default 200MB)")
-    ap.add_argument("--file-size", default="40KB", help="record (JPEG) size (default 40KB)")
-    ap.add_argument("--shard-size", default="40MB", help="shard size (default 40MB)")
+    add_data_args(ap, "bytes of records")
     ap.add_argument("--threads", default="1,4", help="worker counts, same for both layouts (default 1,4)")
     ap.add_argument("--repeats", type=int, default=3, help="local passes per measurement, median (default 3)")
     ap.add_argument("--drop-caches", action="store_true", help="cold: also write /proc/sys/vm/drop_caches")
     ap.add_argument("--s3", action="store_true", help="also read through S3 (a local moto server unless --s3-uri)")
     ap.add_argument("--s3-uri", help="stage under this s3://BUCKET/PREFIX instead (with --endpoint-url for MinIO)")
     ap.add_argument("--endpoint-url", help="S3-compatible endpoint for --s3-uri")
-    ap.add_argument("--work-dir", help="keep the generated data here (default: a temporary folder)")
-    ap.add_argument("--json", help="also write the figures as JSON to this file")
-    ap.add_argument("--check", action="store_true", help="exit 1 when the target is not met")
     args = ap.parse_args()
     tmp = None if args.work_dir else tempfile.TemporaryDirectory(prefix="gluonbench-bench-")
     work = Path(args.work_dir or tmp.name)
