@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 
 from gluonbench.data.images import make_jpeg_folder
 from gluonbench.data.recordio import load_manifest, pack
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.store import atomic_write_text
+from gluonbench.units import parse_size
 
 
 def mnist_dir() -> str | None:
@@ -68,3 +70,15 @@ def add_data_args(ap, size_help: str) -> None:
     ap.add_argument("--work-dir", help="keep the generated data here (default: a temporary folder)")
     ap.add_argument("--json", help="also write the figures as JSON to this file")
     ap.add_argument("--check", action="store_true", help="exit 1 when the target is not met")
+
+
+def bench_data(args):
+    """From ``add_data_args``' options: ``(tmp, work, files, shards)``: the working folder (``tmp`` is
+    the temporary folder to remove via :func:`finish`, None with ``--work-dir``) and the generated data."""
+    tmp = None if args.work_dir else tempfile.TemporaryDirectory(prefix="gluonbench-bench-")
+    work = Path(args.work_dir or tmp.name)
+    work.mkdir(parents=True, exist_ok=True)
+    files, shards = jpeg_and_shards(
+        work, parse_size(args.size), parse_size(args.file_size), parse_size(args.shard_size)
+    )
+    return tmp, work, files, shards

@@ -15,11 +15,10 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _io_common import add_data_args, finish, jpeg_and_shards, median, table
+from _io_common import add_data_args, bench_data, finish, median, table
 
 from gluonbench.data.recordio import pack
 from gluonbench.engine.iocell import evict_page_cache, files_under, warm_page_cache
@@ -34,11 +33,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3, help="packs per measurement, median (default 3)")
     ap.add_argument("--cold", action="store_true", help="also measure with the input evicted from the page cache")
     args = ap.parse_args()
-    tmp = None if args.work_dir else tempfile.TemporaryDirectory(prefix="gluonbench-bench-")
-    work = Path(args.work_dir or tmp.name)
-    work.mkdir(parents=True, exist_ok=True)
+    tmp, work, files, _ = bench_data(args)
     shard_size = parse_size(args.shard_size)
-    files, _ = jpeg_and_shards(work, parse_size(args.size), parse_size(args.file_size), shard_size)
     from gluonbench._mx import mx  # noqa: F401 - imported once, outside the timing
 
     inputs = files_under(files)

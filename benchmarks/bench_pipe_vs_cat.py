@@ -26,12 +26,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _io_common import add_data_args, finish, jpeg_and_shards, median, table
+from _io_common import add_data_args, bench_data, finish, median, table
 
 from gluonbench.engine.iocell import files_under, warm_page_cache
 from gluonbench.sources.pipe import PipeChannel, data_objects
 from gluonbench.sources.store import LocalStore
-from gluonbench.units import parse_size
 
 TARGET = 0.90
 
@@ -72,12 +71,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5, help="cat runs and pipe epochs (default 5)")
     ap.add_argument("--threads", type=int, default=4, help="producer read-ahead threads (default 4)")
     args = ap.parse_args()
-    tmp = None if args.work_dir else tempfile.TemporaryDirectory(prefix="gluonbench-bench-")
-    work = Path(args.work_dir or tmp.name)
-    work.mkdir(parents=True, exist_ok=True)
-    files, shards = jpeg_and_shards(
-        work, parse_size(args.size), parse_size(args.file_size), parse_size(args.shard_size)
-    )
+    tmp, _, files, shards = bench_data(args)
     rows, result, ok = [], {"target": TARGET, "sets": {}}, True
     for name, folder in (("many ~40 KB files", files), ("few large shards", shards)):
         store = LocalStore(folder)

@@ -24,16 +24,14 @@ import logging
 import os
 import socket
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _io_common import add_data_args, finish, jpeg_and_shards, median, table
+from _io_common import add_data_args, bench_data, finish, median, table
 
 from gluonbench.engine.iocell import evict_page_cache, files_under, resident_fraction, warm_page_cache
 from gluonbench.sources.fastfile import FastFileSource
-from gluonbench.units import parse_size
 
 TARGET = 5.0
 
@@ -86,12 +84,7 @@ def main() -> int:
     ap.add_argument("--s3-uri", help="stage under this s3://BUCKET/PREFIX instead (with --endpoint-url for MinIO)")
     ap.add_argument("--endpoint-url", help="S3-compatible endpoint for --s3-uri")
     args = ap.parse_args()
-    tmp = None if args.work_dir else tempfile.TemporaryDirectory(prefix="gluonbench-bench-")
-    work = Path(args.work_dir or tmp.name)
-    work.mkdir(parents=True, exist_ok=True)
-    files, shards = jpeg_and_shards(
-        work, parse_size(args.size), parse_size(args.file_size), parse_size(args.shard_size)
-    )
+    tmp, _, files, shards = bench_data(args)
     threads = [int(t) for t in args.threads.split(",")]
     rows, result, ok = [], {"target": TARGET, "rows": []}, True
 
