@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import gluonbench
-from gluonbench.engine.probes import PROBES
 from gluonbench.errors import GluonbenchError
+from gluonbench.probes import NAMES as PROBES
 from gluonbench.workloads.cases import CASES, build
 
 QUICK = [c for c in CASES if c.quick]

@@ -3,23 +3,67 @@
 Pure functions of a :class:`~gluonbench.analysis.verdict.Verdict`, the probes'
 results (as dicts) and a :class:`Setting` describing the pipeline, so a stored
 diagnosis can be re-explained without running anything.
+
+Recommendations are records (:class:`Recommendation`: the stage and sub-stage
+they are about, whether they state a finding or a fix, the knob a fix turns);
+:func:`render` is the one place they become text.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from gluonbench.analysis.verdict import Verdict
+from gluonbench.analysis.verdict import HEADLINE_OF, Verdict
 
 STAGE_TEXT = {
-    "preprocessing": "preprocessing: the per-sample transform",
-    "disk_io": "disk I/O: reading samples, batching, loader transfer and host-to-device copy",
-    "gpu_io": "GPU I/O: device-bound, compute or host-to-device copy at peak for this batch size",
+    "preprocessing": "preprocessing: decode and the per-sample transform",
+    "disk_io": "disk I/O: reading samples (dataset[i]) and the loader (batchify, worker hand-off)",
+    "gpu_io": "GPU I/O: host-to-device copy and model compute, at the device's peak for this batch size",
 }
-CPU_GPU_IO = "device-bound: on a CPU context, the model step's CPU compute"
+CPU_GPU_IO = "model compute (CPU): on a CPU context the step runs on the CPU, and nothing is copied to a device"
+SUBSTAGE_TEXT = {
+    "preprocessing": "preprocessing (decode + transform)",
+    "read": "reading (dataset[i])",
+    "loader": "loader (batchify, worker hand-off)",
+    "copy": "host-to-device copy",
+    "compute": "model compute",
+}
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """One line of advice: a finding (what costs the time) or a fix (what to change)."""
+
+    stage: str
+    """the headline stage it is about (preprocessing, disk_io, gpu_io) or ``inconclusive``/``overlap``"""
+    kind: str
+    """``finding`` or ``fix``"""
+    text: str
+    substage: str | None = None
+    """the sub-stage it is about (read, loader, copy, compute, preprocessing)"""
+    knob: str | None = None
+    """what a fix changes, e.g. ``num_workers``, ``batch_size``, ``thread_pool``, ``data format``"""
+    secondary: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def render(recs: list[Recommendation]) -> list[str]:
+    """The text of each recommendation (a secondary stage's finding is prefixed ``Secondary:``)."""
+    return [f"Secondary: {r.text}" if r.secondary and r.kind == "finding" else r.text for r in recs]
+
+
+def substage_name(sub: str, setting: Setting) -> str:
+    if sub == "compute" and not setting.on_gpu:
+        return "model compute (CPU)"
+    if sub == "compute":
+        return "model compute (GPU)"
+    return SUBSTAGE_TEXT.get(sub, sub)
+
 
 LOW_READ_BYTES_PER_S = 1e6
 """below this, the 'disk' stage read from memory or the page cache"""
@@ -115,7 +159,23 @@ def _step_ms(v: Verdict, stage: str, setting: Setting) -> float:
     return v.stage_s[stage] * setting.batch_size * 1000
 
 
-def _preprocessing(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[str]:
+def _sub_ms(v: Verdict, sub: str, setting: Setting) -> float:
+    return v.substage_s.get(sub, 0.0) * setting.batch_size * 1000
+
+
+def _split_text(v: Verdict, head: str, setting: Setting) -> str:
+    """``reading 3 %, loader 20 %`` for a headline made of several sub-stages (measured ones only)."""
+    subs = [k for k, h in HEADLINE_OF.items() if h == head and v.measured.get(k, False)]
+    if len(subs) < 2 or not v.substages:
+        return ""
+    parts = [f"{substage_name(k, setting)} {_pct(v.substages.get(k, 0.0))}" for k in subs]
+    return " (" + ", ".join(parts) + ")"
+
+
+Rec = Recommendation
+
+
+def _preprocessing(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[Rec]:
     s = setting
     full = probes["full"].get("system") or {}
     where = (
@@ -123,68 +183,191 @@ def _preprocessing(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting:
         if s.num_workers == 0
         else f"in {s.num_workers} worker {'threads' if s.thread_pool else 'processes'}"
     )
+    head = "preprocessing"
     out = [
-        f"Preprocessing costs {_pct(v.shares['preprocessing'])} of the step "
-        f"({_step_ms(v, 'preprocessing', s):.1f} ms a batch of {s.batch_size}, "
-        f"{v.stage_s['preprocessing'] * 1e6:.0f} us a sample); the transform runs {where}, "
-        f"with {_cores(full)} during `full`."
+        Rec(
+            head,
+            "finding",
+            f"Preprocessing costs {_pct(v.shares['preprocessing'])} of the step "
+            f"({_step_ms(v, 'preprocessing', s):.1f} ms a batch of {s.batch_size}, "
+            f"{v.stage_s['preprocessing'] * 1e6:.0f} us a sample); decode and the transform run {where}, "
+            f"with {_cores(full)} during `full`.",
+            substage=head,
+        )
     ]
     if s.num_workers < s.cores:
         target = s.cores if s.num_workers == 0 else min(s.cores, max(2 * s.num_workers, s.num_workers + 1))
         out.append(
-            f"Raise num_workers from {s.num_workers} toward the {s.cores} cores (DataLoader(num_workers={target})): "
-            f"the transform then runs in parallel with training; `gluonbench sweep --workers 0..{s.cores}` "
-            "finds the best count."
+            Rec(
+                head,
+                "fix",
+                f"Raise num_workers from {s.num_workers} toward the {s.cores} cores (DataLoader(num_workers={target})): "
+                f"the transform then runs in parallel with training; `gluonbench sweep --workers 0..{s.cores}` "
+                "finds the best count.",
+                head,
+                "num_workers",
+            )
         )
     else:
         out.append(
-            f"num_workers={s.num_workers} already covers the {s.cores} cores; more workers only add context "
-            "switches: make the transform cheaper instead."
+            Rec(
+                head,
+                "fix",
+                f"num_workers={s.num_workers} already covers the {s.cores} cores; more workers only add context "
+                "switches: make the transform cheaper instead.",
+                head,
+                "transform",
+            )
         )
     out.append(
-        "Make the transform batch-level (vectorised): batchify raw samples and transform the whole batch "
-        "in one call, e.g. nd.transpose(batch.astype('float32'), (0, 3, 1, 2)) / 255 on the (B, H, W, C) batch, "
-        f"instead of {s.batch_size} per-sample calls; this removes the per-sample overhead."
+        Rec(
+            head,
+            "fix",
+            "Make the transform batch-level (vectorised): batchify raw samples and transform the whole batch "
+            "in one call, e.g. nd.transpose(batch.astype('float32'), (0, 3, 1, 2)) / 255 on the (B, H, W, C) batch, "
+            f"instead of {s.batch_size} per-sample calls; this removes the per-sample overhead.",
+            head,
+            "transform",
+        )
     )
     if not s.thread_pool:
         out.append(
-            "Try DataLoader(thread_pool=True) when the transform is NumPy/OpenCV/NDArray code that releases the "
-            "GIL: threads start at once and skip the copy through shared memory."
+            Rec(
+                head,
+                "fix",
+                "Try DataLoader(thread_pool=True) when the transform is NumPy/OpenCV/NDArray code that releases the "
+                "GIL: threads start at once and skip the copy through shared memory.",
+                head,
+                "thread_pool",
+            )
         )
     if s.on_gpu:
         out.append(
-            "Move augmentation to the GPU: copy the raw uint8 batch with as_in_context(ctx) and run the "
-            "transform there, on the whole batch."
+            Rec(
+                head,
+                "fix",
+                "Move augmentation to the GPU: copy the raw uint8 batch with as_in_context(ctx) and run the "
+                "transform there, on the whole batch.",
+                head,
+                "transform",
+            )
         )
     out.append(
-        "If the transform is deterministic (no random augmentation), apply it once up front and train on the "
-        "stored result (e.g. gluon.data.ArrayDataset of ready arrays)."
+        Rec(
+            head,
+            "fix",
+            "If the transform is deterministic (no random augmentation), apply it once up front and train on the "
+            "stored result (e.g. gluon.data.ArrayDataset of ready arrays).",
+            head,
+            "data format",
+        )
     )
     return out
 
 
-def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[str]:
+def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[Rec]:
     s = setting
-    sysd = probes["no_preprocess"].get("system") or probes["full"].get("system") or {}
+    head = "disk_io"
+    sysd = probes.get("no_preprocess", {}).get("system") or probes["full"].get("system") or {}
     read = float(sysd.get("read_bytes_per_s", 0.0))
     iowait = float(sysd.get("iowait_pct", 0.0))
     busy = sysd.get("per_core_pct") or []
     mean_busy = sum(busy) / len(busy) if busy else math.nan
+    top = v.top_substage(head) or "read"
+    split = _split_text(v, head, s)
     out = [
-        f"Reading and batching cost {_pct(v.shares['disk_io'])} of the step "
-        f"({_step_ms(v, 'disk_io', s):.1f} ms a batch, {v.stage_s['disk_io'] * 1e6:.0f} us a sample); during "
-        f"`no_preprocess` the run read {_bytes(read)}/s from storage, iowait {iowait:.1f} %, {_cores(sysd)}."
+        Rec(
+            head,
+            "finding",
+            f"Reading and batching cost {_pct(v.shares['disk_io'])} of the step{split} "
+            f"({_step_ms(v, 'disk_io', s):.1f} ms a batch, {v.stage_s['disk_io'] * 1e6:.0f} us a sample); during "
+            f"`no_preprocess` the run read {_bytes(read)}/s from storage, iowait {iowait:.1f} %, {_cores(sysd)}.",
+            substage=top,
+        )
     ]
+    if top == "loader":
+        out += _loader_fixes(v, s)
+    else:
+        out += _read_fixes(v, s, read, iowait, mean_busy)
+    return out
+
+
+def _loader_fixes(v: Verdict, s: Setting) -> list[Rec]:
+    head, sub = "disk_io", "loader"
+    out = [
+        Rec(
+            head,
+            "finding",
+            f"The loader itself costs most of it: {_sub_ms(v, sub, s):.1f} ms a batch of {s.batch_size} go to "
+            "batchify (stacking the samples into one batch)"
+            + (" and the hand-off of batches from the workers through shared memory" if s.num_workers else "")
+            + f", while dataset[i] costs {_sub_ms(v, 'read', s):.1f} ms: reading is not the problem.",
+            sub,
+        ),
+        Rec(
+            head,
+            "fix",
+            "Batch whole arrays at once: index the data set by batch (one slice of a contiguous array per batch, "
+            "e.g. a gluon.data.BatchSampler feeding a Dataset that returns whole batches) instead of stacking "
+            f"{s.batch_size} separate samples, or give the DataLoader a cheaper batchify_fn.",
+            sub,
+            "batchify_fn",
+        ),
+    ]
+    if s.num_workers and not s.thread_pool:
+        out.append(
+            Rec(
+                head,
+                "fix",
+                "Try DataLoader(thread_pool=True): worker threads hand batches over without the copy through "
+                "shared memory that worker processes need.",
+                sub,
+                "thread_pool",
+            )
+        )
+    if s.num_workers < s.cores:
+        out.append(
+            Rec(
+                head,
+                "fix",
+                f"Raise num_workers (now {s.num_workers}) so batching runs in parallel with the step "
+                f"(DataLoader(num_workers={max(1, min(s.cores, 2 * s.num_workers or 1))})).",
+                sub,
+                "num_workers",
+            )
+        )
+    out.append(
+        Rec(
+            head,
+            "fix",
+            f"A larger batch (now {s.batch_size}) spreads the loader's fixed per-batch cost over more samples.",
+            sub,
+            "batch_size",
+        )
+    )
+    return out
+
+
+def _read_fixes(v: Verdict, s: Setting, read: float, iowait: float, mean_busy: float) -> list[Rec]:
+    head, sub = "disk_io", "read"
+    out: list[Rec] = []
     if read < LOW_READ_BYTES_PER_S:
         out.append(
-            f"Little was read from the device ({_bytes(read)}/s): samples come from memory or the page cache, or "
-            "wait on latency (a network file system). "
-            + (
-                "The CPU was mostly idle, so reads wait on latency: more workers than cores overlap the waits "
-                f"(e.g. num_workers={max(2 * s.cores, s.num_workers * 2, 4)}, or thread_pool=True with many threads)."
-                if math.isfinite(mean_busy) and mean_busy < 60
-                else "The cost is per-sample dataset[i] and batching in Python: more workers, or read whole "
-                "batches at once (one slice of a contiguous array per batch)."
+            Rec(
+                head,
+                "finding",
+                f"Little was read from the device ({_bytes(read)}/s): samples come from memory or the page cache, or "
+                "wait on latency (a network file system). "
+                + (
+                    "The CPU was mostly idle, so reads wait on latency: more workers than cores overlap the waits "
+                    f"(e.g. num_workers={max(2 * s.cores, s.num_workers * 2, 4)}, or thread_pool=True with many "
+                    "threads)."
+                    if math.isfinite(mean_busy) and mean_busy < 60
+                    else "The cost is per-sample dataset[i] in Python: more workers, or read whole batches at once "
+                    "(one slice of a contiguous array per batch)."
+                ),
+                sub,
+                "num_workers",
             )
         )
     else:
@@ -196,92 +379,194 @@ def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting)
             else "larger sequential reads help more than more workers now"
         )
         out.append(
-            f"The device delivered {_bytes(read)}/s with iowait {iowait:.1f} %: the reads themselves are the limit; "
-            f"{parallel}."
+            Rec(
+                head,
+                "fix",
+                f"The device delivered {_bytes(read)}/s with iowait {iowait:.1f} %: the reads themselves are the "
+                f"limit; {parallel}.",
+                sub,
+                "num_workers",
+            )
+        )
+    # file-format advice only where files are really read (from storage, or with a latency to hide)
+    if read >= LOW_READ_BYTES_PER_S or (math.isfinite(mean_busy) and mean_busy < 60):
+        out.append(
+            Rec(
+                head,
+                "fix",
+                "Pack small files into RecordIO (`gluonbench pack`, im2rec.py or mx.recordio.MXIndexedRecordIO, read "
+                "with gluon.data.vision.ImageRecordDataset) so reads are few, large and sequential.",
+                sub,
+                "data format",
+            )
+        )
+        out.append(
+            Rec(
+                head,
+                "fix",
+                "Copy the data set to local disk (NVMe / instance store) or into memory instead of reading from a "
+                "network file system or object store.",
+                sub,
+                "data location",
+            )
         )
     out.append(
-        "Pack small files into RecordIO (im2rec.py, mx.recordio.MXIndexedRecordIO, read with "
-        "gluon.data.vision.ImageRecordDataset) so reads are few, large and sequential."
-    )
-    out.append(
-        "Copy the data set to local disk (NVMe / instance store) or into memory instead of reading from a "
-        "network file system or object store."
-    )
-    out.append(
-        "Prefetch so reads overlap compute: with num_workers=0 nothing is read ahead; with workers the DataLoader "
-        "prefetches 2 x num_workers batches, raise it with DataLoader(prefetch=...)."
-        if s.num_workers == 0
-        else "Prefetch more so reads overlap compute: DataLoader(prefetch=...) above the default "
-        f"2 x num_workers = {2 * s.num_workers} batches."
+        Rec(
+            head,
+            "fix",
+            "Prefetch so reads overlap compute: with num_workers=0 nothing is read ahead; with workers the "
+            "DataLoader prefetches 2 x num_workers batches, raise it with DataLoader(prefetch=...)."
+            if s.num_workers == 0
+            else "Prefetch more so reads overlap compute: DataLoader(prefetch=...) above the default "
+            f"2 x num_workers = {2 * s.num_workers} batches.",
+            sub,
+            "prefetch",
+        )
     )
     return out
 
 
-def _device(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[str]:
+def _device(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[Rec]:
     s = setting
+    head = "gpu_io"
     cached = probes["cached_batch"]
     rate = float(cached.get("samples_per_s", math.nan))
     sysd = cached.get("system") or {}
+    top = v.top_substage(head) or "compute"
+    split = _split_text(v, head, s)
+    what = "copy and model step" if s.on_gpu else "model step (CPU compute; nothing is copied on a CPU context)"
     out = [
-        f"The model step is {_pct(v.shares['gpu_io'])} of the step ({_step_ms(v, 'gpu_io', s):.1f} ms a batch; "
-        f"{rate:.0f} samples/s with one cached batch and {_cores(sysd)}): the input pipeline keeps up and training "
-        f"runs at the {'device' if s.on_gpu else 'CPU'}'s peak for batch size {s.batch_size}."
+        Rec(
+            head,
+            "finding",
+            f"The {what} is {_pct(v.shares['gpu_io'])} of the step{split} ({_step_ms(v, 'gpu_io', s):.1f} ms a "
+            f"batch; {rate:.0f} samples/s with one cached batch and {_cores(sysd)}): the input pipeline keeps up and "
+            f"training runs at the {'device' if s.on_gpu else 'CPU'}'s peak for batch size {s.batch_size}.",
+            substage=top,
+        )
     ]
+    if top == "copy":
+        out.append(
+            Rec(
+                head,
+                "fix",
+                f"The host-to-device copy costs {_sub_ms(v, 'copy', s):.1f} ms a batch: use DataLoader(pin_memory=True) "
+                "and copy uint8 batches, converting to float32 on the device (4x fewer bytes to copy).",
+                "copy",
+                "pin_memory",
+            )
+        )
     out.append(
-        f"Raise the batch size (now {s.batch_size}; try {2 * s.batch_size} and {4 * s.batch_size}, scaling the "
-        "learning rate): throughput rises until the device saturates."
+        Rec(
+            head,
+            "fix",
+            f"Raise the batch size (now {s.batch_size}; try {2 * s.batch_size} and {4 * s.batch_size}, scaling the "
+            "learning rate): throughput rises until the device saturates.",
+            "compute",
+            "batch_size",
+        )
     )
-    if s.on_gpu:
-        out.append("Use DataLoader(pin_memory=True): page-locked batches copy to the GPU faster and asynchronously.")
+    if s.on_gpu and top != "copy":
+        out.append(
+            Rec(
+                head,
+                "fix",
+                "Use DataLoader(pin_memory=True): page-locked batches copy to the GPU faster and asynchronously.",
+                "copy",
+                "pin_memory",
+            )
+        )
     if s.hybridized is False:
-        out.append("hybridize() the net (static_alloc=True, static_shape=True): less Python overhead per step.")
+        out.append(
+            Rec(
+                head,
+                "fix",
+                "hybridize() the net (static_alloc=True, static_shape=True): less Python overhead per step.",
+                "compute",
+                "hybridize",
+            )
+        )
     out.append(
-        "Add devices: split each batch over GPUs (gluon.utils.split_and_load) or train data-parallel over "
-        "machines (KVStore / Horovod)."
+        Rec(
+            head,
+            "fix",
+            "Add devices: split each batch over GPUs (gluon.utils.split_and_load) or train data-parallel over "
+            "machines (KVStore / Horovod).",
+            "compute",
+            "devices",
+        )
     )
     used = float(sysd.get("cpu_util_pct", math.nan)) / 100 * s.cores
     if not s.on_gpu and math.isfinite(used) and s.cores > 1 and used < 0.75 * s.cores:
         out.append(
-            f"During `cached_batch` this run used {used:.1f} of {s.cores} cores: MXNet's CPU operators may not use "
-            f"every core by default; try OMP_NUM_THREADS={s.cores} in the environment."
+            Rec(
+                head,
+                "fix",
+                f"During `cached_batch` this run used {used:.1f} of {s.cores} cores: MXNet's CPU operators may not "
+                f"use every core by default; try OMP_NUM_THREADS={s.cores} in the environment.",
+                "compute",
+                "OMP_NUM_THREADS",
+            )
         )
     if not s.on_gpu:
         other = other_load_pct(sysd)
         out.append(
-            "On a CPU context this is CPU compute: a GPU, an MKL-DNN (oneDNN) build of MXNet, or cores kept free "
-            "of other work speed it up"
-            + (f" (other programs kept the CPU {other:.0f} % busy during `cached_batch`)." if other >= 15 else ".")
+            Rec(
+                head,
+                "fix",
+                "On a CPU context this is CPU compute: a GPU, an MKL-DNN (oneDNN) build of MXNet, or cores kept free "
+                "of other work speed it up"
+                + (f" (other programs kept the CPU {other:.0f} % busy during `cached_batch`)." if other >= 15 else "."),
+                "compute",
+                "hardware",
+            )
         )
     return out
 
 
-def recommend(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[str]:
+RULES = {"preprocessing": _preprocessing, "disk_io": _disk, "gpu_io": _device}
+
+
+def advise(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[Recommendation]:
     """Recommendations for the verdict, then for each secondary stage; each cites the numbers behind it."""
-    out: list[str] = []
+    out: list[Recommendation] = []
     if v.verdict == "inconclusive":
         rel = max(float(p.get("rel_half_width", 0.0) or 0.0) for p in probes.values())
         others = [other_load_pct(p.get("system") or {}) for p in probes.values()]
         other = max((o for o in others if math.isfinite(o)), default=math.nan)
         out.append(
-            f"Inconclusive: after {setting.budget_s:g} s the noise (95 % CI up to +-{rel * 100:.0f} % of a probe's "
-            "median) still exceeds the differences between the probes. Raise --budget (e.g. "
-            f"{2 * setting.budget_s:g}), close other programs"
-            + (f" (they kept the CPU {other:.0f} % busy)" if math.isfinite(other) and other >= 10 else "")
-            + f", or raise the batch size (now {setting.batch_size}) so each step is longer than the noise."
+            Rec(
+                "inconclusive",
+                "fix",
+                f"Inconclusive: after {setting.budget_s:g} s the noise (95 % CI up to +-{rel * 100:.0f} % of a "
+                "probe's median) still exceeds the differences between the probes. Raise --budget (e.g. "
+                f"{2 * setting.budget_s:g}), close other programs"
+                + (f" (they kept the CPU {other:.0f} % busy)" if math.isfinite(other) and other >= 10 else "")
+                + f", or raise the batch size (now {setting.batch_size}) so each step is longer than the noise.",
+                knob="budget",
+            )
         )
         return out
-    rules = {"preprocessing": _preprocessing, "disk_io": _disk, "gpu_io": _device}
-    out += rules[v.verdict](v, probes, setting)
+    out += RULES[v.verdict](v, probes, setting)
     for stage in v.secondary:
-        lines = rules[stage](v, probes, setting)
+        recs = RULES[stage](v, probes, setting)
         # a secondary stage gets its cost and its two main fixes
-        out.append(f"Secondary: {lines[0]}")
-        out += lines[1:3]
+        out += [replace(r, secondary=True) for r in recs[:3]]
     input_share = v.shares["preprocessing"] + v.shares["disk_io"]
     if math.isfinite(v.wait_frac) and v.wait_frac - input_share >= 0.10:
         out.append(
-            f"The step waits for input {_pct(v.wait_frac)} of the time ({v.input_bound} input-bound by TF's rule), "
-            f"yet removing the input stages gains only {_pct(input_share)}: MXNet computes the previous step while "
-            f"the next batch loads, so about {_pct(v.wait_frac - input_share)} of the step's wait overlaps compute."
+            Rec(
+                "overlap",
+                "finding",
+                f"The step waits for input {_pct(v.wait_frac)} of the time ({v.input_bound} input-bound by TF's rule), "
+                f"yet removing the input stages gains only {_pct(input_share)}: MXNet computes the previous step "
+                f"while the next batch loads, so about {_pct(v.wait_frac - input_share)} of the step's wait overlaps "
+                "compute.",
+            )
         )
     return out
+
+
+def recommend(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[str]:
+    """:func:`advise`, rendered to text."""
+    return render(advise(v, probes, setting))

@@ -29,6 +29,17 @@ other stage, with a note naming the tie. Otherwise: ``inconclusive``.
 Other present stages with at least ``secondary_share`` are named secondary.
 No verdict is given before every probe has ``min_blocks`` blocks.
 
+**Sub-stages.** The diagnose probes form a chain (:mod:`gluonbench.probes`): full ->
+no_preprocess -> no_read -> cached_batch -> device_batch. Each difference along the chain is the
+cost of one sub-stage (preprocessing, read, loader, copy) and the last probe's time is the model
+compute; each headline's time is split between its sub-stages in proportion to their (clipped)
+differences, so sub-stage shares add up to their headline's share. ``classify`` takes the three
+headline probes (a chain where no_read and device_batch equal the probe before them);
+:func:`attribute` takes any chain.
+
+**Confidence intervals of the shares.** A share's interval is (its time -+ its uncertainty) over
+the total, clipped to [0, 1]: every share comes with the precision its probes reached.
+
 **Input-bound label** (TF Profiler's input-pipeline analyzer): the share of the
 ``full`` probe's step time spent waiting for the next batch: at least
 ``highly_input_bound`` is *highly*, at least ``moderately_input_bound``
@@ -42,7 +53,20 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gluonbench.errors import GluonbenchError
+
 STAGES = ("preprocessing", "disk_io", "gpu_io")
+CHAIN = ("full", "no_preprocess", "no_read", "cached_batch", "device_batch")
+"""The diagnose probes in chain order (see :mod:`gluonbench.probes`)."""
+SUBSTAGES = {"no_preprocess": "preprocessing", "no_read": "read", "cached_batch": "loader", "device_batch": "copy"}
+"""The sub-stage each chain probe removes, against the probe before it."""
+HEADLINE_OF = {
+    "preprocessing": "preprocessing",
+    "read": "disk_io",
+    "loader": "disk_io",
+    "copy": "gpu_io",
+    "compute": "gpu_io",
+}
 VERDICTS = (*STAGES, "inconclusive")
 
 
@@ -61,6 +85,18 @@ class Thresholds:
     """input wait share of step time for 'highly input-bound' (TF Profiler)"""
     moderately_input_bound: float = 0.05
     """input wait share of step time for 'moderately input-bound' (TF Profiler)"""
+    share_precision: float = 0.05
+    """measurement goes on (within the budget) until every share's 95 % interval is within +-this"""
+
+    def __post_init__(self) -> None:
+        for name in ("rel_ci", "secondary_share", "highly_input_bound", "moderately_input_bound", "share_precision"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (0 < value < 1):
+                raise GluonbenchError(f"threshold {name} must be a number between 0 and 1 (got {value!r})")
+        if isinstance(self.min_blocks, bool) or not isinstance(self.min_blocks, int) or self.min_blocks < 2:
+            raise GluonbenchError(f"threshold min_blocks must be a whole number >= 2 (got {self.min_blocks!r})")
+        if self.moderately_input_bound > self.highly_input_bound:
+            raise GluonbenchError("threshold moderately_input_bound must not exceed highly_input_bound")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,6 +129,25 @@ class Verdict:
     wait_frac: float = math.nan
     converged: bool = False
     notes: list[str] = field(default_factory=list)
+    share_ci: dict[str, list[float]] = field(default_factory=dict)
+    """95 % interval of each headline share"""
+    substages: dict[str, float] = field(default_factory=dict)
+    """share of step time per sub-stage (preprocessing, read, loader, copy, compute), summing to 1"""
+    substage_ci: dict[str, list[float]] = field(default_factory=dict)
+    substage_s: dict[str, float] = field(default_factory=dict)
+    """seconds per sample per sub-stage (clipped at zero)"""
+    measured: dict[str, bool] = field(default_factory=dict)
+    """per sub-stage: measured by its own probe (False: its probe did not apply, the cost is 0 by construction)"""
+
+    def precise(self, within: float) -> bool:
+        """True when every share's (headline and sub-stage) 95 % interval is within +-``within``."""
+        intervals = list(self.share_ci.values()) + list(self.substage_ci.values())
+        return all((hi - lo) / 2 <= within for lo, hi in intervals)
+
+    def top_substage(self, headline: str) -> str | None:
+        """The sub-stage that costs most of ``headline``'s time, or None when the headline costs nothing."""
+        subs = [s for s, h in HEADLINE_OF.items() if h == headline and self.substages.get(s, 0.0) > 0]
+        return max(subs, key=lambda s: self.substages[s]) if subs else None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -118,11 +173,45 @@ def classify(
     thresholds: Thresholds = Thresholds(),
     enough_data: bool = True,
 ) -> Verdict:
-    """The verdict from three probes' timings (see the module docstring for the rules).
+    """The verdict from the seed's three probes (no sub-stage split of disk_io or gpu_io)."""
+    # without a no_read probe the split of disk_io is unknown: it is billed to reading, as the seed did
+    chain = {
+        "full": full,
+        "no_preprocess": no_preprocess,
+        "no_read": cached_batch,
+        "cached_batch": cached_batch,
+        "device_batch": None,
+    }
+    return attribute(chain, wait_frac, converged, thresholds, enough_data)
 
-    ``enough_data=False`` (fewer than ``min_blocks`` blocks in a probe, so its CI
-    means little) makes the verdict ``inconclusive`` whatever the figures.
+
+def attribute(
+    chain: Mapping[str, ProbeTiming | None],
+    wait_frac: float = math.nan,
+    converged: bool = False,
+    thresholds: Thresholds = Thresholds(),
+    enough_data: bool = True,
+) -> Verdict:
+    """The verdict and sub-stage split from the chain probes' timings (see the module docstring).
+
+    ``chain`` maps each name of :data:`CHAIN` to its timing, or to None where the probe did not
+    apply (it then equals the probe before it). ``enough_data=False`` (fewer than ``min_blocks``
+    blocks in a probe, so its CI means little) makes the verdict ``inconclusive`` whatever the figures.
     """
+    timing: dict[str, ProbeTiming] = {}
+    measured: dict[str, bool] = {}
+    previous: ProbeTiming | None = None
+    for name in CHAIN:
+        t = chain.get(name)
+        if name != "full":
+            measured[SUBSTAGES[name]] = t is not None
+        if t is None:
+            if previous is None:
+                raise ValueError("the full probe's timing is required")
+            t = previous
+        timing[name] = previous = t
+    full, no_preprocess, cached_batch = timing["full"], timing["no_preprocess"], timing["cached_batch"]
+    measured["compute"] = True
     raw = {
         "preprocessing": full.median - no_preprocess.median,
         "disk_io": no_preprocess.median - cached_batch.median,
@@ -178,6 +267,29 @@ def classify(
         if verdict == "inconclusive"
         else [k for k in ranked if k != verdict and present[k] and shares[k] >= thresholds.secondary_share]
     )
+    share_ci = {k: _interval(stage[k], unc[k], total) for k in STAGES}
+    sub_raw: dict[str, float] = {}
+    sub_unc: dict[str, float] = {}
+    names = list(CHAIN)
+    for i, name in enumerate(names[1:], 1):
+        sub = SUBSTAGES[name]
+        if measured[sub]:
+            before = timing[names[i - 1]]
+            sub_raw[sub] = before.median - timing[name].median
+            sub_unc[sub] = before.half_width + timing[name].half_width
+        else:
+            sub_raw[sub], sub_unc[sub] = 0.0, 0.0
+    last = timing[names[-1]]
+    sub_raw["compute"], sub_unc["compute"] = last.median, last.half_width
+    sub_s: dict[str, float] = {}
+    for head in STAGES:
+        members = [s for s, h in HEADLINE_OF.items() if h == head]
+        clipped = {s: max(sub_raw[s], 0.0) for s in members}
+        weight = sum(clipped.values())
+        for s in members:
+            sub_s[s] = stage[head] * clipped[s] / weight if weight > 0 else (stage[head] if len(members) == 1 else 0.0)
+    substages = {s: (v / total if total > 0 else 0.0) for s, v in sub_s.items()}
+    substage_ci = {s: _interval(sub_s[s], sub_unc[s], total) for s in sub_s}
     return Verdict(
         verdict=verdict,
         shares=shares,
@@ -190,17 +302,37 @@ def classify(
         wait_frac=wait_frac,
         converged=converged,
         notes=notes,
+        share_ci=share_ci,
+        substages=substages,
+        substage_ci=substage_ci,
+        substage_s=sub_s,
+        measured=measured,
     )
+
+
+def _interval(value: float, uncertainty: float, total: float) -> list[float]:
+    if total <= 0:
+        return [0.0, 0.0]
+    return [max(0.0, (value - uncertainty) / total), min(1.0, (value + uncertainty) / total)]
+
+
+def _timing(p: Any) -> ProbeTiming:
+    if isinstance(p, Mapping):
+        med, (lo, hi) = p["s_per_sample"], p["s_per_sample_ci"]
+    else:
+        med, (lo, hi) = p.s_per_sample, p.s_per_sample_ci
+    return ProbeTiming(float(med), float(lo), float(hi))
 
 
 def timings(probes: Mapping[str, Any]) -> tuple[ProbeTiming, ProbeTiming, ProbeTiming]:
     """:class:`ProbeTiming` of full, no_preprocess and cached_batch from probe results (objects or dicts)."""
+    return _timing(probes["full"]), _timing(probes["no_preprocess"]), _timing(probes["cached_batch"])
 
-    def one(p: Any) -> ProbeTiming:
-        if isinstance(p, Mapping):
-            med, (lo, hi) = p["s_per_sample"], p["s_per_sample_ci"]
-        else:
-            med, (lo, hi) = p.s_per_sample, p.s_per_sample_ci
-        return ProbeTiming(float(med), float(lo), float(hi))
 
-    return one(probes["full"]), one(probes["no_preprocess"]), one(probes["cached_batch"])
+def chain_timings(probes: Mapping[str, Any]) -> dict[str, ProbeTiming | None]:
+    """The chain's timings for :func:`attribute`: None for a probe that did not apply (``same_as``) or is absent."""
+
+    def same_as(p: Any) -> Any:
+        return p.get("same_as") if isinstance(p, Mapping) else getattr(p, "same_as", None)
+
+    return {n: (_timing(probes[n]) if n in probes and not same_as(probes[n]) else None) for n in CHAIN}

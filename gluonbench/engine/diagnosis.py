@@ -16,10 +16,12 @@ from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any
 
-from gluonbench.analysis.recommend import Setting, evidence, recommend, stage_name
-from gluonbench.analysis.verdict import STAGES, Thresholds, Verdict, classify, timings
-from gluonbench.engine.probes import PROBES, ProbePlan, ProbeResult, ProbeSet, measure_probes
+from gluonbench.analysis.recommend import Setting, advise, evidence, render, stage_name
+from gluonbench.analysis.verdict import STAGES, Thresholds, Verdict, attribute, chain_timings
+from gluonbench.engine.measure import Rounds
+from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.errors import GluonbenchError
+from gluonbench.pipeline import Loader, Pipeline
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +33,11 @@ class Diagnosis:
     verdict: str
     """``preprocessing``, ``disk_io``, ``gpu_io`` or ``inconclusive``"""
     shares: dict[str, float]
-    """share of step time per stage, summing to 1"""
+    """share of step time per stage (the seed's three: preprocessing, disk_io, gpu_io), summing to 1"""
     probes: dict[str, ProbeResult]
     """per probe: samples/s with CI, step-time split, system evidence"""
     recommendations: list[str]
+    """the advice as text (:func:`gluonbench.analysis.recommend.render` of ``advice``)"""
     evidence: list[str]
     secondary: list[str] = field(default_factory=list)
     input_bound: str = "unknown"
@@ -53,6 +56,17 @@ class Diagnosis:
     env: dict[str, Any] = field(default_factory=dict)
     started_utc: str = ""
     label: str = ""
+    stages: dict[str, float] = field(default_factory=dict)
+    """share of step time per sub-stage, measured by its own probe: preprocessing (decode + transform),
+    read (dataset[i]), loader (batchify, worker hand-off), copy (host to device), compute; summing to 1"""
+    stage_ci: dict[str, list[float]] = field(default_factory=dict)
+    """95 % interval of each sub-stage's share"""
+    share_ci: dict[str, list[float]] = field(default_factory=dict)
+    """95 % interval of each headline share"""
+    pipeline: dict[str, str] = field(default_factory=dict)
+    """what ran in each stage of the full pipeline"""
+    advice: list[dict[str, Any]] = field(default_factory=list)
+    """the recommendations as records: stage, sub-stage, finding or fix, the knob, the text"""
 
     @property
     def verdict_text(self) -> str:
@@ -73,7 +87,7 @@ class Diagnosis:
         d = {k: v for k, v in data.items() if k in names}
         probes = data.get("probes") or {}
         # pipeline order, whatever order the JSON was written in
-        d["probes"] = {k: ProbeResult.from_dict(probes[k]) for k in PROBES if k in probes}
+        d["probes"] = {k: ProbeResult.from_dict(probes[k]) for k in PROBE_NAMES if k in probes}
         shares = d.get("shares") or {}
         d["shares"] = {k: shares[k] for k in STAGES if k in shares}
         if d.get("wait_frac") is None:
@@ -144,11 +158,14 @@ def diagnose(
     ctx: Any = None,
     budget_s: float = 60.0,
     *,
+    decode: Callable[..., Any] | None = None,
     thread_pool: bool = False,
+    prefetch: int | None = None,
     thresholds: Thresholds | None = None,
     learning_rate: float = 0.1,
     seed: int | None = None,
     label: str = "",
+    source: dict[str, Any] | None = None,
     on_progress: Callable[[float, float], None] | None = None,
 ) -> Diagnosis:
     """Find the stage that limits training speed: preprocessing, disk I/O or GPU I/O.
@@ -162,7 +179,9 @@ def diagnose(
     back afterwards. ``loss``: default softmax cross-entropy. ``ctx``: default
     GPU 0 if MXNet sees one, else CPU. ``budget_s``: wall-clock budget of the
     measurement; it stops earlier once every probe's median is known within
-    ``thresholds.rel_ci`` and the verdict is settled.
+    ``thresholds.rel_ci`` and the verdict is settled. ``decode``: a per-sample
+    ``(raw, label) -> (array, label)`` applied before ``transform`` (counted as
+    preprocessing, never as reading).
     """
     from gluonbench._mx import gluon, mx, nd
     from gluonbench.engine.loop import ModelStep
@@ -170,7 +189,7 @@ def diagnose(
     from gluonbench.env import environment
     from gluonbench.workloads.mnist import seed_loss, seed_net
 
-    thresholds = thresholds or Thresholds()
+    thresholds = Thresholds() if thresholds is None else thresholds
     if not isinstance(batch_size, int) or batch_size < 1:
         raise GluonbenchError(f"batch_size must be a whole number >= 1 (got {batch_size!r})")
     if not isinstance(num_workers, int) or num_workers < 0:
@@ -179,6 +198,12 @@ def diagnose(
         raise GluonbenchError(f"budget must be at least 2 seconds (got {budget_s!r}); e.g. 60")
     if transform is not None and not callable(transform):
         raise GluonbenchError(f"transform must be callable (data, label) -> (data, label); got {transform!r}")
+    if decode is not None and not callable(decode):
+        raise GluonbenchError(f"decode must be callable (raw, label) -> (data, label); got {decode!r}")
+    if prefetch is not None and (isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0):
+        raise GluonbenchError(f"prefetch must be a whole number >= 0 (got {prefetch!r})")
+    if not isinstance(thresholds, Thresholds):
+        raise GluonbenchError(f"thresholds must be a gluonbench Thresholds(...) (got {type(thresholds).__name__})")
     ctx = _resolve_ctx(ctx)
     dataset = _as_dataset(dataset)
     n = len(dataset)
@@ -190,13 +215,15 @@ def diagnose(
             f"dataset[0] must be a (data, label) pair; got {type(sample).__name__}"
             + (f" of length {len(sample)}" if hasattr(sample, "__len__") else "")
         )
-    if transform is not None:
+    for what, fn in (("decode", decode), ("transform", transform)):
+        if fn is None:
+            continue
         try:
-            out = transform(*sample)
+            sample = fn(*sample)
         except Exception as exc:
-            raise GluonbenchError(f"transform failed on dataset[0]: {type(exc).__name__}: {exc}") from exc
-        if not (isinstance(out, tuple | list) and len(out) == 2):
-            raise GluonbenchError("transform must return a (data, label) pair")
+            raise GluonbenchError(f"{what} failed on dataset[0]: {type(exc).__name__}: {exc}") from exc
+        if not (isinstance(sample, tuple | list) and len(sample) == 2):
+            raise GluonbenchError(f"{what} must return a (data, label) pair")
 
     started = utc_now()
     if seed is not None:
@@ -209,7 +236,16 @@ def diagnose(
     saved = _prepare_net(net, ctx)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": learning_rate})
     step = ModelStep(net, loss, trainer)
-    plan = ProbePlan(budget_s=float(budget_s), rel_ci=thresholds.rel_ci, min_blocks=thresholds.min_blocks)
+    plan = Rounds(budget_s=float(budget_s), rel_ci=thresholds.rel_ci, min_blocks=thresholds.min_blocks)
+    pipeline = Pipeline(
+        dataset=dataset,
+        loader=Loader(batch_size, num_workers, thread_pool, prefetch, shuffle=True),
+        ctx=ctx,
+        step=_checked(step, net),
+        decode=decode,
+        transform=transform,
+        source=dict(source or {}),
+    )
 
     def settled(ps: ProbeSet) -> bool:
         return _classify(ps, thresholds).verdict != "inconclusive"
@@ -217,16 +253,11 @@ def diagnose(
     t0 = perf_counter()
     try:
         probes = measure_probes(
-            dataset,
-            transform,
-            _checked(step, net),
-            ctx,
-            batch_size,
-            num_workers,
-            thread_pool,
+            pipeline,
             plan,
             settled=settled,
             on_progress=on_progress,
+            done=lambda ps: _classify(ps, thresholds).precise(thresholds.share_precision),
         )
     finally:
         nd.waitall()
@@ -239,16 +270,22 @@ def diagnose(
         cores=os.cpu_count() or 1,
         ctx=_ctx_text(ctx),
         thread_pool=thread_pool,
-        transform=transform is not None,
+        transform=pipeline.preprocesses,
         hybridized=bool(getattr(net, "_active", False)) if isinstance(net, gluon.HybridBlock) else None,
         budget_s=float(budget_s),
     )
     probe_dicts = {k: p.to_dict() for k, p in probes.probes.items()}
+    advice = advise(verdict, probe_dicts, setting)
     result = Diagnosis(
         verdict=verdict.verdict,
         shares=verdict.shares,
+        stages=verdict.substages,
+        stage_ci=verdict.substage_ci,
+        share_ci=verdict.share_ci,
+        pipeline=pipeline.stages(),
         probes=probes.probes,
-        recommendations=recommend(verdict, probe_dicts, setting),
+        recommendations=render(advice),
+        advice=[r.to_dict() for r in advice],
         evidence=evidence(probe_dicts, setting),
         secondary=verdict.secondary,
         input_bound=verdict.input_bound,
@@ -270,15 +307,14 @@ def diagnose(
 
 
 def _classify(ps: ProbeSet, thresholds: Thresholds) -> Verdict:
-    full, no_pre, cached = timings(ps.probes)
     # the step-time split is built when the measurement ends; while it runs only the verdict is asked for
     wait = ps.probes["full"].split.get("wait_frac", math.nan) if ps.probes["full"].split else math.nan
-    return classify(
-        full,
-        no_pre,
-        cached,
+    return attribute(
+        chain_timings(ps.probes),
         wait_frac=wait,
-        converged=ps.converged(thresholds.rel_ci, thresholds.min_blocks, ("full", "no_preprocess", "cached_batch")),
+        converged=ps.converged(
+            thresholds.rel_ci, thresholds.min_blocks, tuple(n for n in PROBE_NAMES if n != "loader_only")
+        ),
         thresholds=thresholds,
         enough_data=all(len(p.blocks) >= thresholds.min_blocks for p in ps.probes.values() if p.same_as is None),
     )
@@ -345,6 +381,8 @@ def diagnose_workload(
             ctx,
             budget_s,
             learning_rate=w.learning_rate,
+            decode=w.decode,
+            source=w.info,
             label=kwargs.pop("label", None) or name,
             **kwargs,
         )

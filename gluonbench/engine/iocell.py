@@ -1,10 +1,10 @@
 """One cell of the input-mode benchmark: the pipeline with the *source* stage swapped.
 
-A cell opens one data set through one input mode and runs ``epochs`` epochs of
-:func:`~gluonbench.engine.loop.run_steps` (the one timer) over batches of that
-source's samples, with the model step swapped for nothing (``step=None``): the
-*read* stage keeps the bytes (the batch is their sizes), the *decode* stage
-also decodes and applies the seed's transform. Measured per cell: start-up to
+A cell opens one data set through one input mode and measures ``epochs`` epochs of
+that pipeline with :func:`~gluonbench.engine.measure.measure` (the one timer), with
+the model step swapped for nothing (``step=None``): at the *read* stage the decode
+is swapped for the samples' byte counts (the bytes were read, nothing else); at the
+*decode* stage the samples are decoded and batched with the seed's transform. Measured per cell: start-up to
 the first batch (listing, copy, producer start, first read), read MB/s and
 samples/s per epoch, total time, local disk used, and the process tree's CPU
 and memory (:class:`~gluonbench.monitor.SystemMonitor`).
@@ -30,9 +30,10 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
-from gluonbench.engine.loop import run_steps
+from gluonbench.engine.measure import Epochs, measure
 from gluonbench.engine.run import utc_now
 from gluonbench.monitor import SystemMonitor
+from gluonbench.pipeline import Pipeline
 
 log = logging.getLogger(__name__)
 
@@ -225,11 +226,9 @@ def _sizes_batchify(group: list[tuple[int, int]]) -> tuple[Any, Any]:
     )
 
 
-def read_batches(samples: Iterable[tuple[bytes, int]], batch_size: int) -> Iterator[tuple[Any, Any]]:
-    """The read stage: batches whose data are the samples' byte counts (the bytes were read, nothing else)."""
-    from gluonbench.workloads.source import batch_stream
-
-    return batch_stream(samples, batch_size, lambda data, label: (len(data), label), _sizes_batchify)
+def _byte_count(data: bytes, label: int) -> tuple[int, int]:
+    """The read stage's stand-in for decode: the sample's byte count (the bytes were read, nothing else)."""
+    return len(data), label
 
 
 def run_cell(
@@ -251,7 +250,7 @@ def run_cell(
     from gluonbench._mx import mx
     from gluonbench.env import environment
     from gluonbench.sources import make_source
-    from gluonbench.workloads.source import batch_stream, decode_numpy, seed_batchify
+    from gluonbench.workloads.source import decode_numpy, seed_batchify, stream_loader
 
     result = IoResult(cell=cell.to_dict(), stage=stage, page_cache=page_cache, env=environment())
     result.started_utc = utc_now()
@@ -282,17 +281,21 @@ def run_cell(
         open_s = perf_counter() - t0
         result.open = stats.to_dict()
         result.disk_used = stats.disk_used
-        for epoch in range(epochs):
-            counter = _Counter(batch_size)
-            samples = _counted(source.stream(epoch, shuffle=shuffle, seed=seed), counter)
-            if stage == "decode":
-                batches = batch_stream(samples, batch_size, decode_numpy, seed_batchify, threads=threads)
-            else:
-                batches = read_batches(samples, batch_size)
-            try:
-                times = run_steps(batches, mx.cpu(), None)
-            finally:
-                batches.close()
+        counters: list[_Counter] = []
+
+        def counted(samples: Iterable[tuple[bytes, int]], epoch: int) -> Iterator[tuple[bytes, int]]:
+            counters.append(_Counter(batch_size))
+            return _counted(samples, counters[-1])
+
+        # the pipeline: this cell's source, decode (or only the byte counts), no model step
+        if stage == "decode":
+            loader = stream_loader(source, batch_size, threads, decode_numpy, seed_batchify, counted, shuffle, seed)
+        else:
+            loader = stream_loader(source, batch_size, 0, _byte_count, _sizes_batchify, counted, shuffle, seed)
+        pipeline = Pipeline(dataset=None, loader=loader, ctx=mx.cpu(), source={"mode": cell.mode, "uri": cell.uri})
+        record = measure(pipeline, Epochs(epochs)).records["run"]
+        for epoch, times in enumerate(record.epochs):
+            counter = counters[epoch]
             # epoch 0's first batch is counted in start-up, so its rates leave that batch out
             skip = 1 if epoch == 0 and len(times) > 1 else 0
             split = times.split(skip=skip)

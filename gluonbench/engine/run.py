@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from time import perf_counter
 from typing import Any
 
 import numpy as np
 
-from gluonbench.engine.loop import ModelStep, StepTimes, evaluate_accuracy, run_steps
+from gluonbench.engine.loop import ModelStep, evaluate_accuracy
+from gluonbench.engine.measure import Epochs, measure
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor import SystemMonitor
 
@@ -126,21 +127,23 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def make_loader(dataset: Any, transform: Any, batch_size: int, shuffle: bool, workers: int, thread_pool: bool = False):
-    """A ``gluon.data.DataLoader`` over ``dataset.transform(transform)``, as the seed builds it."""
-    from gluonbench._mx import gluon
+def workload_pipeline(workload: Any, spec: RunSpec, ctx: Any, step: Any = None) -> Any:
+    """The training pipeline of ``workload`` at ``spec``'s loader setting (see :mod:`gluonbench.pipeline`)."""
+    from gluonbench.pipeline import Loader, Pipeline, Stream
 
-    source = dataset.transform(transform) if transform is not None else dataset
-    return gluon.data.DataLoader(source, batch_size, shuffle=shuffle, num_workers=workers, thread_pool=thread_pool)
-
-
-def close_loader(loader: Any) -> None:
-    """Stop a DataLoader's worker pool now rather than at garbage collection."""
-    pool = getattr(loader, "_worker_pool", None)
-    if pool is not None:
-        pool.terminate()
-        pool.join()
-        loader._worker_pool = None
+    if workload.train_batches is not None:
+        loader: Any = Stream(workload.train_batches, spec.batch_size, spec.workers)
+    else:
+        loader = Loader(spec.batch_size, spec.workers, spec.thread_pool, shuffle=True)
+    return Pipeline(
+        dataset=workload.train,
+        loader=loader,
+        ctx=ctx,
+        step=step,
+        decode=workload.decode,
+        transform=workload.transform,
+        source=dict(workload.info),
+    )
 
 
 def _maybe_inject_fault(spec: RunSpec, phase: str) -> None:
@@ -197,59 +200,41 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
     np.random.seed(spec.seed)
     eval_workers = spec.workers if spec.eval_workers is None else spec.eval_workers
     monitor = SystemMonitor(interval=spec.monitor_interval).start()
-    train_loader = test_loader = None
+    test: Any = None
     try:
-        t0 = perf_counter()
-        if workload.train_batches is None:
-            train_loader = make_loader(
-                workload.train, workload.transform, spec.batch_size, True, spec.workers, spec.thread_pool
-            )
-        if workload.test is not None:
-            test_loader = make_loader(
-                workload.test, workload.transform, spec.batch_size, False, eval_workers, spec.thread_pool
-            )
-        result.loader_start_s = perf_counter() - t0
-        monitor.sample()  # the workers exist now: a run shorter than the interval still sees them
-
         net = workload.make_net()
         init = workload.init() if workload.init is not None else mx.init.Xavier(magnitude=2.24)
         net.collect_params().initialize(init, ctx=ctx, force_reinit=True)
         trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": workload.learning_rate})
-        step = ModelStep(net, workload.make_loss(), trainer)
-
-        times = StepTimes()
+        pipeline = workload_pipeline(workload, spec, ctx, ModelStep(net, workload.make_loss(), trainer))
+        t0 = perf_counter()
+        if workload.test is not None:
+            # the seed builds both loaders up front; the test loader does not shuffle
+            test = replace(pipeline, dataset=workload.test).with_loader(shuffle=False, num_workers=eval_workers).open()
         report = _ProgressFile()
 
-        def after_step(n: int) -> None:
-            done = len(times) + n
+        def after_step(done: int) -> None:
             if done == 1:
                 _maybe_inject_fault(spec, "after_first_step")
             report(done)
 
         train_start = perf_counter()
-        for epoch in range(spec.epochs):
-            left = None if spec.max_batches is None else spec.max_batches - len(times)
-            if left is not None and left <= 0:
-                break
-            if workload.train_batches is None:
-                times.extend(run_steps(train_loader, ctx, step, max_steps=left, on_step=after_step))
-                continue
-            batches = workload.train_batches(spec.batch_size, spec.workers, epoch)
-            try:
-                times.extend(run_steps(batches, ctx, step, max_steps=left, on_step=after_step))
-            finally:
-                getattr(batches, "close", lambda: None)()  # a stream stopped early lets go of its input
+        schedule = Epochs(spec.epochs, spec.max_batches, on_step=after_step)
+        record = measure(pipeline, schedule, on_open=lambda: monitor.sample()).records["run"]
+        times = record.times
+        # the train loader starts inside measure(): its start-up counts as loader start, not training
+        result.loader_start_s = record.open_s + (train_start - t0)
+        train_start += record.open_s
         eval_start = perf_counter()
         report(len(times), force=True)
         accuracy, eval_samples = float("nan"), 0
-        if test_loader is not None:
-            accuracy, eval_samples = evaluate_accuracy(test_loader, net, ctx, spec.max_batches)
+        if test is not None:
+            accuracy, eval_samples = evaluate_accuracy(test.epoch(0), net, ctx, spec.max_batches)
         eval_end = perf_counter()
         monitor.sample()  # workers still alive: their memory at the end of the run
     finally:
-        for loader in (train_loader, test_loader):
-            if loader is not None:
-                close_loader(loader)
+        if test is not None:
+            test.close()
         system = monitor.stop()
 
     result.train_s = eval_start - train_start

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gluonbench.analysis.recommend import Setting, stage_name
+from gluonbench.analysis.recommend import Setting, stage_name, substage_name
 from gluonbench.analysis.verdict import STAGES
-from gluonbench.engine.probes import PROBES
+from gluonbench.probes import NAMES as PROBES
 
 
 def _num(x: Any, digits: int = 4) -> str:
@@ -19,6 +19,19 @@ def _num(x: Any, digits: int = 4) -> str:
 def shares_text(shares: dict[str, float]) -> str:
     """``preprocessing 33 %, disk_io 2 %, gpu_io 65 %``, in pipeline order."""
     return ", ".join(f"{k} {shares[k] * 100:.0f} %" for k in STAGES if k in shares)
+
+
+def _ci(ci: Any) -> str:
+    return f" [{ci[0] * 100:.0f}-{ci[1] * 100:.0f}]" if ci and len(ci) == 2 else ""
+
+
+def stages_text(d: Any, setting: Setting | None) -> str:
+    """``reading 0 % [0-2], loader 20 % [15-25], ...``: each sub-stage's share with its 95 % interval."""
+    parts = []
+    for k, v in (d.stages or {}).items():
+        name = substage_name(k, setting) if setting else k
+        parts.append(f"{name} {v * 100:.0f} %{_ci((d.stage_ci or {}).get(k))}")
+    return ", ".join(parts)
 
 
 def probe_table(d: Any) -> list[str]:
@@ -65,7 +78,12 @@ def to_text(d: Any) -> str:
             f"**Verdict: {d.verdict}**, {d.shares.get(d.verdict, 0) * 100:.0f} % of the step "
             f"({stage_name(d.verdict, setting) if setting else d.verdict})"
         )
-    out.append(f"- Shares of step time: {shares_text(d.shares)}")
+    out.append(
+        "- Shares of step time (95 % interval): "
+        + ", ".join(f"{k} {d.shares[k] * 100:.0f} %{_ci((d.share_ci or {}).get(k))}" for k in STAGES if k in d.shares)
+    )
+    if d.stages:
+        out.append(f"- Sub-stages, each measured by its own probe: {stages_text(d, setting)}")
     if d.secondary:
         out.append(f"- Secondary: {', '.join(d.secondary)}")
     wait = d.wait_frac

@@ -16,7 +16,9 @@ class Workload:
     ``train``/``test`` are raw gluon Datasets (reading happens in ``__getitem__``);
     ``transform`` is the per-sample preprocessing applied in the loader workers
     (``dataset.transform(fn)``); ``make_net`` builds an uninitialised Block;
-    ``make_loss`` builds the loss Block.
+    ``make_loss`` builds the loss Block. ``decode`` (optional) turns a raw record
+    (e.g. JPEG bytes) into an array before ``transform``: it runs in the loader
+    too, and counts as preprocessing, never as reading.
 
     A streamed source (Pipe mode) has no indexable ``train``: it sets
     ``train_batches(batch_size, workers, epoch)``, an iterable of ``(data, label)``
@@ -37,6 +39,8 @@ class Workload:
     train_batches: Callable[[int, int, int], Any] | None = None
     info: dict[str, Any] = field(default_factory=dict)
     close: Callable[[], None] | None = None
+    decode: Callable[[Any, Any], tuple[Any, Any]] | None = None
+    """per-sample decode of the raw record, applied in the loader before ``transform``"""
 
 
 WorkloadFactory = Callable[..., Workload]

@@ -9,7 +9,8 @@ the seed's transform and net, so an image folder or a packed MNIST trains the
 seed's CNN unchanged.
 
 * ``file`` / ``fastfile``: ``train`` is a random-access ``gluon.data.Dataset``
-  (:class:`SourceDataset`) read through the source, so DataLoader workers,
+  (:class:`SourceDataset`) of raw records read through the source, and ``decode``
+  the pipeline's decode stage (so decoding counts as preprocessing), so DataLoader workers,
   ``thread_pool`` and shuffling work as for MNIST, and every probe that builds
   its own loader over ``Workload.train`` runs over the source too.
 * ``pipe``: a FIFO is a stream, not an indexable data set. ``train`` is None and
@@ -25,6 +26,7 @@ There is no test split: ``test`` is None and runs report no accuracy.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -59,15 +61,15 @@ def _dataset_class():
     from gluonbench._mx import gluon
 
     class _SourceDataset(gluon.data.Dataset):
-        """Random-access samples read through a File or FastFile source and decoded."""
+        """Random-access raw samples ``(bytes, label)`` read through a File or FastFile source."""
 
         def __init__(self, source: Any, image_size: int = 28) -> None:
             self.source = source
             self.image_size = image_size
 
         def __getitem__(self, idx: int):
-            data, label = self.source.read(int(idx))
-            return decode_image(data, label, self.image_size)
+            # the raw record: decoding is the pipeline's decode stage (preprocessing), not reading
+            return self.source.read(int(idx))
 
         def __len__(self) -> int:
             return len(self.source.dataset.samples)
@@ -129,6 +131,32 @@ def batch_stream(
             close()  # a pipe consumer closes its FIFO, so the producer moves on
         if pool is not None:
             pool.shutdown(wait=True)
+
+
+def stream_loader(
+    source: Any,
+    batch_size: int,
+    workers: int,
+    prepare: Callable[[bytes, int], Any],
+    batchify: Callable[[list[Any]], tuple[Any, Any]],
+    wrap: Callable[[Iterable[tuple[bytes, int]], int], Iterable[tuple[bytes, int]]] | None = None,
+    shuffle: bool = True,
+    seed: int = 0,
+) -> Any:
+    """The loader stage over an opened source's sample stream: ``prepare`` (decode) in ``workers`` threads,
+    then ``batchify``. Pipe-mode training and the io cells read a mode through this one stage.
+
+    ``wrap(samples, epoch)`` may wrap each epoch's stream (e.g. to count bytes).
+    """
+    from gluonbench.pipeline import Stream
+
+    def batches(size: int, threads: int, epoch: int) -> Iterator[tuple[Any, Any]]:
+        samples: Iterable[tuple[bytes, int]] = source.stream(epoch, shuffle=shuffle, seed=seed)
+        if wrap is not None:
+            samples = wrap(samples, epoch)
+        return batch_stream(samples, size, prepare, batchify, threads=threads)
+
+    return Stream(batches, batch_size, workers)
 
 
 def check_source(options: dict[str, Any], data_dir: str | None = None, deep: bool = True) -> dict[str, int]:
@@ -208,20 +236,18 @@ def source_workload(
             n_classes = classes or _manifest_classes(source) or 10
         info = {"mode": mode, "uri": uri, **stats.to_dict()}
 
-        def prepare(data: bytes, label: int):
-            return decode_numpy(data, label, image_size)
-
         train_batches = None
         train = None
         if source.random_access:
             train = SourceDataset(source, image_size)
         else:
-
-            def train_batches(batch_size: int, workers: int, epoch: int):
-                return batch_stream(source.stream(epoch), batch_size, prepare, seed_batchify, threads=workers)
+            # the producer shuffles a pipe (object order per epoch), never the reader
+            prepare = functools.partial(decode_numpy, image_size=image_size)
+            train_batches = stream_loader(source, 0, 0, prepare, seed_batchify, shuffle=False).batches
 
         return Workload(
             name=f"source-{mode}",
+            decode=functools.partial(decode_image, image_size=image_size) if train is not None else None,
             train=train,
             test=None,
             transform=seed_transform,

@@ -1,0 +1,291 @@
+"""``measure(pipelines, schedule)``: the one way gluonbench runs a pipeline and times it.
+
+A sweep run, every diagnose probe and every io cell is a :class:`~gluonbench.pipeline.Pipeline`
+(with some stages swapped) handed to :func:`measure` with a schedule:
+
+* :class:`Epochs` runs one pipeline for whole epochs (or ``max_steps``), as training does: a sweep
+  run, an io cell;
+* :class:`Rounds` runs several pipelines in *interleaved rounds* until each one's median is known
+  within ``rel_ci`` or the budget is spent: the diagnose probes.
+
+Every step of every schedule is timed by :func:`gluonbench.engine.loop.run_steps`, the one timer.
+Every pipeline opened here is closed before :func:`measure` returns, whatever happens.
+
+**Rounds: steady state.** Each pipeline first runs a few warm-up steps (worker start-up,
+memory allocation, hybridization), which are left out. Pipelines then take turns (the order
+rotates each round), so a change in the machine's background load hits every pipeline alike. A
+loader keeps its workers between rounds; when a round resumes, the first ``prefetch + 1`` steps
+are dropped (they find batches prefetched while the pipeline was paused), and after a round the
+pipeline waits until its loader's prefetched batches are done, so no worker keeps computing into
+the next pipeline's round.
+
+**Rounds: statistic.** A round's steady steps are cut into *blocks* of consecutive steps: at least
+``workers`` steps (batches from parallel workers arrive in bursts) and at least ``block_s``
+seconds. A block's value is its seconds per sample. A pipeline's figure is the median over blocks
+with the distribution-free 95 % CI of that median (:func:`gluonbench.analysis.stats.median_ci`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+
+from gluonbench.analysis.stats import median_ci
+from gluonbench.engine.loop import StepTimes, run_steps
+from gluonbench.monitor import SystemMonitor, SystemSummary, merge_summaries
+from gluonbench.pipeline import Pipeline, Running
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Record:
+    """What :func:`measure` found for one pipeline."""
+
+    name: str
+    times: StepTimes = field(default_factory=StepTimes)
+    """every measured step (warm-up and dropped steps excluded)"""
+    epochs: list[StepTimes] = field(default_factory=list)
+    """per epoch (:class:`Epochs`)"""
+    blocks: list[float] = field(default_factory=list)
+    """seconds per sample of each block (:class:`Rounds`)"""
+    block_steps: int = 0
+    rounds: int = 0
+    open_s: float = 0.0
+    """seconds to start the loader stage (worker pool, stream)"""
+    systems: list[SystemSummary] = field(default_factory=list)
+    est_step_s: float = math.nan
+
+    @property
+    def s_per_sample(self) -> float:
+        if not self.blocks:
+            return math.nan
+        ordered = sorted(self.blocks)
+        n = len(ordered)
+        return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+    @property
+    def s_per_sample_ci(self) -> tuple[float, float]:
+        return median_ci(self.blocks) if self.blocks else (math.nan, math.nan)
+
+    @property
+    def rel_half_width(self) -> float:
+        lo, hi = self.s_per_sample_ci
+        m = self.s_per_sample
+        return (hi - lo) / 2 / m if m > 0 else math.inf
+
+    @property
+    def system(self) -> SystemSummary:
+        return merge_summaries(self.systems)
+
+
+@dataclass
+class Measurement:
+    """The records of one :func:`measure` call and how it ended."""
+
+    records: dict[str, Record]
+    elapsed_s: float = 0.0
+    stop_reason: str = "done"
+    """``done`` (Epochs), ``converged`` or ``budget`` (Rounds)"""
+    rounds: int = 0
+    startup_s: float = 0.0
+    settled_s: float | None = None
+    """Rounds: elapsed seconds from which the caller's ``settled`` check held to the end"""
+
+
+@dataclass(frozen=True)
+class Epochs:
+    """Run one pipeline for ``epochs`` epochs, at most ``max_steps`` steps in all (training, an io cell)."""
+
+    epochs: int = 1
+    max_steps: int | None = None
+    on_step: Callable[[int], None] | None = None
+    """called with the number of steps done so far, after each step"""
+
+    def run(self, opened: Mapping[str, Running], **_: Any) -> Measurement:
+        t0 = perf_counter()
+        records = {}
+        for name, running in opened.items():
+            rec = Record(name, open_s=running.open_s)
+            for epoch in range(self.epochs):
+                left = None if self.max_steps is None else self.max_steps - len(rec.times)
+                if left is not None and left <= 0:
+                    break
+                done = len(rec.times)
+                on_step = None if self.on_step is None else (lambda n, done=done: self.on_step(done + n))
+                batches = running.epoch(epoch)
+                if running.repeats and left is None:
+                    raise ValueError(f"{name}: a repeated batch has no epoch end; give max_steps")
+                try:
+                    times = run_steps(
+                        batches, running.pipeline.ctx, running.pipeline.step, max_steps=left, on_step=on_step
+                    )
+                finally:
+                    getattr(batches, "close", lambda: None)()  # a stream stopped early lets go of its input
+                rec.epochs.append(times)
+                rec.times.extend(times)
+            records[name] = rec
+        return Measurement(records, perf_counter() - t0, "done")
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """Interleaved rounds of several pipelines until each median is known within ``rel_ci`` (or the budget)."""
+
+    budget_s: float = 60.0
+    """wall-clock budget of the whole measurement (loader start-up and warm-up included)"""
+    rel_ci: float = 0.05
+    """stop when every pipeline's 95 % CI of the median is within +-rel_ci of the median"""
+    min_blocks: int = 6
+    """blocks per pipeline before the CI is trusted"""
+    block_s: float = 0.05
+    """a block lasts at least this long"""
+    round_s: float | None = None
+    """measured time per pipeline per round; default: budget / 40, between 0.3 and 1.5 s"""
+    warmup_steps: int = 3
+    """steps left out at the start of each pipeline (plus the loader's prefetch depth)"""
+    monitor_interval: float = 0.5
+
+    def round_seconds(self) -> float:
+        if self.round_s is not None:
+            return self.round_s
+        return min(1.5, max(0.3, self.budget_s / 40.0))
+
+    def converged(self, records: Mapping[str, Record]) -> bool:
+        return all(len(r.blocks) >= self.min_blocks and r.rel_half_width <= self.rel_ci for r in records.values())
+
+    def run(
+        self,
+        opened: Mapping[str, Running],
+        *,
+        t_start: float,
+        settled: Callable[[Measurement], bool] | None = None,
+        on_progress: Callable[[float, float], None] | None = None,
+        done: Callable[[Measurement], bool] | None = None,
+    ) -> Measurement:
+        """Run the rounds; stop when ``settled`` holds, every record converged and ``done`` agrees."""
+        budget_end = t_start + self.budget_s
+        records = {name: Record(name, open_s=r.open_s) for name, r in opened.items()}
+        skips = {name: (r.skip if not r.repeats else 1) for name, r in opened.items()}
+        min_steps = {name: max(1, r.pipeline.num_workers) if not r.repeats else 1 for name, r in opened.items()}
+        startup_s = perf_counter() - t_start
+
+        # warm-up: worker start-up, allocation, hybridization; then a first estimate of each step time
+        # from the steps after the loader's prefetched batches are used up
+        for name, r in opened.items():
+            rec = records[name]
+            run_steps(r.cycle(), r.pipeline.ctx, r.pipeline.step, max_steps=skips[name])
+            warm = StepTimes()
+            t_warm = perf_counter()
+            while len(warm) < self.warmup_steps or perf_counter() - t_warm < self.block_s:
+                warm.extend(run_steps(r.cycle(), r.pipeline.ctx, r.pipeline.step, max_steps=min_steps[name]))
+                if perf_counter() >= budget_end:
+                    break
+            rec.est_step_s = warm.total() / max(len(warm), 1)
+            r.settle(max(1.0, 20 * rec.est_step_s))
+        log.info(
+            "warmed up in %.1f s; step estimates %s",
+            perf_counter() - t_start,
+            {k: f"{r.est_step_s * 1000:.1f} ms" for k, r in records.items()},
+        )
+
+        order = list(opened)
+        rounds = 0
+        stop_reason = "budget"
+        settled_s: float | None = None
+        # each round gives every pipeline a time slice. A loader resumes with batches its workers
+        # prefetched during the pause, and those skip steps are dropped: its slice is at least 3x the skip
+        # (so they cost little), but small enough that two rounds fit in the budget left after the warm-up
+        base = self.round_seconds()
+        slices = {k: max(base, 3 * skips[k] * records[k].est_step_s) if skips[k] > 1 else base for k in order}
+        left = budget_end - perf_counter()
+        if 2 * sum(slices.values()) > left:
+            scale = left / (2 * sum(slices.values()))
+            slices = {k: max(min(base, v), v * scale) for k, v in slices.items()}
+        measurement = Measurement(records, 0.0, "", 0, startup_s)
+        while perf_counter() < budget_end:
+            rounds += 1
+            shift = rounds % len(order)
+            scale = min(1.0, (budget_end - perf_counter()) / sum(slices.values()))
+            for name in order[shift:] + order[:shift]:
+                if perf_counter() >= budget_end:
+                    break
+                self._round(opened[name], records[name], skips[name], min_steps[name], slices[name] * scale, budget_end)
+                if on_progress is not None:
+                    on_progress(perf_counter() - t_start, self.budget_s)
+            measurement.elapsed_s, measurement.rounds = perf_counter() - t_start, rounds
+            ok = settled is None or settled(measurement)
+            settled_s = (settled_s if settled_s is not None else measurement.elapsed_s) if ok else None
+            if ok and self.converged(records) and (done is None or done(measurement)):
+                stop_reason = "converged"
+                break
+        measurement.stop_reason, measurement.settled_s = stop_reason, settled_s
+        measurement.elapsed_s = perf_counter() - t_start
+        log.info("%d rounds in %.1f s, stopped on %s", rounds, measurement.elapsed_s, stop_reason)
+        return measurement
+
+    def _round(self, r: Running, rec: Record, skip: int, min_steps: int, round_s: float, deadline: float) -> None:
+        """One round of one pipeline: drop ``skip`` steps, then blocks of consecutive steps until ``round_s``."""
+        k = max(min_steps, math.ceil(self.block_s / max(rec.est_step_s, 1e-6)))
+        rec.block_steps = k
+        ctx, step = r.pipeline.ctx, r.pipeline.step
+        monitor = SystemMonitor(interval=self.monitor_interval).start()
+        t0 = perf_counter()
+        try:
+            if skip:
+                run_steps(r.cycle(), ctx, step, max_steps=skip)
+            while True:
+                block = run_steps(r.cycle(), ctx, step, max_steps=k)
+                rec.times.extend(block)
+                samples = sum(block.samples)
+                if samples:
+                    rec.blocks.append(block.total() / samples)
+                now = perf_counter()
+                if now - t0 >= round_s or now >= deadline:
+                    break
+        finally:
+            rec.systems.append(monitor.stop())
+        # bounded: past the deadline no further round of this loader follows
+        limit = min(max(1.0, 20 * rec.est_step_s * k), max(0.5, deadline - perf_counter()))
+        r.settle(limit)
+        rec.rounds += 1
+        if rec.blocks:
+            rec.est_step_s = rec.s_per_sample * r.pipeline.batch_size
+
+
+Schedule = Epochs | Rounds
+
+
+def measure(
+    pipelines: Pipeline | Mapping[str, Pipeline],
+    schedule: Schedule,
+    *,
+    settled: Callable[[Measurement], bool] | None = None,
+    on_progress: Callable[[float, float], None] | None = None,
+    done: Callable[[Measurement], bool] | None = None,
+    on_open: Callable[[], None] | None = None,
+) -> Measurement:
+    """Open ``pipelines``, run them on ``schedule``, close them; the records per pipeline name.
+
+    A single pipeline is measured under the name ``"run"``. ``settled``, ``done`` and
+    ``on_progress(elapsed_s, budget_s)`` apply to :class:`Rounds`; ``on_open()`` is called once
+    every pipeline is open (its worker processes exist).
+    """
+    named = {"run": pipelines} if isinstance(pipelines, Pipeline) else dict(pipelines)
+    t_start = perf_counter()
+    opened: dict[str, Running] = {}
+    try:
+        for name, p in named.items():
+            opened[name] = p.open()
+        if on_open is not None:
+            on_open()
+        if isinstance(schedule, Rounds):
+            return schedule.run(opened, t_start=t_start, settled=settled, on_progress=on_progress, done=done)
+        return schedule.run(opened)
+    finally:
+        for r in opened.values():
+            r.close()

@@ -1,0 +1,247 @@
+"""A :class:`Pipeline`: the named stages of one training step, and how to run it (:class:`Running`)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from time import perf_counter
+from typing import Any
+
+from gluonbench.pipeline.stages import (
+    CachedSample,
+    Compose,
+    DeviceBatch,
+    HostBatch,
+    Loader,
+    ReadySample,
+    SampleFn,
+    Stream,
+    cached_sample,
+)
+
+Step = Callable[[Any, Any], Any]
+LoaderStage = Loader | Stream | HostBatch | DeviceBatch
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """One training step as named stages (see :mod:`gluonbench.pipeline.stages`).
+
+    ``dataset`` is the read stage (``dataset[i]`` returns a raw sample; None for a
+    stream), ``decode`` and ``transform`` the per-sample stages (run in the
+    loader's workers), ``loader`` the loader stage, ``ctx`` the copy stage's
+    target and ``step`` the model step (None: no step). ``source`` describes the
+    source stage (mode, uri, start-up figures), ``swapped`` records which stages
+    a measurement replaced, and by what.
+    """
+
+    dataset: Any | None
+    loader: LoaderStage
+    ctx: Any
+    step: Step | None = None
+    decode: SampleFn | None = None
+    transform: SampleFn | None = None
+    source: Mapping[str, Any] = field(default_factory=dict)
+    swapped: tuple[tuple[str, str], ...] = ()
+
+    # -- what it is ----------------------------------------------------------------------
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.loader.batch_size)
+
+    @property
+    def num_workers(self) -> int:
+        return int(getattr(self.loader, "num_workers", 0) or 0)
+
+    @property
+    def on_gpu(self) -> bool:
+        return getattr(self.ctx, "device_type", "cpu") == "gpu"
+
+    @property
+    def preprocesses(self) -> bool:
+        """True when a decode or transform stage does work (not a stand-in)."""
+        return any(f is not None and not isinstance(f, ReadySample) for f in (self.decode, self.transform))
+
+    @property
+    def per_sample(self) -> SampleFn | None:
+        """``decode`` then ``transform``, as the loader applies them."""
+        fn = Compose(self.decode, self.transform)
+        return fn if fn else None
+
+    def stages(self) -> dict[str, str]:
+        """Each stage and what runs there, e.g. ``{"read": "MNIST", "transform": "stand-in: ready sample"}``."""
+        swapped = dict(self.swapped)
+
+        def name(x: Any) -> str:
+            if x is None:
+                return "none"
+            return getattr(x, "__name__", None) or type(x).__name__
+
+        out = {
+            "source": self.source.get("mode", "memory") if self.source else "memory",
+            "read": name(self.dataset),
+            "decode": name(self.decode),
+            "transform": name(self.transform),
+            "loader": type(self.loader).__name__,
+            "copy": "none (batch on the device)" if isinstance(self.loader, DeviceBatch) else str(self.ctx),
+            "step": name(self.step),
+        }
+        out.update({k: f"stand-in: {v}" for k, v in swapped.items()})
+        return out
+
+    # -- swaps ---------------------------------------------------------------------------
+
+    def swap(self, why: str, **stages: Any) -> Pipeline:
+        """This pipeline with ``stages`` replaced (``dataset=``, ``decode=``, ``loader=``, ``step=``...)."""
+        names = {"dataset": "read"}
+        record = tuple((names.get(k, k), why) for k in stages)
+        return replace(self, swapped=self.swapped + record, **stages)
+
+    def with_loader(self, **knobs: Any) -> Pipeline:
+        """The same pipeline with other loader knobs (a sweep's variable)."""
+        return replace(self, loader=replace(self.loader, **knobs))
+
+    def ready_sample(self) -> Any:
+        """What decode + transform make of ``dataset[0]`` (the stand-in's sample)."""
+        raw = self.dataset[0]
+        fn = self.per_sample
+        return fn(*raw) if fn else raw
+
+    def without_preprocessing(self) -> Pipeline:
+        """decode + transform swapped for the ready sample; ``dataset[i]`` still runs."""
+        return self.swap("ready sample", decode=None, transform=ReadySample(self.ready_sample()))
+
+    def without_reading(self) -> Pipeline:
+        """The read stage swapped for a cached raw sample (and decode + transform for the ready one)."""
+        base = self if isinstance(self.transform, ReadySample) else self.without_preprocessing()
+        return base.swap("cached sample", dataset=cached_sample(self.dataset[0], len(self.dataset)))
+
+    def with_host_batch(self, batch: tuple[Any, Any]) -> Pipeline:
+        """Everything before the copy swapped for one batch in host memory."""
+        from gluonbench._mx import mx
+
+        data, label = (x.as_in_context(mx.cpu()) for x in batch)
+        return self.swap("one batch on the host", loader=HostBatch(data, label))
+
+    def with_device_batch(self, batch: tuple[Any, Any]) -> Pipeline:
+        """Everything before the step swapped for one batch on the device (no copy)."""
+        data, label = (x.as_in_context(self.ctx) for x in batch)
+        data.wait_to_read()
+        label.wait_to_read()
+        return self.swap("one batch on the device", loader=DeviceBatch(data, label))
+
+    def without_step(self) -> Pipeline:
+        return self.swap("no model step", step=None)
+
+    # -- running -------------------------------------------------------------------------
+
+    def open(self) -> Running:
+        """Start the loader stage (worker processes, a stream); close the result when done."""
+        return Running(self)
+
+
+class Running:
+    """An opened pipeline: its batches per epoch or endlessly, and the loader's resources.
+
+    ``epoch(e)`` iterates one epoch; ``cycle()`` is an endless iterator over epochs
+    whose :meth:`settle` waits until batches the workers prepare ahead are ready
+    (so paused probes do not compute into another probe's time). ``skip`` is how
+    many steps after a pause still find prefetched batches.
+    """
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+        self.loader: Any = None
+        t0 = perf_counter()
+        stage = pipeline.loader
+        if isinstance(stage, Loader):
+            if pipeline.dataset is None:
+                raise ValueError("a Loader stage needs a data set to read from")
+            self.loader = stage.make(pipeline.dataset, pipeline.per_sample)
+        self.open_s = perf_counter() - t0
+        workers = pipeline.num_workers if isinstance(stage, Loader) else 0
+        self.prefetch = int(getattr(self.loader, "_prefetch", 0) or 0) if workers else 0
+        self.current: Iterator[Any] | None = None
+        self._cycle: Iterator[Any] | None = None
+
+    @property
+    def skip(self) -> int:
+        """Steps to drop after a pause: the batches prefetched meanwhile, plus one."""
+        return self.prefetch + 1
+
+    @property
+    def repeats(self) -> bool:
+        """True when every step gets the same batch (a host or device batch stand-in)."""
+        return isinstance(self.pipeline.loader, HostBatch | DeviceBatch)
+
+    def epoch(self, epoch: int = 0) -> Iterable[tuple[Any, Any]]:
+        """The batches of one epoch (endless for a repeated batch: bound it with max_steps)."""
+        stage = self.pipeline.loader
+        if isinstance(stage, HostBatch | DeviceBatch):
+            return itertools.repeat((stage.data, stage.label))
+        if isinstance(stage, Stream):
+            return stage.batches(stage.batch_size, stage.num_workers, epoch)
+        return self._loader_epoch()
+
+    def _loader_epoch(self) -> Iterator[Any]:
+        # DataLoader.__iter__ wraps the prefetching iterator in a generator; take the iterator itself,
+        # so settle() can see its pending batches (MXNet 1.9's _MultiWorkerIter._data_buffer)
+        loader = self.loader
+        if hasattr(loader, "refresh") and hasattr(loader, "_iter"):
+            if loader._iter is None:
+                loader.refresh()
+            it, loader._iter = loader._iter, None
+            self.current = iter(it)
+        else:
+            self.current = iter(loader)
+        return self.current
+
+    def cycle(self) -> Iterator[tuple[Any, Any]]:
+        """One endless iterator over epochs, shared by every caller of this pipeline."""
+        if self._cycle is None:
+            self._cycle = self._endless()
+        return self._cycle
+
+    def _endless(self) -> Iterator[tuple[Any, Any]]:
+        for e in itertools.count():
+            it = iter(self.epoch(e))
+            try:
+                yield from it
+            finally:
+                getattr(it, "close", lambda: None)()
+
+    def settle(self, timeout_s: float) -> float:
+        """Wait until the batches the workers are preparing in advance are ready; return seconds waited."""
+        pending = getattr(self.current, "_data_buffer", None)
+        if not pending:
+            return 0.0
+        t0 = perf_counter()
+        while perf_counter() - t0 < timeout_s:
+            if all(r.ready() for r in list(pending.values())):
+                break
+            time.sleep(0.002)
+        return perf_counter() - t0
+
+    def close(self) -> None:
+        """Stop the worker pool now rather than at garbage collection; close an open stream."""
+        if self._cycle is not None:
+            self._cycle.close()
+            self._cycle = None
+        close_loader(self.loader)
+        self.loader = None
+
+
+def close_loader(loader: Any) -> None:
+    """Stop a DataLoader's worker pool now rather than at garbage collection."""
+    pool = getattr(loader, "_worker_pool", None)
+    if pool is not None:
+        pool.terminate()
+        pool.join()
+        loader._worker_pool = None
+
+
+def is_cached(dataset: Any) -> bool:
+    return isinstance(dataset, CachedSample)

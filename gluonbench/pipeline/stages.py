@@ -1,0 +1,151 @@
+"""The stages of the training pipeline and the ready-made stand-ins that replace them.
+
+A real stage does work; a stand-in hands on what the real stage would have handed
+on (same shapes, dtypes and array types, built from the real stage's output for
+the first sample or batch), so a measurement with a stand-in differs from the full
+pipeline only by the work of the stages it replaced.
+
+=============  ===========================================  =================================
+stage          real                                         stand-in
+=============  ===========================================  =================================
+``source``     where the bytes come from (memory, a local   (not swapped by the probes; an io
+               folder, File/FastFile/Pipe over S3)          cell or ``--source`` swaps it)
+``read``       ``dataset[i]`` of the workload's data set    :class:`CachedSample`
+``decode``     bytes -> array (JPEG, PNG), when separate    ``None`` (with a ready sample)
+``transform``  the per-sample preprocessing                 :class:`ReadySample`
+``loader``     :class:`Loader`: DataLoader knobs, batchify  :class:`HostBatch`
+               (or a :class:`Stream` of batches, Pipe)
+``copy``       ``as_in_context(ctx)``, host to device       :class:`DeviceBatch`
+``step``       forward, backward, update (kvstore)          ``None`` (no model step)
+=============  ===========================================  =================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+STAGES = ("source", "read", "decode", "transform", "loader", "copy", "step")
+"""The pipeline's stages, in the order a sample goes through them."""
+
+SampleFn = Callable[..., Any]
+
+
+class Compose:
+    """``decode`` then ``transform``, as one per-sample function for ``dataset.transform(fn)`` (picklable)."""
+
+    def __init__(self, *fns: SampleFn) -> None:
+        self.fns = tuple(f for f in fns if f is not None)
+
+    def __call__(self, *sample: Any) -> Any:
+        for fn in self.fns:
+            sample = fn(*sample)
+        return sample
+
+    def __bool__(self) -> bool:
+        return bool(self.fns)
+
+
+class ReadySample:
+    """Stand-in for decode + transform: ignores the raw sample and returns a ready one.
+
+    The ready sample is the real stages' output for ``dataset[0]``, so batching
+    and everything after it cost what they cost in the full pipeline.
+    """
+
+    def __init__(self, sample: Any) -> None:
+        self.sample = sample
+
+    def __call__(self, *raw: Any) -> Any:
+        return self.sample
+
+
+class CachedSample:
+    """Stand-in for the read stage: a data set of the same length whose ``[i]`` is one cached sample.
+
+    ``len()`` is the real data set's, so the loader's epochs, shuffling and
+    worker hand-off are unchanged; only the work of ``dataset[i]`` is gone.
+    Sub-classes MXNet's ``Dataset`` lazily (see :func:`cached_sample`).
+    """
+
+
+def cached_sample(sample: Any, length: int) -> Any:
+    """A ``gluon.data.Dataset`` of ``length`` items, each ``sample`` (the read stage's stand-in)."""
+    from gluonbench._mx import gluon
+
+    class _Cached(gluon.data.Dataset, CachedSample):
+        def __init__(self) -> None:
+            self.sample = sample
+            self.length = length
+
+        def __getitem__(self, idx: int) -> Any:
+            return self.sample
+
+        def __len__(self) -> int:
+            return self.length
+
+    return _Cached()
+
+
+@dataclass(frozen=True)
+class Loader:
+    """The loader stage: a ``gluon.data.DataLoader`` with these knobs over ``read -> decode -> transform``."""
+
+    batch_size: int = 64
+    num_workers: int = 0
+    thread_pool: bool = False
+    prefetch: int | None = None
+    """batches prepared ahead by the workers; MXNet's default is 2 x num_workers"""
+    shuffle: bool = True
+
+    def make(self, dataset: Any, fn: SampleFn | None) -> Any:
+        """The DataLoader the seed builds: ``DataLoader(dataset.transform(fn), ...)``."""
+        from gluonbench._mx import gluon
+
+        source = dataset.transform(fn) if fn else dataset
+        extra = {} if self.prefetch is None else {"prefetch": self.prefetch}
+        return gluon.data.DataLoader(
+            source,
+            self.batch_size,
+            shuffle=self.shuffle,
+            num_workers=self.num_workers,
+            thread_pool=self.thread_pool,
+            **extra,
+        )
+
+
+@dataclass(frozen=True)
+class Stream:
+    """The loader stage of a streamed source (Pipe mode): ``batches(batch_size, workers, epoch)`` per epoch."""
+
+    batches: Callable[[int, int, int], Any]
+    batch_size: int = 64
+    num_workers: int = 0
+
+
+@dataclass(frozen=True)
+class HostBatch:
+    """Stand-in for everything before the copy: one ready batch in host memory, handed on every step.
+
+    The seed's "reload the same batch onto the GPU": the copy and the step still run.
+    """
+
+    data: Any
+    label: Any
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.data.shape[0])
+
+
+@dataclass(frozen=True)
+class DeviceBatch:
+    """Stand-in for everything before the step: one batch already on the device; no copy is left."""
+
+    data: Any
+    label: Any
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.data.shape[0])
