@@ -45,19 +45,30 @@ DIAGNOSE_EXAMPLES = """examples:
   gluonbench diagnose --dataset synthetic --width 2048 --depth 3       # a heavy model
   gluonbench diagnose --threshold secondary_share=0.25 --threshold rel_ci=0.03
 
-probes (each the pipeline with one stage swapped, measured in interleaved rounds):
-  full           the pipeline as given
-  no_preprocess  the transform swapped for a ready sample of the same shape and dtype (reads still happen)
-  cached_batch   one batch kept on the device: no reading, no preprocessing, no host-to-device copy
-  loader_only    the loader with no model step
+probes (each the pipeline with more stages swapped, measured in interleaved rounds):
+{probes}
 
-verdict: shares of step time  preprocessing = (full - no_preprocess) / full,
-  disk_io = (no_preprocess - cached_batch) / full, gpu_io = cached_batch / full; the largest
-  share whose difference is significant (beyond the probes' 95 % CIs) is the verdict; others
-  above secondary_share are secondary; inconclusive when noise exceeds the effects.
+verdict: the seed's three shares of step time, each split into sub-stages measured by their own probe:
+  preprocessing = full - no_preprocess                      (decode + transform)
+  disk_io       = no_preprocess - cached_batch              (read = no_preprocess - no_read,
+                                                             loader = no_read - cached_batch)
+  gpu_io        = cached_batch                              (copy = cached_batch - device_batch,
+                                                             compute = device_batch)
+  each over the total; the largest share whose difference is significant (beyond the probes' 95 %
+  CIs) is the verdict; others above secondary_share are secondary; inconclusive when noise exceeds
+  the effects. Every share is printed with its 95 % interval.
 thresholds (--threshold KEY=VALUE): rel_ci=0.05 (stop when every probe's median is known to
-  +-5 %), min_blocks=6, secondary_share=0.15, highly_input_bound=0.20, moderately_input_bound=0.05.
+  +-5 %), min_blocks=6, secondary_share=0.15, highly_input_bound=0.20, moderately_input_bound=0.05,
+  share_precision=0.05 (measure on, within the budget, until every share is known to +-5 points).
 """
+
+
+def _diagnose_epilog() -> str:
+    """The examples, with the probe list taken from the probe declarations."""
+    from gluonbench.probes import PROBES
+
+    return DIAGNOSE_EXAMPLES.format(probes="\n".join(f"  {p.name:14s} {p.removes}" for p in PROBES))
+
 
 SYNTHETIC_HELP = (
     "synthetic workload knobs (--dataset synthetic): real file reads, real CPU work, a real model; "
@@ -196,7 +207,7 @@ def _add_diagnose(sub: Any) -> None:
         description="Measure the training pipeline with one stage swapped at a time (probes), attribute the "
         "step time to preprocessing, disk I/O and the device, and print the verdict, the evidence (psutil) "
         "and what to change.",
-        epilog=DIAGNOSE_EXAMPLES,
+        epilog=_diagnose_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--dataset", dest="workload", default="mnist", help="mnist (default), fashion-mnist or synthetic")

@@ -120,6 +120,18 @@ def _bytes(n: float) -> str:
     return f"{n:.1f} GB"
 
 
+def own_busy_pct(system: Mapping[str, Any], setting: Setting) -> float:
+    """How busy this run's own processes kept the cores they could use (main + workers), in %.
+
+    Low while reads dominate means the reads wait (latency, a network file system); high means
+    ``dataset[i]`` itself computes (Python, unpickling). Other programs on the machine do not count.
+    """
+    if "cpu_util_pct" not in system:
+        return math.nan
+    usable = min(setting.cores, setting.num_workers + 1)
+    return float(system["cpu_util_pct"]) * setting.cores / max(usable, 1)
+
+
 def other_load_pct(system: Mapping[str, Any]) -> float:
     """Machine-wide busy % not explained by the measured process tree (other programs)."""
     per = system.get("per_core_pct") or []
@@ -271,8 +283,7 @@ def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting)
     sysd = probes.get("no_preprocess", {}).get("system") or probes["full"].get("system") or {}
     read = float(sysd.get("read_bytes_per_s", 0.0))
     iowait = float(sysd.get("iowait_pct", 0.0))
-    busy = sysd.get("per_core_pct") or []
-    mean_busy = sum(busy) / len(busy) if busy else math.nan
+    mean_busy = own_busy_pct(sysd, s)
     top = v.top_substage(head) or "read"
     split = _split_text(v, head, s)
     out = [
@@ -359,7 +370,8 @@ def _read_fixes(v: Verdict, s: Setting, read: float, iowait: float, mean_busy: f
                 f"Little was read from the device ({_bytes(read)}/s): samples come from memory or the page cache, or "
                 "wait on latency (a network file system). "
                 + (
-                    "The CPU was mostly idle, so reads wait on latency: more workers than cores overlap the waits "
+                    "This run's processes were mostly idle, so reads wait on latency: more workers than cores "
+                    "overlap the waits "
                     f"(e.g. num_workers={max(2 * s.cores, s.num_workers * 2, 4)}, or thread_pool=True with many "
                     "threads)."
                     if math.isfinite(mean_busy) and mean_busy < 60

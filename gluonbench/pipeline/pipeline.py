@@ -78,6 +78,7 @@ class Pipeline:
         def name(x: Any) -> str:
             if x is None:
                 return "none"
+            x = getattr(x, "func", x)  # functools.partial
             return getattr(x, "__name__", None) or type(x).__name__
 
         out = {

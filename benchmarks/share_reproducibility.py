@@ -1,0 +1,113 @@
+"""Reproducibility of ``diagnose``'s shares: the same pipeline diagnosed N times in a row.
+
+Runs ``gluonbench.diagnose`` on the seed's MNIST pipeline (seed transform, seed CNN, batch 64,
+CPU) ``--repeat`` times (default 5) and prints, per headline share and per sub-stage share,
+each run's value and the largest distance of a run from the median of the runs, plus each
+run's time to a verdict.
+
+Targets (issue 7):
+
+* every share of every run within +-5 points of the median of the runs;
+* time to a verdict on MNIST <= 10 s.
+
+Exit status 1 if a target is missed. Timings are of this machine: run it on a quiet one.
+
+    python benchmarks/share_reproducibility.py                          # 5 runs, 0 workers, 60 s budget
+    python benchmarks/share_reproducibility.py --workers 2 --out results/benchmarks
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import gluonbench
+from gluonbench.env import command_line, environment
+from gluonbench.report.store import atomic_write_text
+
+TOLERANCE = 0.05
+VERDICT_TARGET_S = 10.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeat", type=int, default=5, help="diagnoses in a row (default 5)")
+    p.add_argument("--workers", type=int, default=0, help="DataLoader workers (default 0)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--budget", type=float, default=60.0, help="seconds per diagnosis (default 60)")
+    p.add_argument("--mnist-dir", help="folder of the MNIST files (default: gluonbench's look-up, no download)")
+    p.add_argument("--out", help="write share_reproducibility-<UTC>.json and .txt into this folder")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+
+    from gluonbench.workloads import get_workload
+
+    w = get_workload("mnist", data_dir=args.mnist_dir, download=False)
+    runs = []
+    for i in range(args.repeat):
+        d = gluonbench.diagnose(
+            w.train,
+            w.transform,
+            batch_size=args.batch_size,
+            num_workers=args.workers,
+            ctx="cpu",
+            budget_s=args.budget,
+            seed=1,
+            label=f"run {i + 1}",
+        )
+        runs.append(d)
+        cells = " ".join(f"{k}={v * 100:4.1f}%" for k, v in {**d.shares, **d.stages}.items())
+        settled = f"{d.settled_s:.1f}" if d.settled_s is not None else "-"
+        print(f"run {i + 1}: {d.verdict:13s} {cells}  verdict@{settled} s  ran {d.elapsed_s:.1f} s ({d.stop_reason})")
+
+    lines = []
+    worst = 0.0
+    table = [{**{f"{k} (verdict)": v for k, v in d.shares.items()}, **d.stages} for d in runs]
+    for key in table[0]:
+        values = [row[key] for row in table]
+        mid = statistics.median(values)
+        dev = max(abs(v - mid) for v in values)
+        worst = max(worst, dev)
+        lines.append(
+            f"{key:25s} median {mid * 100:5.1f} %  runs "
+            + " ".join(f"{v * 100:5.1f}" for v in values)
+            + f"  max distance {dev * 100:4.1f} points"
+        )
+    settled = [d.settled_s for d in runs]
+    slowest = max((s if s is not None else float("inf")) for s in settled)
+    verdicts = sorted({d.verdict for d in runs})
+    lines.append(
+        f"verdicts: {', '.join(verdicts)}; time to verdict: " + ", ".join(f"{s:.1f}" if s else "-" for s in settled)
+    )
+    ok_shares = worst <= TOLERANCE
+    ok_time = slowest <= VERDICT_TARGET_S
+    lines.append(
+        f"target: every share within +-{TOLERANCE * 100:.0f} points of the median: "
+        f"{'met' if ok_shares else 'NOT MET'} (worst {worst * 100:.1f}); "
+        f"verdict within {VERDICT_TARGET_S:.0f} s: {'met' if ok_time else 'NOT MET'} (slowest {slowest:.1f} s)"
+    )
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        record = {
+            "command": command_line(),
+            "env": environment(),
+            "runs": [d.to_dict() for d in runs],
+            "summary": text,
+            "met": ok_shares and ok_time,
+        }
+        atomic_write_text(out / f"share_reproducibility-{stamp}.json", json.dumps(record, indent=1))
+        atomic_write_text(out / f"share_reproducibility-{stamp}.txt", f"$ {command_line()}\n{text}\n")
+    return 0 if ok_shares and ok_time else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
