@@ -201,8 +201,11 @@ def attribute(
     timing: dict[str, ProbeTiming] = {}
     measured: dict[str, bool] = {}
     previous: ProbeTiming | None = None
+    unmeasured = [n for n in CHAIN if (t := chain.get(n)) is not None and not math.isfinite(t.median)]
     for name in CHAIN:
         t = chain.get(name)
+        if t is not None and not math.isfinite(t.median):
+            t = None  # no block measured (the budget ran out): no figure, and no verdict below
         if name != "full":
             measured[SUBSTAGES[name]] = t is not None
         if t is None:
@@ -233,6 +236,9 @@ def attribute(
         "gpu_io": stage["gpu_io"] - unc["gpu_io"] > others_top,
     }
     notes: list[str] = []
+    if unmeasured:
+        enough_data = False
+        notes.append(f"no measurement of {', '.join(unmeasured)} within the budget: raise the budget")
     ranked = sorted(STAGES, key=lambda k: shares[k], reverse=True)
     leader = ranked[0]
     verdict = "inconclusive"

@@ -231,6 +231,26 @@ def _byte_count(data: bytes, label: int) -> tuple[int, int]:
     return len(data), label
 
 
+def _decode(data: bytes, label: int) -> Any:
+    from gluonbench.workloads.source import decode_numpy
+
+    return decode_numpy(data, label)
+
+
+def _seed_batchify(prepared: list[Any]) -> tuple[Any, Any]:
+    from gluonbench.workloads.source import seed_batchify
+
+    return seed_batchify(prepared)
+
+
+IO_STAGES: dict[str, tuple[Any, Any, bool]] = {
+    "read": (_byte_count, _sizes_batchify, False),
+    "decode": (_decode, _seed_batchify, True),
+}
+"""How far an io cell runs the pipeline after its source: per stage, the per-sample work (decode,
+or the read's stand-in: the byte count), the batchify, and whether decoder threads run it."""
+
+
 def run_cell(
     cell: IoCell,
     *,
@@ -250,7 +270,7 @@ def run_cell(
     from gluonbench._mx import mx
     from gluonbench.env import environment
     from gluonbench.sources import make_source
-    from gluonbench.workloads.source import decode_numpy, seed_batchify, stream_loader
+    from gluonbench.workloads.source import stream_loader
 
     result = IoResult(cell=cell.to_dict(), stage=stage, page_cache=page_cache, env=environment())
     result.started_utc = utc_now()
@@ -287,11 +307,10 @@ def run_cell(
             counters.append(_Counter(batch_size))
             return _counted(samples, counters[-1])
 
-        # the pipeline: this cell's source, decode (or only the byte counts), no model step
-        if stage == "decode":
-            loader = stream_loader(source, batch_size, threads, decode_numpy, seed_batchify, counted, shuffle, seed)
-        else:
-            loader = stream_loader(source, batch_size, 0, _byte_count, _sizes_batchify, counted, shuffle, seed)
+        # the pipeline: this cell's source, the stage's per-sample work and batching, no model step
+        prepare, batchify, parallel = IO_STAGES[stage]
+        workers = threads if parallel else 0
+        loader = stream_loader(source, batch_size, workers, prepare, batchify, counted, shuffle, seed)
         pipeline = Pipeline(dataset=None, loader=loader, ctx=mx.cpu(), source={"mode": cell.mode, "uri": cell.uri})
         record = measure(pipeline, Epochs(epochs)).records["run"]
         for epoch, times in enumerate(record.epochs):
