@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from gluonbench import compat as _compat
+from gluonbench.version import __version__
 
 __all__ = ["Diagnosis", "__version__", "diagnose", "io_benchmark", "run_once", "sweep"]
+
+# MXNet 1.9.1 needs numpy's removed aliases and (Python 3.12) distutils: applied here without
+# importing MXNet, so a user's `import gluonbench` then `from mxnet import gluon` works
+_compat.apply()
 
 
 def __getattr__(name: str):

@@ -149,7 +149,7 @@ def s3_endpoint():
 
 def upload_folder(folder: Path, uri: str, endpoint: str) -> str:
     """Put every file under ``folder`` at ``uri`` (s3://bucket/prefix) on the test server; return ``uri``."""
-    from gluonbench.sources.s3 import S3Store
+    from gluonbench.data.s3 import S3Store
 
     store = S3Store(uri, endpoint)
     store.ensure_bucket()

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 STAGES = ("preprocessing", "disk_io", "gpu_io")
@@ -61,6 +61,27 @@ class Thresholds:
     """input wait share of step time for 'highly input-bound' (TF Profiler)"""
     moderately_input_bound: float = 0.05
     """input wait share of step time for 'moderately input-bound' (TF Profiler)"""
+
+    def __post_init__(self) -> None:
+        # validated here, whoever builds it (--threshold, a config, Python); GluonbenchError: one line, exit 2
+        from gluonbench.errors import GluonbenchError
+
+        for f in fields(self):
+            value = getattr(self, f.name)
+            whole = f.name == "min_blocks"
+            if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
+                kind = "whole number" if whole else "number"
+                raise GluonbenchError(f"threshold {f.name}={value!r} must be a {kind}")
+            if value <= 0 or (not whole and f.name != "rel_ci" and value >= 1):
+                raise GluonbenchError(
+                    f"threshold {f.name}={value} is out of range; min_blocks and rel_ci are positive, "
+                    "shares and fractions lie in (0, 1)"
+                )
+        if self.moderately_input_bound > self.highly_input_bound:
+            raise GluonbenchError(
+                f"threshold moderately_input_bound={self.moderately_input_bound} exceeds "
+                f"highly_input_bound={self.highly_input_bound}; make it the smaller of the two"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import asdict, dataclass, field, fields
-from datetime import UTC, datetime
 from time import perf_counter
 from typing import Any
 
 import numpy as np
 
 from gluonbench.engine.loop import ModelStep, StepTimes, evaluate_accuracy, run_steps
+from gluonbench.env import utc_now
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor import SystemMonitor
 
@@ -120,10 +120,6 @@ class RunResult:
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def make_loader(dataset: Any, transform: Any, batch_size: int, shuffle: bool, workers: int, thread_pool: bool = False):

@@ -30,10 +30,10 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from gluonbench.data.store import open_store
 from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.sources import MODES, make_source
 from gluonbench.sources.base import DataSet
-from gluonbench.sources.store import open_store
 from gluonbench.workloads.base import Workload, register
 from gluonbench.workloads.mnist import seed_init, seed_loss, seed_net, seed_transform
 
