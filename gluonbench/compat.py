@@ -47,18 +47,21 @@ def restore_numpy_aliases() -> None:
 
 
 def provide_distutils() -> bool:
-    """Make ``import distutils`` find setuptools' copy where Python lacks it; True if it can be found.
+    """Make ``import distutils`` work where Python lacks it (3.12); True if it should now import.
 
-    Installs setuptools' own import redirect (``_distutils_hack``) without importing distutils.
+    Installs setuptools' own import redirect (``_distutils_hack``) unless it is in place already;
+    imports neither distutils nor setuptools, so it is cheap.
     """
-    if "distutils" in sys.modules or _findable("distutils"):
+    if "distutils" in sys.modules or any(type(f).__name__ == "DistutilsMetaFinder" for f in sys.meta_path):
+        return True
+    if sys.version_info < (3, 12) and _findable("distutils"):  # the standard library's own
         return True
     try:
         hack = importlib.import_module("_distutils_hack")
         sys.meta_path.insert(0, hack.DistutilsMetaFinder())
     except (ModuleNotFoundError, AttributeError):  # pragma: no cover - depends on the interpreter
         return False
-    return _findable("distutils")
+    return True
 
 
 def _findable(name: str) -> bool:
