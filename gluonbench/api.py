@@ -169,10 +169,13 @@ def run_diagnosis(
     from gluonbench.env import utc_now
 
     settings.check()
-    store = None
-    if out is not None:
-        store = RunStore(new_run_dir(out, settings.label()))
-        store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": environment()})
+    if out is not None:  # fail before measuring; the run folder itself is made once there is a result
+        try:
+            Path(out).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GluonbenchError(f"cannot create --out {out}: {exc.strerror}; choose a writable folder") from exc
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise GluonbenchError(f"cannot write into --out {out}; choose a writable folder")
     d = diagnose_workload(
         settings.workload,
         settings.batch_size,
@@ -189,8 +192,10 @@ def run_diagnosis(
     )
     if settings.json_path:
         atomic_write_text(settings.json_path, json.dumps(d.to_dict(), indent=2))
-    if store is None:
+    if out is None:
         return None, d
+    store = RunStore(new_run_dir(out, settings.label()))
+    store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": d.env or environment()})
     store.append(
         {
             "kind": "diagnosis",

@@ -537,12 +537,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from gluonbench.report import load
-    from gluonbench.report.exporters import MarkdownTable
+    from gluonbench.report import rebuild
 
-    report = load(args.run_dir)
-    written = report.write(args.run_dir)
-    print(report.document(MarkdownTable()))
+    written = rebuild(args.run_dir)
+    for path in written:
+        if path.suffix == ".md":
+            print(path.read_text(encoding="utf-8"))
     print(f"rebuilt: {', '.join(str(p) for p in written)}")
     return 0
 

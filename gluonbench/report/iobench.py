@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from gluonbench.analysis.io_rules import recommend
-from gluonbench.report.exporters import Report, Table, TableSyntax, fmt, machine_line, png_bytes
+from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, fmt, machine_line, png_bytes
 from gluonbench.units import format_size
 
 CSV_FIELDS = [
@@ -119,8 +119,6 @@ def _pct(value: float | None) -> str:
 
 def to_markdown(summary: IoSummary, tables: TableSyntax | None = None) -> str:
     """The matrix as a document (``io.md``), ending with seed 004's recommendation from the numbers."""
-    from gluonbench.report.exporters import MarkdownTable
-
     tables = tables or MarkdownTable()
     s = summary.settings
     store = "S3 " + str(s.get("s3_uri")) + (f" at {s.get('endpoint_url')}" if s.get("endpoint_url") else "")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from gluonbench.report.exporters import Report, Table, TableSyntax, fmt, machine_line, png_bytes
+from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, fmt, machine_line, png_bytes
 from gluonbench.report.summary import SweepSummary, summarise
 
 CSV_FIELDS = [
@@ -62,8 +62,6 @@ def csv_table(summary: SweepSummary) -> Table:
 
 def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str:
     """The sweep as a document (``summary.md``): settings, the seed's table, the best worker count."""
-    from gluonbench.report.exporters import MarkdownTable
-
     tables = tables or MarkdownTable()
     s = summary.settings
     lines = [
