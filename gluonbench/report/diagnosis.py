@@ -67,8 +67,8 @@ def probe_table(d: Any, tables: TableSyntax | None = None) -> list[str]:
     return (tables or MarkdownTable()).render(table).splitlines()
 
 
-def to_text(d: Any) -> str:
-    """The whole diagnosis as Markdown-flavoured text."""
+def to_text(d: Any, tables: TableSyntax | None = None) -> str:
+    """The whole diagnosis as Markdown-flavoured text (its probe table in ``tables``' syntax, default Markdown)."""
     s = d.setting or {}
     setting = Setting(**s) if s else None
     head = (
@@ -77,7 +77,7 @@ def to_text(d: Any) -> str:
         f"({s.get('cores')} cores), budget {_num(s.get('budget_s'), 3)} s"
     )
     out = [head, ""]
-    out += probe_table(d)
+    out += probe_table(d, tables)
     out.append("")
     if d.verdict == "inconclusive":
         out.append("**Verdict: inconclusive** (the noise exceeds the differences between the probes)")
@@ -203,4 +203,4 @@ class DiagnosisReport(Report):
         return table
 
     def document(self, tables: TableSyntax) -> str:
-        return to_text(self.diagnosis)
+        return to_text(self.diagnosis, tables)
