@@ -290,7 +290,8 @@ def parse_thresholds(items: list[str], base: Any = None) -> Any:
         try:
             changes[key] = kind(raw)
         except ValueError:
-            raise GluonbenchError(f"--threshold {key}={raw!r} must be a {kind.__name__}") from None
+            what = "whole number" if kind is int else "number"
+            raise GluonbenchError(f"--threshold {key}={raw!r} must be a {what}") from None
     return replace(base or Thresholds(), **changes)  # Thresholds validates itself (out of range, ...)
 
 
