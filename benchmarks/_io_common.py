@@ -18,9 +18,9 @@ from gluonbench.units import parse_size
 def mnist_dir() -> str | None:
     from gluonbench.data import vision
 
-    for _, folder in vision.candidate_dirs("mnist"):
-        if vision._complete(folder):
-            return str(folder)
+    folder = vision.find_local("mnist")
+    if folder is not None:
+        return str(folder)
     here = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
     return str(here) if here.is_dir() else None
 

@@ -28,9 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _io_common import add_data_args, bench_data, finish, median, table
 
+from gluonbench.data.store import LocalStore
 from gluonbench.engine.iocell import files_under, warm_page_cache
 from gluonbench.sources.pipe import PipeChannel, data_objects
-from gluonbench.sources.store import LocalStore
 
 TARGET = 0.90
 

@@ -64,8 +64,8 @@ def start_moto() -> tuple[object, str]:
 def upload(folder: Path, uri: str, endpoint: str) -> str:
     from concurrent.futures import ThreadPoolExecutor
 
-    from gluonbench.sources.s3 import S3Store
-    from gluonbench.sources.store import LocalStore
+    from gluonbench.data.s3 import S3Store
+    from gluonbench.data.store import LocalStore
 
     store, local = S3Store(uri, endpoint), LocalStore(folder)
     store.ensure_bucket()

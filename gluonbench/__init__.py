@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from gluonbench import compat as _compat
+from gluonbench.version import __version__
 
-__all__ = ["Diagnosis", "__version__", "diagnose", "io_benchmark", "run_once", "sweep"]
+__all__ = ["Diagnosis", "__version__", "diagnose", "io_benchmark", "run_diagnosis", "run_once", "sweep"]
+
+# MXNet 1.9.1 needs numpy's removed aliases and (Python 3.12) distutils: applied here without
+# importing MXNet, so a user's `import gluonbench` then `from mxnet import gluon` works
+_compat.apply()
 
 
 def __getattr__(name: str):
     # the API imports MXNet; keep `import gluonbench` (and the CLI's argument errors) fast
-    if name in ("sweep", "run_once", "diagnose", "Diagnosis", "io_benchmark"):
+    if name in ("sweep", "run_once", "diagnose", "run_diagnosis", "Diagnosis", "io_benchmark"):
         from gluonbench import api
 
         return getattr(api, name)

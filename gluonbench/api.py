@@ -1,4 +1,6 @@
-"""The public Python API: :func:`sweep`, :func:`run_once`, :func:`diagnose` and :func:`io_benchmark` (re-exported by ``gluonbench``)."""
+"""The public Python API (re-exported by ``gluonbench``): :func:`sweep`, :func:`run_once`, :func:`diagnose`,
+:func:`run_diagnosis` and :func:`io_benchmark`. Each command's settings are validated here, in the library;
+the CLI only parses flags into them."""
 
 from __future__ import annotations
 
@@ -14,17 +16,26 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gluonbench.config import IoSettings, SweepSettings
+from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings
 from gluonbench.engine.diagnosis import Diagnosis, diagnose, diagnose_workload
 from gluonbench.engine.isolation import run_isolated
 from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
-from gluonbench.report.export import write_reports
+from gluonbench.report import load
 from gluonbench.report.store import RunStore, atomic_write_text, new_run_dir
 from gluonbench.report.summary import SweepSummary
 
-__all__ = ["Diagnosis", "check_inputs", "diagnose", "diagnose_workload", "io_benchmark", "run_once", "sweep"]
+__all__ = [
+    "Diagnosis",
+    "check_inputs",
+    "diagnose",
+    "diagnose_workload",
+    "io_benchmark",
+    "run_diagnosis",
+    "run_once",
+    "sweep",
+]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +69,15 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
 
         return check_source(settings.options, settings.data_dir)
     return {}
+
+
+def _write_reports(store: RunStore) -> Any:
+    """Rebuild every export of ``store``'s folder from its records; the report's summary, or None if none."""
+    if not store.runs_path.exists():
+        return None
+    report = load(store.path)
+    report.write(store.path)
+    return report.summary
 
 
 def steps_per_run(settings: SweepSettings, sizes: dict[str, int]) -> int | None:
@@ -126,13 +146,68 @@ def sweep(
             if on_result is not None:
                 on_result(result)
     finally:
-        if store.runs_path.exists():
-            summary = write_reports(store.path)
-        else:
-            summary = None
+        summary = _write_reports(store)
     if summary is None:
         raise GluonbenchError(f"no run finished; see the logs under {store.path / 'logs'}")
     return store.path, summary
+
+
+# -- diagnose ------------------------------------------------------------------------------------
+
+
+def run_diagnosis(
+    settings: DiagnoseSettings,
+    out: str | Path | None = None,
+    on_progress: Callable[[float, float], None] | None = None,
+) -> tuple[Path | None, Diagnosis]:
+    """Diagnose a registered workload (``gluonbench diagnose``); return the run folder (or None) and the diagnosis.
+
+    With ``out``, the diagnosis is one ``kind == "diagnosis"`` line of ``OUT/<UTC>-diagnose-.../runs.jsonl``,
+    and ``diagnosis.md``, ``.csv`` and ``.json`` are exported from it (``gluonbench report`` rebuilds them).
+    ``settings.json_path`` also writes the whole diagnosis there, atomically.
+    """
+    from gluonbench.env import utc_now
+
+    settings.check()
+    if out is not None:  # fail before measuring; the run folder itself is made once there is a result
+        try:
+            Path(out).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GluonbenchError(f"cannot create --out {out}: {exc.strerror}; choose a writable folder") from exc
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise GluonbenchError(f"cannot write into --out {out}; choose a writable folder")
+    d = diagnose_workload(
+        settings.workload,
+        settings.batch_size,
+        settings.workers,
+        settings.ctx,
+        settings.budget_s,
+        data_dir=settings.data_dir,
+        download=settings.download,
+        options=settings.options,
+        thread_pool=settings.thread_pool,
+        thresholds=settings.thresholds,
+        seed=settings.seed,
+        on_progress=on_progress,
+    )
+    if settings.json_path:
+        atomic_write_text(settings.json_path, json.dumps(d.to_dict(), indent=2))
+    if out is None:
+        return None, d
+    store = RunStore(new_run_dir(out, settings.label()))
+    store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": d.env or environment()})
+    store.append(
+        {
+            "kind": "diagnosis",
+            "status": "ok",
+            "diagnosis": d.to_dict(),
+            "probe_order": list(d.probes),
+            "command": command_line(),
+            "finished_utc": utc_now(),
+        }
+    )
+    _write_reports(store)
+    return store.path, d
 
 
 # -- input modes (gluonbench io) ----------------------------------------------------------------
@@ -165,11 +240,14 @@ def _marker_matches(marker: Path, params: dict) -> bool:
 
 def stage_io_datasets(settings: IoSettings, work: Path) -> list[StagedDataSet]:
     """Generate (or reuse) the JPEG folders, pack them, and upload both to S3 when ``s3_uri`` is set."""
+    from gluonbench.data import vision
     from gluonbench.data.images import image_folder, make_jpeg_folder
     from gluonbench.data.recordio import load_manifest, pack
-    from gluonbench.sources.store import LocalStore
+    from gluonbench.data.store import LocalStore
 
     staged: list[StagedDataSet] = []
+    # the JPEGs show MNIST digits when a copy is at hand (else drawn strokes)
+    mnist_dir = settings.mnist_dir or vision.find_local("mnist")
     for size in ["src"] if settings.src else list(settings.sizes):
         t0 = time.perf_counter()
         if settings.src:
@@ -180,7 +258,7 @@ def stage_io_datasets(settings: IoSettings, work: Path) -> list[StagedDataSet]:
             params = {"bytes": settings.size_bytes(size), "file_size": settings.file_size, "seed": settings.seed}
             if not _marker_matches(marker, params):
                 shutil.rmtree(files, ignore_errors=True)
-                make_jpeg_folder(files, params["bytes"], settings.file_size, settings.mnist_dir, settings.seed)
+                make_jpeg_folder(files, params["bytes"], settings.file_size, mnist_dir, settings.seed)
                 atomic_write_text(marker, json.dumps(params))
         folder = image_folder(LocalStore(files).list(), str(files))
         if "files" in settings.layouts:
@@ -231,8 +309,8 @@ def stage_io_datasets(settings: IoSettings, work: Path) -> list[StagedDataSet]:
 def _upload(ds: StagedDataSet, settings: IoSettings) -> StagedDataSet:
     from concurrent.futures import ThreadPoolExecutor
 
-    from gluonbench.sources.s3 import S3Store
-    from gluonbench.sources.store import LocalStore
+    from gluonbench.data.s3 import S3Store
+    from gluonbench.data.store import LocalStore
 
     t0 = time.perf_counter()
     uri = f"{settings.s3_uri.rstrip('/')}/{ds.size}-{ds.layout}"
@@ -253,19 +331,18 @@ def io_benchmark(
 ) -> tuple[Path, Any]:
     """Run the input-mode matrix; one ``runs.jsonl`` line per cell, then io.csv/md/json/png.
 
-    Returns the run folder and the :class:`~gluonbench.report.io_export.IoSummary`.
+    Returns the run folder and the :class:`~gluonbench.report.iobench.IoSummary`.
     ``KeyboardInterrupt`` rebuilds the reports from the finished cells, then propagates.
     """
     from gluonbench.data.images import image_folder
+    from gluonbench.data.store import LocalStore
     from gluonbench.engine.iocell import IoCell, run_cell
-    from gluonbench.report.io_export import write_io_reports
-    from gluonbench.sources.store import LocalStore
 
     settings.check()
     if settings.src:
         image_folder(LocalStore(settings.src).list(), settings.src)  # fail fast: a usable image folder
     if settings.s3_uri:
-        from gluonbench.sources.s3 import S3Store
+        from gluonbench.data.s3 import S3Store
 
         S3Store(settings.s3_uri, settings.endpoint_url).ensure_bucket()  # fail fast: endpoint, credentials
     if settings.work_dir:
@@ -319,7 +396,7 @@ def io_benchmark(
                     if on_result is not None:
                         on_result(result)
         finally:
-            summary = write_io_reports(store.path) if store.runs_path.exists() else None
+            summary = _write_reports(store)
     finally:
         shutil.rmtree(cache_root, ignore_errors=True)
         if made:

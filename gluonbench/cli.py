@@ -10,8 +10,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from gluonbench import __version__
 from gluonbench.errors import GluonbenchError
+from gluonbench.version import __version__
 
 log = logging.getLogger("gluonbench")
 
@@ -76,7 +76,9 @@ SYNTHETIC_HELP = (
 )
 
 REPORT_EXAMPLES = """examples:
-  gluonbench report results/20261122T150000Z-sweep-mnist-cpu   # rebuild csv, md, png from runs.jsonl
+  gluonbench report results/20261122T150000Z-sweep-mnist-cpu   # rebuild csv, md, json, png from runs.jsonl
+  gluonbench report results/20261122T160000Z-io-local-read      # an io benchmark's folder
+  gluonbench report results/20261122T170000Z-diagnose-mnist-w0  # a folder of gluonbench diagnose --out
 """
 
 
@@ -93,17 +95,9 @@ def _add_source_args(p: argparse.ArgumentParser, modes: tuple[str, ...] = ("file
 
 
 def _source_options(args: argparse.Namespace, options: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``source`` workload's options from --source/--uri, or None when no source is named."""
-    if args.source or args.uri:
-        options = dict(options)
-        options["mode"] = args.source or options.get("mode", "file")
-        for key in ("uri", "endpoint_url", "cache_dir"):
-            if getattr(args, key):
-                options[key] = getattr(args, key)
-        return options
-    if args.endpoint_url or args.cache_dir:
-        raise GluonbenchError("--endpoint-url and --cache-dir go with --source/--uri; add --uri")
-    return None
+    from gluonbench.config import source_options
+
+    return source_options(options, args.source, args.uri, args.endpoint_url, args.cache_dir)
 
 
 def _add_sweep(sub: Any) -> None:
@@ -188,16 +182,10 @@ def _add_synthetic_knobs(p: argparse.ArgumentParser) -> None:
     g.add_argument("--depth", type=int, help="hidden layers of the model (default 1)")
 
 
-SYNTHETIC_FLAGS = ("samples", "record_kb", "read_ms", "cold", "cpu_ms", "width", "depth")
-
-
 def synthetic_options(args: argparse.Namespace, workload: str) -> dict[str, Any]:
-    """The synthetic knobs given on the command line; an error if they are given for another data set."""
-    given = {k: getattr(args, k) for k in SYNTHETIC_FLAGS if getattr(args, k, None) is not None}
-    if given and workload != "synthetic":
-        flags = ", ".join("--" + k.replace("_", "-") for k in given)
-        raise GluonbenchError(f"{flags} only apply to --dataset synthetic (got --dataset {workload})")
-    return given
+    from gluonbench.config import SYNTHETIC_KNOBS, synthetic_options
+
+    return synthetic_options(workload, {k: getattr(args, k, None) for k in SYNTHETIC_KNOBS})
 
 
 def _add_diagnose(sub: Any) -> None:
@@ -229,6 +217,12 @@ def _add_diagnose(sub: Any) -> None:
     _add_source_args(p, modes=("file", "fastfile"))
     p.add_argument("--json", metavar="FILE", help="also write the whole diagnosis as JSON (written atomically)")
     p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="also keep a run folder DIR/<UTC>-diagnose-.../ (runs.jsonl, diagnosis.md/.csv/.json; "
+        "gluonbench report rebuilds it)",
+    )
+    p.add_argument(
         "--threshold",
         dest="thresholds",
         action="append",
@@ -243,11 +237,11 @@ def _add_diagnose(sub: Any) -> None:
 def _add_report(sub: Any) -> None:
     p = sub.add_parser(
         "report",
-        help="rebuild summary.csv, summary.md and sweep.png from runs.jsonl",
+        help="rebuild every export of a run folder (sweep, io or diagnose --out) from its runs.jsonl",
         epilog=REPORT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("run_dir", help="a run folder made by gluonbench sweep")
+    p.add_argument("run_dir", help="a run folder made by gluonbench sweep, io or diagnose --out")
     p.set_defaults(func=cmd_report)
 
 
@@ -450,9 +444,6 @@ def settings_from_args(args: argparse.Namespace):
     knobs = synthetic_options(args, settings.workload)
     if knobs:
         settings = coerce(settings, {"options": {**settings.options, **knobs}}, source="command line")
-    from gluonbench.engine.context import check_ctx
-
-    check_ctx(settings.ctx)
     return settings.check()
 
 
@@ -475,7 +466,7 @@ def _progress_bar(total: int | None, desc: str, unit: str = "step"):
 def cmd_sweep(args: argparse.Namespace) -> int:
     from gluonbench import api
     from gluonbench.engine.run import seed_line
-    from gluonbench.report.export import to_markdown
+    from gluonbench.report.sweep import seed_lines, to_markdown
 
     settings = None if args.resume else settings_from_args(args)
     state: dict[str, Any] = {"bar": None, "last": 0}
@@ -502,8 +493,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     finally:
         if state["bar"] is not None:
             state["bar"].close()
-    from gluonbench.report.export import seed_lines
-
     print("\n".join(seed_lines(summary)))
     print()
     print(to_markdown(summary))
@@ -511,58 +500,28 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if all(r.failed == 0 for r in summary.rows) else 1
 
 
-def _thresholds(items: list[str]):
-    from dataclasses import fields, replace
-
-    from gluonbench.analysis.verdict import Thresholds
-    from gluonbench.config import parse_overrides
-
-    known = {f.name: f for f in fields(Thresholds)}
-    changes: dict[str, Any] = {}
-    for key, raw in parse_overrides(items).items():
-        if key not in known:
-            raise GluonbenchError(f"--threshold {key}: unknown; known: {', '.join(known)}")
-        kind = int if key == "min_blocks" else float
-        try:
-            value = kind(raw)
-        except ValueError:
-            raise GluonbenchError(f"--threshold {key}={raw!r} must be a {kind.__name__}") from None
-        if value <= 0 or (kind is float and key != "rel_ci" and value >= 1):
-            raise GluonbenchError(f"--threshold {key}={raw} is out of range; shares and fractions lie in (0, 1)")
-        changes[key] = value
-    return replace(Thresholds(), **changes)
-
-
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from gluonbench.config import DiagnoseSettings, parse_thresholds
 
-    from gluonbench.engine.context import check_ctx
-
-    if args.batch_size < 1:
-        raise GluonbenchError(f"--batch-size must be at least 1 (got {args.batch_size})")
-    if args.workers < 0:
-        raise GluonbenchError(f"--workers must be 0 or more (got {args.workers})")
-    if not args.budget_s >= 2:
-        raise GluonbenchError(f"--budget must be at least 2 seconds (got {args.budget_s:g}); e.g. --budget 60")
-    if args.ctx is not None:
-        check_ctx(args.ctx)
-    if args.json:
-        parent = Path(args.json).resolve().parent
-        if not parent.is_dir():
-            raise GluonbenchError(f"--json {args.json}: folder {parent} does not exist; create it or choose another")
-    thresholds = _thresholds(args.thresholds)
     options = synthetic_options(args, args.workload)
     source = _source_options(args, options)
-    if source is not None:
-        args.workload, options = "source", source
-    from gluonbench.workloads import workload_names
-
-    if args.workload not in workload_names():
-        raise GluonbenchError(f"unknown --dataset {args.workload!r}; choose one of {', '.join(workload_names())}")
+    settings = DiagnoseSettings(
+        workload="source" if source is not None else args.workload,
+        data_dir=args.data_dir,
+        download=args.download,
+        workers=args.workers,
+        batch_size=args.batch_size,
+        ctx=args.ctx,
+        thread_pool=args.thread_pool,
+        budget_s=args.budget_s,
+        seed=args.seed,
+        options=source if source is not None else options,
+        thresholds=parse_thresholds(args.thresholds),
+        json_path=args.json,
+    ).check()
 
     from gluonbench import api
     from gluonbench.report.diagnosis import to_text
-    from gluonbench.report.store import atomic_write_text
 
     bar = _progress_bar(None, "diagnose", unit="s")
     state = {"last": 0.0}
@@ -576,51 +535,26 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
                 state["last"] += step
 
     try:
-        d = api.diagnose_workload(
-            args.workload,
-            args.batch_size,
-            args.workers,
-            args.ctx,
-            args.budget_s,
-            data_dir=args.data_dir,
-            download=args.download,
-            options=options,
-            thread_pool=args.thread_pool,
-            thresholds=thresholds,
-            seed=args.seed,
-            on_progress=on_progress,
-        )
+        run_dir, d = api.run_diagnosis(settings, out=args.out, on_progress=on_progress)
     finally:
         if bar is not None:
             bar.close()
     print(to_text(d), end="")
     if args.json:
-        import json
-
-        atomic_write_text(args.json, json.dumps(d.to_dict(), indent=2))
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    if run_dir is not None:
+        print(f"results: {run_dir}")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from gluonbench.report.export import to_markdown, write_reports
-    from gluonbench.report.store import RunStore
+    from gluonbench.report import rebuild
 
-    store = RunStore(args.run_dir)
-    if not store.path.is_dir():
-        raise GluonbenchError(f"{args.run_dir} is not a folder; pass a run folder made by gluonbench sweep")
-    if not store.runs_path.is_file():
-        raise GluonbenchError(f"{args.run_dir} has no runs.jsonl; pass a run folder made by gluonbench sweep")
-    if any(r.get("kind") == "io" for r in store.records()):
-        from gluonbench.report import io_export
-
-        io_summary = io_export.write_io_reports(store.path)
-        print(io_export.to_markdown(io_summary))
-        print(f"rebuilt: {store.path}/io.csv, io.md, io.json, io.png")
-        return 0
-    summary = write_reports(store.path)
-    print(to_markdown(summary))
-    print(f"rebuilt: {store.path}/summary.csv, summary.md, summary.json, sweep.png")
+    written = rebuild(args.run_dir)
+    for path in written:
+        if path.suffix == ".md":
+            print(path.read_text(encoding="utf-8"))
+    print(f"rebuilt: {', '.join(str(p) for p in written)}")
     return 0
 
 
@@ -657,8 +591,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_stream(args: argparse.Namespace) -> int:
     import signal
 
+    from gluonbench.data.store import open_store
     from gluonbench.sources.pipe import Producer, StreamOptions
-    from gluonbench.sources.store import open_store
 
     def stop(signum: int, frame: Any) -> None:
         raise SystemExit(128 + signum)  # unwinds through the producer's clean-up (FIFO removal)
@@ -691,19 +625,10 @@ def cmd_stream(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mnist_dir_or_none() -> str | None:
-    from gluonbench.data import vision
-
-    for _, folder in vision.candidate_dirs("mnist"):
-        if vision._complete(folder):
-            return str(folder)
-    return None
-
-
 def cmd_io(args: argparse.Namespace) -> int:
     from gluonbench import api
     from gluonbench.config import IoSettings
-    from gluonbench.report.io_export import to_markdown
+    from gluonbench.report.iobench import to_markdown
     from gluonbench.units import parse_size
 
     def names(text: str) -> tuple[str, ...]:
@@ -729,7 +654,7 @@ def cmd_io(args: argparse.Namespace) -> int:
         shuffle=args.shuffle,
         seed=args.seed,
         work_dir=args.work_dir,
-        mnist_dir=args.mnist_dir or _mnist_dir_or_none(),
+        mnist_dir=args.mnist_dir,
         timeout_s=args.timeout_s,
         name=args.name,
     ).check()

@@ -1,4 +1,7 @@
-"""Sweep settings: frozen dataclasses, loaded from TOML configs with ``--set key=value`` overrides."""
+"""Settings of every command as frozen, validated dataclasses: :class:`SweepSettings` (TOML configs with
+``--set key=value`` overrides), :class:`DiagnoseSettings`, :class:`IoSettings`; the ``stream`` producer's
+are :class:`gluonbench.sources.pipe.StreamOptions`. The library validates (``check()``, raising
+:class:`~gluonbench.errors.GluonbenchError`); the CLI only turns flags into these."""
 
 from __future__ import annotations
 
@@ -63,6 +66,10 @@ class SweepSettings:
         return coerce(cls(), data, source="settings")
 
     def check(self) -> SweepSettings:
+        """Raise :class:`GluonbenchError` naming the bad value and the fix; return self."""
+        from gluonbench.engine.context import check_ctx
+
+        check_ctx(self.ctx)
         for name in ("batch_size", "epochs", "repeat"):
             if getattr(self, name) < 1:
                 raise GluonbenchError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
@@ -231,4 +238,129 @@ class IoSettings:
             raise GluonbenchError("--endpoint-url goes with --s3-uri s3://BUCKET/PREFIX")
         if self.s3_uri and not self.s3_uri.startswith("s3://"):
             raise GluonbenchError(f"--s3-uri {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
+        return self
+
+
+# -- workload options from flags (sweep and diagnose) --------------------------------------------
+
+SYNTHETIC_KNOBS = ("samples", "record_kb", "read_ms", "cold", "cpu_ms", "width", "depth")
+"""The synthetic workload's knobs (``--samples``, ``--record-kb``, ...)."""
+
+
+def synthetic_options(workload: str, knobs: dict[str, Any]) -> dict[str, Any]:
+    """The synthetic knobs that were given (not None); an error if given for another data set."""
+    given = {k: v for k, v in knobs.items() if v is not None}
+    unknown = sorted(set(given) - set(SYNTHETIC_KNOBS))
+    if unknown:
+        raise GluonbenchError(f"unknown synthetic option(s) {', '.join(unknown)}; known: {', '.join(SYNTHETIC_KNOBS)}")
+    if given and workload != "synthetic":
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise GluonbenchError(f"{flags} only apply to --dataset synthetic (got --dataset {workload})")
+    return given
+
+
+def source_options(
+    options: dict[str, Any],
+    mode: str | None = None,
+    uri: str | None = None,
+    endpoint_url: str | None = None,
+    cache_dir: str | None = None,
+) -> dict[str, Any] | None:
+    """The ``source`` workload's options (``--source/--uri/...`` over ``options``), or None when no source is named."""
+    if mode or uri:
+        out = dict(options)
+        out["mode"] = mode or options.get("mode", "file")
+        out.update({k: v for k, v in (("uri", uri), ("endpoint_url", endpoint_url), ("cache_dir", cache_dir)) if v})
+        return out
+    if endpoint_url or cache_dir:
+        raise GluonbenchError("--endpoint-url and --cache-dir go with --source/--uri; add --uri")
+    return None
+
+
+def parse_thresholds(items: list[str], base: Any = None) -> Any:
+    """``Thresholds`` from ``KEY=VALUE`` texts (``--threshold``) over ``base`` (default: the defaults)."""
+    from gluonbench.analysis.verdict import Thresholds
+
+    known = {f.name for f in fields(Thresholds)}
+    changes: dict[str, Any] = {}
+    for key, raw in parse_overrides(items).items():
+        if key not in known:
+            raise GluonbenchError(f"--threshold {key}: unknown; known: {', '.join(sorted(known))}")
+        kind = int if key == "min_blocks" else float
+        try:
+            changes[key] = kind(raw)
+        except ValueError:
+            what = "whole number" if kind is int else "number"
+            raise GluonbenchError(f"--threshold {key}={raw!r} must be a {what}") from None
+    return replace(base or Thresholds(), **changes)  # Thresholds validates itself (out of range, ...)
+
+
+# -- diagnose ------------------------------------------------------------------------------------
+
+
+def _default_thresholds() -> Any:
+    from gluonbench.analysis.verdict import Thresholds
+
+    return Thresholds()
+
+
+@dataclass(frozen=True)
+class DiagnoseSettings:
+    """One diagnosis of a registered workload (``gluonbench diagnose``); :meth:`check` validates it.
+
+    ``ctx`` None picks ``gpu:0`` when MXNet sees a GPU, else the CPU. ``json_path`` also writes the
+    whole diagnosis there; ``options`` go to the workload factory (synthetic knobs, a source).
+    """
+
+    workload: str = "mnist"
+    data_dir: str | None = None
+    download: bool = True
+    workers: int = 0
+    batch_size: int = 64
+    ctx: str | None = None
+    thread_pool: bool = False
+    budget_s: float = 60.0
+    seed: int = 1
+    options: dict[str, Any] = field(default_factory=dict)
+    thresholds: Any = field(default_factory=_default_thresholds)
+    """:class:`gluonbench.analysis.verdict.Thresholds`"""
+    json_path: str | None = None
+    name: str | None = None
+
+    def label(self) -> str:
+        """The run folder's suffix with ``--out``: ``diagnose-<data set>-w<workers>``."""
+        what = f"{self.workload}-{self.options.get('mode', 'file')}" if self.workload == "source" else self.workload
+        return self.name or f"diagnose-{what}-w{self.workers}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["thresholds"] = self.thresholds.to_dict()
+        return d
+
+    def check(self) -> DiagnoseSettings:
+        """Raise :class:`GluonbenchError` naming the bad value and the fix; return self."""
+        from gluonbench.analysis.verdict import Thresholds
+        from gluonbench.engine.context import check_ctx
+        from gluonbench.workloads import workload_names
+
+        if self.batch_size < 1:
+            raise GluonbenchError(f"--batch-size must be at least 1 (got {self.batch_size})")
+        if self.workers < 0:
+            raise GluonbenchError(f"--workers must be 0 or more (got {self.workers})")
+        if not self.budget_s >= 2:
+            raise GluonbenchError(f"--budget must be at least 2 seconds (got {self.budget_s:g}); e.g. --budget 60")
+        if self.ctx is not None:
+            check_ctx(self.ctx)
+        if not isinstance(self.thresholds, Thresholds):
+            raise GluonbenchError(f"thresholds must be a Thresholds (got {type(self.thresholds).__name__})")
+        if not isinstance(self.options, dict):
+            raise GluonbenchError(f"options must be a table of workload options (got {self.options!r})")
+        if self.json_path:
+            parent = Path(self.json_path).resolve().parent
+            if not parent.is_dir():
+                raise GluonbenchError(
+                    f"--json {self.json_path}: folder {parent} does not exist; create it or choose another"
+                )
+        if self.workload not in workload_names():
+            raise GluonbenchError(f"unknown --dataset {self.workload!r}; choose one of {', '.join(workload_names())}")
         return self

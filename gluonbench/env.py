@@ -9,10 +9,16 @@ import shlex
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 
 import psutil
 
-from gluonbench import __version__
+from gluonbench.version import __version__
+
+
+def utc_now() -> str:
+    """The current UTC time, to the second, in ISO 8601 (``2026-11-22T15:00:00+00:00``)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def cpu_model() -> str:

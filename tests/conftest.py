@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import psutil
@@ -149,7 +150,7 @@ def s3_endpoint():
 
 def upload_folder(folder: Path, uri: str, endpoint: str) -> str:
     """Put every file under ``folder`` at ``uri`` (s3://bucket/prefix) on the test server; return ``uri``."""
-    from gluonbench.sources.s3 import S3Store
+    from gluonbench.data.s3 import S3Store
 
     store = S3Store(uri, endpoint)
     store.ensure_bucket()
@@ -211,3 +212,26 @@ def packed_dir(tmp_path_factory, jpeg_dir) -> Path:
     out = tmp_path_factory.mktemp("packed") / "packed"
     pack(jpeg_dir, out, shard_size=250_000, shuffle=True, seed=1)
     return out
+
+
+# numpy >= 1.24 (Python 3.12's pin) removed np.bool & co.; prepended to a fresh interpreter's code
+EMULATE_NUMPY_124 = textwrap.dedent(
+    """
+    import numpy as np
+    removed = ("bool", "int", "float", "complex", "object", "str")
+    original = np.__getattr__
+    def no_aliases(name):
+        if name in removed:
+            raise AttributeError(name)
+        return original(name)
+    np.__getattr__ = no_aliases
+    for name in removed:
+        np.__dict__.pop(name, None)
+    try:
+        np.bool
+    except AttributeError:
+        pass
+    else:
+        raise SystemExit("the emulation failed: numpy still has np.bool")
+    """
+)

@@ -13,10 +13,10 @@ from conftest import assert_one_clear_line, make_unreadable
 
 from gluonbench.data import recordio
 from gluonbench.data.idx import read_image_label_pair, write_idx
+from gluonbench.data.store import LocalStore
 from gluonbench.errors import DataError
 from gluonbench.sources.base import DataSet
 from gluonbench.sources.fastfile import FastFileSource
-from gluonbench.sources.store import LocalStore
 
 PAYLOADS = [
     b"abcd" + recordio.MAGIC_BYTES + b"efgh" + recordio.MAGIC_BYTES,  # split twice, ends on the magic

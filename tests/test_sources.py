@@ -11,13 +11,13 @@ from conftest import make_unwritable, release, upload_folder
 
 from gluonbench.data import recordio
 from gluonbench.data.images import image_folder
+from gluonbench.data.s3 import S3Store, parse_s3_uri
+from gluonbench.data.store import LocalStore, safe_key
 from gluonbench.errors import DataError
 from gluonbench.sources import make_source
 from gluonbench.sources.base import DataSet
 from gluonbench.sources.fastfile import FastFileSource
 from gluonbench.sources.file import FileSource
-from gluonbench.sources.s3 import S3Store, parse_s3_uri
-from gluonbench.sources.store import LocalStore, safe_key
 
 
 @pytest.fixture(scope="module")

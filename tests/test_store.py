@@ -7,7 +7,7 @@ import pytest
 from gluonbench.config import SweepSettings
 from gluonbench.engine.run import RunResult, RunSpec
 from gluonbench.errors import GluonbenchError
-from gluonbench.report.export import write_reports
+from gluonbench.report import load, rebuild
 from gluonbench.report.store import RunStore, new_run_dir
 
 
@@ -66,7 +66,9 @@ def test_report_rebuilt_from_runs_jsonl_alone(store):
         store.append(_result(2, rep, rate=1800 + rep * 100))
         store.append(_result(4, rep, rate=1700))
     store.append(_result(4, 2, status="failed"))
-    summary = write_reports(store.path)
+    written = rebuild(store.path)
+    assert sorted(p.name for p in written) == ["summary.csv", "summary.json", "summary.md", "sweep.png"]
+    summary = load(store.path).summary
     assert summary.best_workers == 2
     row2 = next(r for r in summary.rows if r.workers == 2)
     assert (
@@ -85,7 +87,7 @@ def test_report_rebuilt_from_runs_jsonl_alone(store):
     before = (store.path / "summary.csv").read_text()
     for name in ("summary.csv", "summary.md", "summary.json", "sweep.png"):
         (store.path / name).unlink()
-    write_reports(store.path)
+    rebuild(store.path)
     assert (store.path / "summary.csv").read_text() == before
 
 
@@ -110,7 +112,9 @@ def test_near_best_names_counts_within_noise(store):
         store.append(_result(0, rep, rate=1000))
         store.append(_result(2, rep, rate=r2))
         store.append(_result(4, rep, rate=r4))
-    summary = write_reports(store.path)
+    written = rebuild(store.path)
+    assert sorted(p.name for p in written) == ["summary.csv", "summary.json", "summary.md", "sweep.png"]
+    summary = load(store.path).summary
     assert summary.best_workers == 2 and summary.near_best == [4]
     assert "Within run-to-run noise of it: 4 workers" in (store.path / "summary.md").read_text()
 
@@ -120,7 +124,7 @@ def test_exports_are_readable_by_others(store):
     import stat
 
     store.append(_result(0))
-    write_reports(store.path)
+    rebuild(store.path)
     mask = os.umask(0o022)
     os.umask(mask)
     for name in ("summary.csv", "summary.md", "summary.json", "sweep.png", "sweep.json", "runs.jsonl"):

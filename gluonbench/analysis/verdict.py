@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
@@ -89,14 +89,24 @@ class Thresholds:
     """measurement goes on (within the budget) until every share's 95 % interval is within +-this"""
 
     def __post_init__(self) -> None:
-        for name in ("rel_ci", "secondary_share", "highly_input_bound", "moderately_input_bound", "share_precision"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not (0 < value < 1):
-                raise GluonbenchError(f"threshold {name} must be a number between 0 and 1 (got {value!r})")
-        if isinstance(self.min_blocks, bool) or not isinstance(self.min_blocks, int) or self.min_blocks < 2:
-            raise GluonbenchError(f"threshold min_blocks must be a whole number >= 2 (got {self.min_blocks!r})")
+        # validated here, whoever builds it (--threshold, a config, Python); GluonbenchError: one line, exit 2
+
+        for f in fields(self):
+            value = getattr(self, f.name)
+            whole = f.name == "min_blocks"
+            if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
+                kind = "whole number" if whole else "number"
+                raise GluonbenchError(f"threshold {f.name}={value!r} must be a {kind}")
+            if value <= 0 or (not whole and f.name != "rel_ci" and value >= 1):
+                raise GluonbenchError(
+                    f"threshold {f.name}={value} is out of range; min_blocks and rel_ci are positive, "
+                    "shares and fractions lie in (0, 1)"
+                )
         if self.moderately_input_bound > self.highly_input_bound:
-            raise GluonbenchError("threshold moderately_input_bound must not exceed highly_input_bound")
+            raise GluonbenchError(
+                f"threshold moderately_input_bound={self.moderately_input_bound} exceeds "
+                f"highly_input_bound={self.highly_input_bound}; make it the smaller of the two"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

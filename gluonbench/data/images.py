@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gluonbench.data.store import ObjectInfo
 from gluonbench.errors import DataError
-from gluonbench.sources.store import ObjectInfo
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def make_jpeg_folder(
     """
     import cv2
 
-    from gluonbench.sources.store import LocalStore
+    from gluonbench.data.store import LocalStore
 
     out = Path(out)
     x, y = _digit_source(Path(mnist_dir) if mnist_dir else None)

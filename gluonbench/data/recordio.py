@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from gluonbench.data.store import LocalStore, safe_key
 from gluonbench.errors import DataError
-from gluonbench.sources.store import LocalStore, safe_key
 
 log = logging.getLogger(__name__)
 
@@ -330,7 +330,7 @@ def _idx_samples(folder: Path, split: str) -> tuple[list[Sample], list[str], int
     from gluonbench.data.idx import read_image_label_pair
 
     images, labels = vision.TRAIN_FILES if split == "train" else vision.TEST_FILES
-    x, y = read_image_label_pair(vision._file(folder, images), vision._file(folder, labels))
+    x, y = read_image_label_pair(vision.find_file(folder, images), vision.find_file(folder, labels))
 
     def encoder(i: int) -> Callable[[], bytes]:
         def encode() -> bytes:
@@ -352,7 +352,7 @@ def source_samples(src: str | Path, split: str = "train") -> tuple[list[Sample],
 
     folder = Path(src)
     images, labels = vision.TRAIN_FILES if split == "train" else vision.TEST_FILES
-    if folder.is_dir() and vision._file(folder, images) and vision._file(folder, labels):
+    if folder.is_dir() and vision.find_file(folder, images) and vision.find_file(folder, labels):
         samples, classes, nbytes = _idx_samples(folder, split)
         return samples, classes, nbytes, "idx"
     store = LocalStore(folder)
@@ -413,7 +413,7 @@ def pack(
     _prepare_out_dir(out_dir, name)
     listed = perf_counter() - t0
     from gluonbench._mx import mx  # after the checks: bad input fails fast
-    from gluonbench.engine.run import utc_now
+    from gluonbench.env import utc_now
 
     t0 = perf_counter() - listed  # the timing includes the listing, not MXNet's one-time import
     order = np.random.default_rng(seed).permutation(len(samples)) if shuffle else np.arange(len(samples))

@@ -60,15 +60,22 @@ def mxnet_cache_dir(name: str) -> Path:
     return Path(home) / "datasets" / _namespace(name)
 
 
-def _file(folder: Path, name: str) -> Path | None:
+def find_file(folder: Path, name: str) -> Path | None:
+    """``folder/name``, or its decompressed twin (``name`` without ``.gz``); None if neither is there."""
     for candidate in (folder / name, folder / name.removesuffix(".gz")):
         if candidate.is_file():
             return candidate
     return None
 
 
-def _complete(folder: Path) -> bool:
-    return all(_file(folder, f) is not None for f in TRAIN_FILES + TEST_FILES)
+def is_complete(folder: Path) -> bool:
+    """All four IDX files (train and test images and labels) are in ``folder``."""
+    return all(find_file(folder, f) is not None for f in TRAIN_FILES + TEST_FILES)
+
+
+def find_local(name: str, data_dir: str | Path | None = None) -> Path | None:
+    """The first folder of :func:`candidate_dirs` that holds all four files, without downloading; else None."""
+    return next((folder for _, folder in candidate_dirs(name, data_dir) if is_complete(folder)), None)
 
 
 def candidate_dirs(name: str, data_dir: str | Path | None = None) -> list[tuple[str, Path]]:
@@ -97,13 +104,13 @@ def locate(name: str, data_dir: str | Path | None = None, download: bool = True)
     spec = _spec(name)
     candidates = candidate_dirs(name, data_dir)
     for origin, folder in candidates:
-        if _complete(folder):
+        if is_complete(folder):
             log.info("using %s from %s (%s)", name, folder, origin)
             return folder
     needed = ", ".join(TRAIN_FILES + TEST_FILES)
     looked = "; ".join(f"{folder} ({origin})" for origin, folder in candidates)
     if data_dir is not None:
-        missing = [f for f in TRAIN_FILES + TEST_FILES if _file(Path(data_dir), f) is None]
+        missing = [f for f in TRAIN_FILES + TEST_FILES if find_file(Path(data_dir), f) is None]
         raise DataError(
             f"{name}: --data-dir {data_dir} lacks {', '.join(missing)}; put the four files "
             f"({needed}) there or drop --data-dir to use the default look-up"
@@ -133,7 +140,7 @@ def validate(folder: Path) -> dict[str, int]:
     """Read every file once, raising :class:`DataError` naming the first bad one."""
     counts = {}
     for split, (images, labels) in (("train", TRAIN_FILES), ("test", TEST_FILES)):
-        x, _ = read_image_label_pair(_file(folder, images), _file(folder, labels))
+        x, _ = read_image_label_pair(find_file(folder, images), find_file(folder, labels))
         counts[split] = int(x.shape[0])
     return counts
 
@@ -175,7 +182,7 @@ def load(name: str, folder: str | Path, train: bool):
     files = TRAIN_FILES if train else TEST_FILES
     if _sha1_matches(name, folder, files):
         return getattr(gluon.data.vision, spec.gluon_class)(root=str(folder), train=train)
-    return IdxImageDataset(_file(folder, files[0]), _file(folder, files[1]))
+    return IdxImageDataset(find_file(folder, files[0]), find_file(folder, files[1]))
 
 
 def _idx_dataset_class():

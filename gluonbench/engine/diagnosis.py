@@ -75,11 +75,11 @@ class Diagnosis:
         return stage_name(self.verdict, Setting(**self.setting)) if self.setting else self.verdict
 
     def to_dict(self) -> dict[str, Any]:
-        from gluonbench.report.store import _clean
+        from gluonbench.report.store import json_safe
 
         d = asdict(self)
         d["probes"] = {k: p.to_dict() for k, p in self.probes.items()}
-        return _clean(d)
+        return json_safe(d)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Diagnosis:

@@ -33,7 +33,7 @@ from typing import Any
 from gluonbench.engine.measure import Epochs, measure
 from gluonbench.engine.run import utc_now
 from gluonbench.monitor import SystemMonitor
-from gluonbench.pipeline import Pipeline
+from gluonbench.pipeline import Pipeline, Stream
 
 log = logging.getLogger(__name__)
 
@@ -270,7 +270,7 @@ def run_cell(
     from gluonbench._mx import mx
     from gluonbench.env import environment
     from gluonbench.sources import make_source
-    from gluonbench.workloads.source import stream_loader
+    from gluonbench.workloads.source import stream_batches
 
     result = IoResult(cell=cell.to_dict(), stage=stage, page_cache=page_cache, env=environment())
     result.started_utc = utc_now()
@@ -310,7 +310,7 @@ def run_cell(
         # the pipeline: this cell's source, the stage's per-sample work and batching, no model step
         prepare, batchify, parallel = IO_STAGES[stage]
         workers = threads if parallel else 0
-        loader = stream_loader(source, batch_size, workers, prepare, batchify, counted, shuffle, seed)
+        loader = Stream(stream_batches(source, prepare, batchify, counted, shuffle, seed), batch_size, workers)
         pipeline = Pipeline(dataset=None, loader=loader, ctx=mx.cpu(), source={"mode": cell.mode, "uri": cell.uri})
         record = measure(pipeline, Epochs(epochs)).records["run"]
         for epoch, times in enumerate(record.epochs):

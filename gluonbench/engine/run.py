@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
-from datetime import UTC, datetime
 from time import perf_counter
 from typing import Any
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from gluonbench.engine.loop import ModelStep, evaluate_accuracy
 from gluonbench.engine.measure import Epochs, measure
+from gluonbench.env import utc_now
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor import SystemMonitor
 
@@ -121,10 +121,6 @@ class RunResult:
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def workload_pipeline(workload: Any, spec: RunSpec, ctx: Any, step: Any = None) -> Any:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from gluonbench.analysis.recommend import Setting, stage_name, substage_name
 from gluonbench.analysis.verdict import STAGES
-from gluonbench.probes import NAMES as PROBES
+from gluonbench.errors import GluonbenchError
+from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax
 
 
 def _num(x: Any, digits: int = 4) -> str:
@@ -34,15 +35,26 @@ def stages_text(d: Any, setting: Setting | None) -> str:
     return ", ".join(parts)
 
 
-def probe_table(d: Any) -> list[str]:
-    lines = [
-        "| probe | samples/s | 95 % CI | step (ms) | +-CI | input wait | copy | compute | cores busy | removes |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
-    ]
-    for name in sorted(d.probes, key=lambda n: PROBES.index(n) if n in PROBES else len(PROBES)):
-        p = d.probes[name]
+def probe_table(d: Any, tables: TableSyntax | None = None) -> list[str]:
+    """The probes as table lines (Markdown unless ``tables`` says otherwise), in the diagnosis's order."""
+    table = Table(
+        [
+            "probe",
+            "samples/s",
+            "95 % CI",
+            "step (ms)",
+            "+-CI",
+            "input wait",
+            "copy",
+            "compute",
+            "cores busy",
+            "removes",
+        ],
+        align="lrrrrrrrll",
+    )
+    for name, p in d.probes.items():  # in the order the diagnosis lists them (pipeline order)
         if p.same_as:
-            lines.append(f"| {name} | = {p.same_as} | | | | | | | | {p.removes} |")
+            table.rows.append([name, f"= {p.same_as}", "", "", "", "", "", "", "", p.removes])
             continue
         lo, hi = p.samples_per_s_ci
         split = p.split or {}
@@ -51,16 +63,25 @@ def probe_table(d: Any) -> list[str]:
             (f"{split.get(k, 0.0) / total * 100:.0f} %" if total else "-") for k in ("wait_s", "copy_s", "compute_s")
         )
         cores = ", ".join(f"{c:.0f}" for c in (p.system or {}).get("per_core_pct", [])) or "-"
-        lines.append(
-            f"| {name} | {_num(p.samples_per_s)} | {_num(lo)}-{_num(hi)} | {_num(p.step_s * 1000, 3)} "
-            f"| {p.rel_half_width * 100:.1f} % | {wait} | {copy} | {compute} "
-            f"| {cores} % | {p.removes} |"
+        table.rows.append(
+            [
+                name,
+                _num(p.samples_per_s),
+                f"{_num(lo)}-{_num(hi)}",
+                _num(p.step_s * 1000, 3),
+                f"{p.rel_half_width * 100:.1f} %",
+                wait,
+                copy,
+                compute,
+                f"{cores} %",
+                p.removes,
+            ]
         )
-    return lines
+    return (tables or MarkdownTable()).render(table).splitlines()
 
 
-def to_text(d: Any) -> str:
-    """The whole diagnosis as Markdown-flavoured text."""
+def to_text(d: Any, tables: TableSyntax | None = None) -> str:
+    """The whole diagnosis as Markdown-flavoured text (its probe table in ``tables``' syntax, default Markdown)."""
     s = d.setting or {}
     setting = Setting(**s) if s else None
     head = (
@@ -69,7 +90,7 @@ def to_text(d: Any) -> str:
         f"({s.get('cores')} cores), budget {_num(s.get('budget_s'), 3)} s"
     )
     out = [head, ""]
-    out += probe_table(d)
+    out += probe_table(d, tables)
     out.append("")
     if d.verdict == "inconclusive":
         out.append("**Verdict: inconclusive** (the noise exceeds the differences between the probes)")
@@ -111,3 +132,93 @@ def to_text(d: Any) -> str:
     if d.recommendations:
         out += ["", "Recommendations:"] + [f"{i}. {line}" for i, line in enumerate(d.recommendations, 1)]
     return "\n".join(out) + "\n"
+
+
+class _View:
+    """Attribute access to a stored diagnosis (a dict), as :func:`to_text` reads a ``Diagnosis``."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.__dict__.update(data)
+
+    def __getattr__(self, name: str) -> Any:  # a field this record predates
+        return None
+
+
+# figures stored as null (NaN, inf) that the text formats as numbers
+_PROBE_NUMBERS = ("s_per_sample", "step_s", "samples_per_s", "half_width", "rel_half_width")
+
+
+def view(data: dict[str, Any], probe_order: list[str] | None = None) -> Any:
+    """A stored diagnosis (``Diagnosis.to_dict()``) readable by :func:`to_text`, probes in ``probe_order``."""
+    probes = data.get("probes") or {}
+    order = [k for k in probe_order or [] if k in probes] + [k for k in probes if k not in (probe_order or [])]
+    views = {}
+    for name in order:
+        p = dict(probes[name])
+        for key in _PROBE_NUMBERS:
+            if p.get(key) is None:
+                p[key] = math.inf if key == "rel_half_width" else math.nan
+        for key in ("samples_per_s_ci", "s_per_sample_ci", "step_s_ci"):
+            p[key] = tuple(math.nan if v is None else v for v in p.get(key) or (None, None))
+        views[name] = _View(p)
+    d = dict(data, probes=views)
+    if d.get("wait_frac") is None:
+        d["wait_frac"] = math.nan
+    for key in ("secondary", "notes", "evidence", "recommendations"):
+        d[key] = d.get(key) or []
+    return _View(d)
+
+
+class DiagnosisReport(Report):
+    """A diagnosis's run folder (``gluonbench diagnose --out``): one ``kind == "diagnosis"`` record.
+
+    The record holds ``diagnosis`` (``Diagnosis.to_dict()``) and ``probe_order`` (the probes in
+    pipeline order, which the store's sorted keys would otherwise lose).
+    """
+
+    kind = "diagnosis"
+    files: ClassVar[dict[str, str]] = {"markdown": "diagnosis.md", "csv": "diagnosis.csv", "json": "diagnosis.json"}
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.summary = record
+        self.diagnosis = view(record.get("diagnosis") or {}, record.get("probe_order"))
+
+    @classmethod
+    def from_records(cls, records: list[dict[str, Any]], settings: dict[str, Any]) -> DiagnosisReport:
+        found = [r for r in records if r.get("kind") == cls.kind]
+        if not found:
+            raise GluonbenchError("no diagnosis record in runs.jsonl; pass a folder made by gluonbench diagnose --out")
+        return cls(found[-1])
+
+    def data(self) -> dict[str, Any]:
+        return self.summary.get("diagnosis") or {}
+
+    def table(self) -> Table:
+        """One row per probe: throughput with its 95 % CI, step time and the wait/copy/compute split."""
+        table = Table(
+            [
+                "probe",
+                "samples_per_s",
+                "samples_per_s_lo",
+                "samples_per_s_hi",
+                "step_s",
+                "rel_half_width",
+                "wait_frac",
+                "copy_frac",
+                "compute_frac",
+                "same_as",
+                "removes",
+            ]
+        )
+        for name, p in self.diagnosis.probes.items():
+            split = p.split or {}
+            total = split.get("total_s") or 0.0
+            fracs = [split.get(k, 0.0) / total if total else None for k in ("wait_s", "copy_s", "compute_s")]
+            lo, hi = p.samples_per_s_ci
+            table.rows.append(
+                [name, p.samples_per_s, lo, hi, p.step_s, p.rel_half_width, *fracs, p.same_as or "", p.removes]
+            )
+        return table
+
+    def document(self, tables: TableSyntax) -> str:
+        return to_text(self.diagnosis, tables)

@@ -64,15 +64,18 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
-def _clean(value: Any) -> Any:
-    """NaN and inf are not JSON: store them as null."""
+def json_safe(value: Any) -> Any:
+    """NaN and inf are not JSON: store them as null (recursively through dicts, lists and tuples)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
+
+
+_clean = json_safe  # the former private name, used in this module
 
 
 def dumps(record: Any) -> str:

@@ -1,6 +1,6 @@
 """The source stage: how a data set's bytes reach the training process.
 
-A data set on a :class:`~gluonbench.sources.store.Store` is either an *image
+A data set on a :class:`~gluonbench.data.store.Store` is either an *image
 folder* (one object per sample, class from its folder) or *packed RecordIO*
 (``manifest.json`` + shards, many records per object); :class:`DataSet` finds
 which and lists every sample. A :class:`Source` is one input mode over a store:
@@ -33,8 +33,8 @@ from typing import Any
 
 from gluonbench.data.images import image_folder
 from gluonbench.data.recordio import IR_SIZE, MANIFEST, Manifest, RecordParser, parse_index, parse_record, unpack
+from gluonbench.data.store import ObjectInfo, Store, open_store
 from gluonbench.errors import DataError
-from gluonbench.sources.store import ObjectInfo, Store, open_store
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from time import perf_counter
 
+from gluonbench.data.store import LocalStore, ObjectInfo
 from gluonbench.errors import DataError
 from gluonbench.sources.base import DataSet, OpenStats, Source
-from gluonbench.sources.store import LocalStore, ObjectInfo
 
 log = logging.getLogger(__name__)
 

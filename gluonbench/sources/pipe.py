@@ -54,9 +54,9 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.data.recordio import MANIFEST, Manifest, RecordParser, frame, unpack
+from gluonbench.data.store import ObjectInfo, Store
 from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.sources.base import OpenStats, ReadAhead, Source
-from gluonbench.sources.store import ObjectInfo, Store
 
 log = logging.getLogger(__name__)
 

@@ -32,10 +32,10 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from gluonbench.data.store import open_store
 from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.sources import MODES, make_source
 from gluonbench.sources.base import DataSet
-from gluonbench.sources.store import open_store
 from gluonbench.workloads.base import Workload, register
 from gluonbench.workloads.mnist import seed_init, seed_loss, seed_net, seed_transform
 
@@ -133,22 +133,20 @@ def batch_stream(
             pool.shutdown(wait=True)
 
 
-def stream_loader(
+def stream_batches(
     source: Any,
-    batch_size: int,
-    workers: int,
     prepare: Callable[[bytes, int], Any],
     batchify: Callable[[list[Any]], tuple[Any, Any]],
     wrap: Callable[[Iterable[tuple[bytes, int]], int], Iterable[tuple[bytes, int]]] | None = None,
     shuffle: bool = True,
     seed: int = 0,
 ) -> Any:
-    """The loader stage over an opened source's sample stream: ``prepare`` (decode) in ``workers`` threads,
-    then ``batchify``. Pipe-mode training and the io cells read a mode through this one stage.
-
-    ``wrap(samples, epoch)`` may wrap each epoch's stream (e.g. to count bytes).
+    """``batches(batch_size, threads, epoch)`` over an opened source's sample stream: ``prepare``
+    (decode) in ``threads`` threads, then ``batchify``; the loader stage of a stream
+    (:class:`gluonbench.pipeline.Stream`). Pipe-mode training and the io cells read a mode
+    through this one function. ``wrap(samples, epoch)`` may wrap each epoch's stream (e.g. to
+    count bytes).
     """
-    from gluonbench.pipeline import Stream
 
     def batches(size: int, threads: int, epoch: int) -> Iterator[tuple[Any, Any]]:
         samples: Iterable[tuple[bytes, int]] = source.stream(epoch, shuffle=shuffle, seed=seed)
@@ -156,7 +154,7 @@ def stream_loader(
             samples = wrap(samples, epoch)
         return batch_stream(samples, size, prepare, batchify, threads=threads)
 
-    return Stream(batches, batch_size, workers)
+    return batches
 
 
 def check_source(options: dict[str, Any], data_dir: str | None = None, deep: bool = True) -> dict[str, int]:
@@ -243,7 +241,7 @@ def source_workload(
         else:
             # the producer shuffles a pipe (object order per epoch), never the reader
             prepare = functools.partial(decode_numpy, image_size=image_size)
-            train_batches = stream_loader(source, 0, 0, prepare, seed_batchify, shuffle=False).batches
+            train_batches = stream_batches(source, prepare, seed_batchify, shuffle=False)
 
         return Workload(
             name=f"source-{mode}",

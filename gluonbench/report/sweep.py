@@ -1,14 +1,12 @@
-"""Exports of a sweep summary: csv, markdown, json and the plot; all rebuilt from runs.jsonl."""
+"""The sweep's report (:class:`SweepReport`): the seed's table per worker count, as csv, markdown, json
+and a plot (``summary.csv``, ``summary.md``, ``summary.json``, ``sweep.png``), all rebuilt from runs.jsonl."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
-from pathlib import Path
+from typing import Any, ClassVar
 
-from gluonbench.report.store import SETTINGS, RunStore, _clean, atomic_write_bytes, atomic_write_text
+from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, fmt, machine_line, png_bytes
 from gluonbench.report.summary import SweepSummary, summarise
 
 CSV_FIELDS = [
@@ -32,15 +30,9 @@ CSV_FIELDS = [
 ]
 
 
-def _fmt(value: float, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{value:.{digits}g}" if abs(value) < 1000 else f"{value:.0f}"
-
-
 def _spread(runs: int, value: float, lo: float, hi: float) -> str:
     """``median [min-max]`` when repeated, else the value."""
-    return f"{_fmt(value, 4)} [{_fmt(lo, 4)}-{_fmt(hi, 4)}]" if runs > 1 else _fmt(value, 4)
+    return f"{fmt(value, 4)} [{fmt(lo, 4)}-{fmt(hi, 4)}]" if runs > 1 else fmt(value, 4)
 
 
 def _extra_cell(value: object) -> object:
@@ -58,31 +50,19 @@ def _extra_cell(value: object) -> object:
 CSV_SKIP_EXTRA = {"diagnosis"}
 
 
-def to_csv(summary: SweepSummary) -> str:
-    buf = io.StringIO()
+def csv_table(summary: SweepSummary) -> Table:
+    """One row per worker count in plain values (``summary.csv``), the runs' extra findings last."""
     extra_keys = sorted({k for row in summary.rows for k in row.extra} - CSV_SKIP_EXTRA)
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_FIELDS + extra_keys)
+    table = Table(CSV_FIELDS + extra_keys)
     for row in summary.rows:
         d = row.to_dict()
-        writer.writerow(
-            ["" if (isinstance(d[k], float) and math.isnan(d[k])) else d[k] for k in CSV_FIELDS]
-            + [_extra_cell(row.extra.get(k, "")) for k in extra_keys]
-        )
-    return buf.getvalue()
+        table.rows.append([d[k] for k in CSV_FIELDS] + [_extra_cell(row.extra.get(k, "")) for k in extra_keys])
+    return table
 
 
-def machine_line(summary: SweepSummary) -> str:
-    env = summary.env
-    gpus = ", ".join(env.get("gpus") or []) or "no GPU"
-    return (
-        f"{env.get('cpu', '?')} ({env.get('cores_logical', '?')} logical cores), {gpus}; "
-        f"Python {env.get('python', '?')}, mxnet {env.get('mxnet', '?')}, numpy {env.get('numpy', '?')}, "
-        f"gluonbench {env.get('gluonbench', '?')}; {env.get('os', '?')}"
-    )
-
-
-def to_markdown(summary: SweepSummary) -> str:
+def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str:
+    """The sweep as a document (``summary.md``): settings, the seed's table, the best worker count."""
+    tables = tables or MarkdownTable()
     s = summary.settings
     lines = [
         f"# gluonbench sweep: {s.get('workload', '?')} on {s.get('ctx', '?')}",
@@ -97,28 +77,49 @@ def to_markdown(summary: SweepSummary) -> str:
         "seed's train duration (worker start-up included); *steady* leaves out the first step; "
         "*input wait* is the share of steady step time spent waiting for the next batch.",
         "",
-        "| workers | train duration (s) | eval duration (s) | test accuracy | samples/s | speed-up vs "
-        f"{summary.baseline_workers} | steady samples/s | first batch (s) | input wait | peak mem (MiB) | CPU util |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    main = Table(
+        [
+            "workers",
+            "train duration (s)",
+            "eval duration (s)",
+            "test accuracy",
+            "samples/s",
+            f"speed-up vs {summary.baseline_workers}",
+            "steady samples/s",
+            "first batch (s)",
+            "input wait",
+            "peak mem (MiB)",
+            "CPU util",
+        ],
+        align="r" * 11,
+    )
     for row in summary.rows:
         if not row.runs:
-            lines.append(f"| {row.workers} | failed ({row.failed}) | - | - | - | - | - | - | - | - | - |")
+            main.rows.append([row.workers, f"failed ({row.failed})"] + ["-"] * 9)
             continue
-        lines.append(
-            f"| {row.workers}{' **best**' if row.workers == summary.best_workers else ''} "
-            f"| {_spread(row.runs, row.train_s, row.train_s_min, row.train_s_max)} | {_fmt(row.eval_s, 4)} "
-            f"| {_fmt(row.accuracy, 3)} | {_spread(row.runs, row.samples_per_s, row.samples_per_s_min, row.samples_per_s_max)} "
-            f"| {_fmt(row.speedup, 3)}x | {_fmt(row.steady_samples_per_s, 4)} | {_fmt(row.first_batch_s, 3)} "
-            f"| {row.wait_frac * 100:.0f} % | {row.peak_mem_mb:.0f} | {row.cpu_util_pct:.0f} % |"
+        main.rows.append(
+            [
+                f"{row.workers}{' **best**' if row.workers == summary.best_workers else ''}",
+                _spread(row.runs, row.train_s, row.train_s_min, row.train_s_max),
+                fmt(row.eval_s, 4),
+                fmt(row.accuracy, 3),
+                _spread(row.runs, row.samples_per_s, row.samples_per_s_min, row.samples_per_s_max),
+                f"{fmt(row.speedup, 3)}x",
+                fmt(row.steady_samples_per_s, 4),
+                fmt(row.first_batch_s, 3),
+                f"{row.wait_frac * 100:.0f} %",
+                f"{row.peak_mem_mb:.0f}",
+                f"{row.cpu_util_pct:.0f} %",
+            ]
         )
-    lines.append("")
+    lines += [tables.render(main)]
     best = next((r for r in summary.rows if r.workers == summary.best_workers), None)
     if best is not None:
         cores = summary.env.get("cores_logical")
         lines.append(
-            f"**Best worker count: {best.workers}** ({_fmt(best.samples_per_s, 4)} samples/s, "
-            f"{_fmt(best.speedup, 3)}x the {summary.baseline_workers}-worker throughput)"
+            f"**Best worker count: {best.workers}** ({fmt(best.samples_per_s, 4)} samples/s, "
+            f"{fmt(best.speedup, 3)}x the {summary.baseline_workers}-worker throughput)"
             + (f"; this machine has {cores} logical cores." if cores else ".")
         )
         if best.runs == 1 and len([r for r in summary.rows if r.runs]) > 1:
@@ -145,14 +146,19 @@ def to_markdown(summary: SweepSummary) -> str:
             "From `gluonbench diagnose` at each worker count (`--diagnose`): the verdict, the share of step time "
             "per stage, secondary stages and TF's input-bound label.",
             "",
-            "| workers | verdict | shares | secondary | input-bound |",
-            "|---:|---|---|---|---|",
         ]
+        bottleneck = Table(["workers", "verdict", "shares", "secondary", "input-bound"], align="r")
         for r in extra:
-            lines.append(
-                f"| {r.workers} | {r.extra.get('verdict')} | {_extra_cell(r.extra.get('shares', ''))} "
-                f"| {_extra_cell(r.extra.get('secondary', '')) or '-'} | {r.extra.get('input_bound', '-')} |"
+            bottleneck.rows.append(
+                [
+                    r.workers,
+                    r.extra.get("verdict"),
+                    _extra_cell(r.extra.get("shares", "")),
+                    _extra_cell(r.extra.get("secondary", "")) or "-",
+                    r.extra.get("input_bound", "-"),
+                ]
             )
+        lines.append(tables.render(bottleneck).rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 
@@ -227,35 +233,29 @@ def to_png(summary: SweepSummary) -> bytes:
     return png_bytes(fig)
 
 
-def png_bytes(fig) -> bytes:
-    """A matplotlib figure as PNG bytes (the figure is closed)."""
-    import matplotlib.pyplot as plt
+class SweepReport(Report):
+    """A sweep's run folder: one row per worker count (``kind == "run"`` records)."""
 
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    return buf.getvalue()
+    kind = "run"
+    files: ClassVar[dict[str, str]] = {
+        "csv": "summary.csv",
+        "markdown": "summary.md",
+        "json": "summary.json",
+        "png": "sweep.png",
+    }
 
+    def __init__(self, summary: SweepSummary) -> None:
+        self.summary = summary
 
-def saved_settings(store: RunStore) -> dict:
-    """The settings a run folder was made with (``sweep.json``), plus its command; ``{}`` if none."""
-    saved = store.read_settings() if (store.path / SETTINGS).is_file() else {}
-    return dict(
-        saved.get("settings", {}),
-        command=saved.get("command", ""),
-        **{k: v for k, v in saved.items() if k == "datasets_note"},
-    )
+    @classmethod
+    def from_records(cls, records: list[dict[str, Any]], settings: dict[str, Any]) -> SweepReport:
+        return cls(summarise(records, settings))
 
+    def table(self) -> Table:
+        return csv_table(self.summary)
 
-def write_reports(run_dir: str | Path) -> SweepSummary:
-    """Rebuild ``summary.csv``, ``summary.md``, ``summary.json`` and ``sweep.png`` from ``runs.jsonl``."""
-    store = RunStore(run_dir)
-    settings = saved_settings(store)
-    summary = summarise(store.records(), settings)
-    atomic_write_text(store.path / "summary.csv", to_csv(summary))
-    atomic_write_text(store.path / "summary.md", to_markdown(summary))
-    atomic_write_text(store.path / "summary.json", json.dumps(_clean(summary.to_dict()), indent=2))
-    if any(r.runs for r in summary.rows):
-        atomic_write_bytes(store.path / "sweep.png", to_png(summary))
-    return summary
+    def document(self, tables: TableSyntax) -> str:
+        return to_markdown(self.summary, tables)
+
+    def figure(self) -> bytes | None:
+        return to_png(self.summary) if any(r.runs for r in self.summary.rows) else None

@@ -1,24 +1,18 @@
-"""Exports of an input-mode benchmark (``gluonbench io``): csv, markdown, json and a plot, from runs.jsonl.
+"""The input-mode benchmark's report (:class:`IoReport`, ``gluonbench io``): csv, markdown, json and a plot.
 
-The same shape as the sweep's exports (:mod:`gluonbench.report.export`): every
-file is a pure function of the run folder's ``runs.jsonl`` (one line per cell,
-``kind == "io"``) and ``sweep.json`` (the settings), written atomically, so
-``gluonbench report RUN_DIR`` rebuilds them at any time.
+Written through the same exporters as every report (:mod:`gluonbench.report.exporters`):
+each file is a pure function of the run folder's ``runs.jsonl`` (one line per cell,
+``kind == "io"``) and ``sweep.json`` (the settings), so ``gluonbench report RUN_DIR``
+rebuilds them at any time.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import math
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from gluonbench.analysis.io_rules import recommend
-from gluonbench.report.export import _fmt, machine_line, png_bytes, saved_settings
-from gluonbench.report.store import RunStore, _clean, atomic_write_bytes, atomic_write_text
+from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, fmt, machine_line, png_bytes
 from gluonbench.units import format_size
 
 CSV_FIELDS = [
@@ -114,21 +108,18 @@ def _flat(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def to_csv(summary: IoSummary) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_FIELDS)
-    for r in summary.rows:
-        flat = _flat(r)
-        writer.writerow(["" if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in flat.values()])
-    return buf.getvalue()
+def csv_table(summary: IoSummary) -> Table:
+    """One row per cell in plain values (``io.csv``)."""
+    return Table(list(CSV_FIELDS), [list(_flat(r).values()) for r in summary.rows])
 
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f} %"
 
 
-def to_markdown(summary: IoSummary) -> str:
+def to_markdown(summary: IoSummary, tables: TableSyntax | None = None) -> str:
+    """The matrix as a document (``io.md``), ending with seed 004's recommendation from the numbers."""
+    tables = tables or MarkdownTable()
     s = summary.settings
     store = "S3 " + str(s.get("s3_uri")) + (f" at {s.get('endpoint_url')}" if s.get("endpoint_url") else "")
     lines = [
@@ -147,25 +138,47 @@ def to_markdown(summary: IoSummary) -> str:
         "read); *MB/s* and *samples/s* are over all epochs (per epoch in brackets); *total* includes start-up; "
         "*disk* is local disk the mode needed (File mode's copy).",
         "",
-        "| data set | layout | mode | objects | start-up (s) | copy (s) | MB/s [per epoch] | samples/s | "
-        "total (s) | disk | cache before |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    matrix = Table(
+        [
+            "data set",
+            "layout",
+            "mode",
+            "objects",
+            "start-up (s)",
+            "copy (s)",
+            "MB/s [per epoch]",
+            "samples/s",
+            "total (s)",
+            "disk",
+            "cache before",
+        ],
+        align="lllrrrrrrrr",
+    )
     for r in summary.rows:
         c = r["cell"]
         label = f"{c['size']} ({format_size(c['data_bytes'])})"
         if r.get("status") != "ok":
-            lines.append(f"| {label} | {c['layout']} | {c['mode']} | {c['objects']} | failed: {r.get('error')} "
-                         "| - | - | - | - | - | - |")  # fmt: skip
+            matrix.rows.append([label, c["layout"], c["mode"], c["objects"], f"failed: {r.get('error')}"] + ["-"] * 6)
             continue
         epochs = ", ".join(f"{e['mb_per_s']:.0f}" for e in r["epochs"])
         copy = r["open"].get("copy_s") or 0
-        lines.append(
-            f"| {label} | {c['layout']} | {c['mode']} | {c['objects']} | {_fmt(r['startup_s'], 3)} "
-            f"| {_fmt(copy, 3) if copy else '-'} | {r['read_mb_per_s']:.0f} [{epochs}] | {r['samples_per_s']:.0f} "
-            f"| {_fmt(r['total_s'], 3)} | {format_size(r['disk_used']) if r['disk_used'] else '-'} "
-            f"| {_pct(r.get('resident_before'))} |"
+        matrix.rows.append(
+            [
+                label,
+                c["layout"],
+                c["mode"],
+                c["objects"],
+                fmt(r["startup_s"], 3),
+                fmt(copy, 3) if copy else "-",
+                f"{r['read_mb_per_s']:.0f} [{epochs}]",
+                f"{r['samples_per_s']:.0f}",
+                fmt(r["total_s"], 3),
+                format_size(r["disk_used"]) if r["disk_used"] else "-",
+                _pct(r.get("resident_before")),
+            ]
         )
+    lines += [tables.render(matrix).rstrip("\n")]
     lines += ["", "## Recommendation (from the numbers above, seed 004's rules)", ""]
     lines += [f"- {a['text']}" for a in summary.advice] or ["- no cell finished; nothing to recommend"]
     methods = sorted({str(r.get("cache_method")) for r in summary.rows if r.get("cache_method")})
@@ -227,13 +240,24 @@ def to_png(summary: IoSummary) -> bytes:
     return png_bytes(fig)
 
 
-def write_io_reports(run_dir: str | Path) -> IoSummary:
-    """Rebuild ``io.csv``, ``io.md``, ``io.json`` and ``io.png`` from ``runs.jsonl``."""
-    store = RunStore(run_dir)
-    summary = summarise_io(store.records(), saved_settings(store))
-    atomic_write_text(store.path / "io.csv", to_csv(summary))
-    atomic_write_text(store.path / "io.md", to_markdown(summary))
-    atomic_write_text(store.path / "io.json", json.dumps(_clean(summary.to_dict()), indent=2))
-    if any(r.get("status") == "ok" for r in summary.rows):
-        atomic_write_bytes(store.path / "io.png", to_png(summary))
-    return summary
+class IoReport(Report):
+    """An io benchmark's run folder: one row per (data set, layout, mode) cell (``kind == "io"`` records)."""
+
+    kind = "io"
+    files: ClassVar[dict[str, str]] = {"csv": "io.csv", "markdown": "io.md", "json": "io.json", "png": "io.png"}
+
+    def __init__(self, summary: IoSummary) -> None:
+        self.summary = summary
+
+    @classmethod
+    def from_records(cls, records: list[dict[str, Any]], settings: dict[str, Any]) -> IoReport:
+        return cls(summarise_io(records, settings))
+
+    def table(self) -> Table:
+        return csv_table(self.summary)
+
+    def document(self, tables: TableSyntax) -> str:
+        return to_markdown(self.summary, tables)
+
+    def figure(self) -> bytes | None:
+        return to_png(self.summary) if any(r.get("status") == "ok" for r in self.summary.rows) else None

@@ -1,0 +1,232 @@
+"""One exporter interface for every report: a run folder's :class:`Report`, written in each format.
+
+A :class:`Report` is what a run folder says, built from its stored records alone
+(``runs.jsonl`` and the settings in ``sweep.json``): the sweep's table per worker
+count, the io benchmark's matrix, a diagnosis. An :class:`Exporter` writes one
+format of any report: :class:`JsonExporter`, :class:`CsvExporter`,
+:class:`MarkdownExporter` and :class:`PngExporter`. Tabular formats share one
+base, :class:`TableSyntax`, and differ only in syntax (hyperfine's ``markup.rs``):
+CSV and Markdown write the same :class:`Table` through :class:`CsvTable` and
+:class:`MarkdownTable`. Every file is written atomically, so an export is either
+the old file or the new one, never half of each.
+
+Adding a format is one :class:`Exporter` subclass registered in :data:`EXPORTERS`;
+adding a kind of run folder is one :class:`Report` subclass listed in
+:func:`gluonbench.report.report_types`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from gluonbench.report.store import atomic_write_bytes, json_safe
+
+
+@dataclass
+class Table:
+    """Rows of cells under named columns; ``align`` per column: ``l`` (default) or ``r``."""
+
+    columns: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
+    align: str = ""
+
+    def alignment(self, i: int) -> str:
+        return self.align[i] if i < len(self.align) else "l"
+
+
+class TableSyntax(ABC):
+    """How a :class:`Table` is written; formats differ only in :meth:`header`, :meth:`divider` and :meth:`row`."""
+
+    def render(self, table: Table) -> str:
+        lines = [self.header(table)]
+        divider = self.divider(table)
+        if divider is not None:
+            lines.append(divider)
+        lines += [self.row(table, [self.cell(v) for v in r]) for r in table.rows]
+        return "\n".join(lines) + "\n"
+
+    def cell(self, value: Any) -> str:
+        """A value as text: missing and non-finite numbers are empty."""
+        if value is None or (isinstance(value, float) and not math.isfinite(value)):
+            return ""
+        return str(value)
+
+    @abstractmethod
+    def header(self, table: Table) -> str: ...
+
+    def divider(self, table: Table) -> str | None:
+        return None
+
+    @abstractmethod
+    def row(self, table: Table, cells: list[str]) -> str: ...
+
+
+class MarkdownTable(TableSyntax):
+    """GitHub-flavoured Markdown: ``| a | b |`` with a ``|---|---:|`` divider."""
+
+    def cell(self, value: Any) -> str:
+        text = super().cell(value)
+        return text.replace("|", "\\|").replace("\n", " ") if text else "-"
+
+    def header(self, table: Table) -> str:
+        return "| " + " | ".join(table.columns) + " |"
+
+    def divider(self, table: Table) -> str:
+        return "|" + "|".join("---:" if table.alignment(i) == "r" else "---" for i in range(len(table.columns))) + "|"
+
+    def row(self, table: Table, cells: list[str]) -> str:
+        return "| " + " | ".join(cells) + " |"
+
+
+class CsvTable(TableSyntax):
+    """RFC 4180 CSV (Python's ``csv`` dialect ``excel``, ``\\n`` line ends)."""
+
+    def _line(self, cells: Sequence[str]) -> str:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="").writerow(cells)
+        return buf.getvalue()
+
+    def header(self, table: Table) -> str:
+        return self._line(table.columns)
+
+    def row(self, table: Table, cells: list[str]) -> str:
+        return self._line(cells)
+
+
+class Report(ABC):
+    """A run folder's content, ready to export, built from its records alone (a pure function of them)."""
+
+    kind: ClassVar[str]
+    """the ``kind`` of the records in ``runs.jsonl`` this report reads"""
+    files: ClassVar[dict[str, str]]
+    """exporter name -> file name in the run folder, e.g. ``{"csv": "summary.csv"}``"""
+
+    summary: Any
+
+    @classmethod
+    @abstractmethod
+    def from_records(cls, records: list[dict[str, Any]], settings: dict[str, Any]) -> Report:
+        """The report of these records (``runs.jsonl``) and settings (``sweep.json``)."""
+
+    def data(self) -> dict[str, Any]:
+        """Everything, JSON-serialisable (the ``json`` export)."""
+        return self.summary.to_dict()
+
+    def table(self) -> Table | None:
+        """The report's main table in plain values (the ``csv`` export); None if it has none."""
+        return None
+
+    @abstractmethod
+    def document(self, tables: TableSyntax) -> str:
+        """The report as a text document whose tables are written in ``tables``' syntax."""
+
+    def figure(self) -> bytes | None:
+        """A PNG plot, or None when there is nothing to plot."""
+        return None
+
+    def write(self, run_dir: str | Path) -> list[Path]:
+        """Every export of :attr:`files` into ``run_dir``; the paths written (a format with nothing to say is skipped)."""
+        written = []
+        for name, file_name in self.files.items():
+            path = EXPORTERS[name].export(self, Path(run_dir) / file_name)
+            if path is not None:
+                written.append(path)
+        return written
+
+
+class Exporter(ABC):
+    """One output format for any :class:`Report`."""
+
+    name: ClassVar[str]
+    suffix: ClassVar[str]
+
+    @abstractmethod
+    def render(self, report: Report) -> str | bytes | None:
+        """The file's content; None when this report has nothing in this format."""
+
+    def export(self, report: Report, path: str | Path) -> Path | None:
+        """Write :meth:`render`'s content to ``path`` atomically; the path, or None if nothing was written."""
+        content = self.render(report)
+        if content is None:
+            return None
+        path = Path(path)
+        atomic_write_bytes(path, content.encode("utf-8") if isinstance(content, str) else content)
+        return path
+
+
+class JsonExporter(Exporter):
+    """The whole report as indented JSON (NaN and inf as null)."""
+
+    name, suffix = "json", ".json"
+
+    def render(self, report: Report) -> str:
+        return json.dumps(json_safe(report.data()), indent=2)
+
+
+class CsvExporter(Exporter):
+    """The report's main table as CSV."""
+
+    name, suffix = "csv", ".csv"
+
+    def render(self, report: Report) -> str | None:
+        table = report.table()
+        return None if table is None else CsvTable().render(table)
+
+
+class MarkdownExporter(Exporter):
+    """The report as a Markdown document."""
+
+    name, suffix = "markdown", ".md"
+
+    def render(self, report: Report) -> str:
+        return report.document(MarkdownTable())
+
+
+class PngExporter(Exporter):
+    """The report's plot (matplotlib, Agg backend)."""
+
+    name, suffix = "png", ".png"
+
+    def render(self, report: Report) -> bytes | None:
+        return report.figure()
+
+
+EXPORTERS: dict[str, Exporter] = {e.name: e for e in (JsonExporter(), CsvExporter(), MarkdownExporter(), PngExporter())}
+"""Every format, by name."""
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    """A number for people: ``digits`` significant digits below 1000, whole numbers above; ``-`` if missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}g}" if abs(value) < 1000 else f"{value:.0f}"
+
+
+def machine_line(summary: Any) -> str:
+    """The machine and software versions of a summary's ``env``, in one line."""
+    env = summary.env
+    gpus = ", ".join(env.get("gpus") or []) or "no GPU"
+    return (
+        f"{env.get('cpu', '?')} ({env.get('cores_logical', '?')} logical cores), {gpus}; "
+        f"Python {env.get('python', '?')}, mxnet {env.get('mxnet', '?')}, numpy {env.get('numpy', '?')}, "
+        f"gluonbench {env.get('gluonbench', '?')}; {env.get('os', '?')}"
+    )
+
+
+def png_bytes(fig: Any) -> bytes:
+    """A matplotlib figure as PNG bytes (the figure is closed)."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return buf.getvalue()

@@ -1,0 +1,73 @@
+"""Every ```python block of README.md runs verbatim in a fresh interpreter, with MXNet imported before and after.
+
+The blocks read the real MNIST beside the checkout (``$GLUONBENCH_DATA``, and MXNet's cache
+pointed at the same files for ``gluon.data.vision.MNIST``), never download, and write their run
+folders under a temporary working folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import EMULATE_NUMPY_124, REPO, data_root
+
+BLOCKS = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+
+# `import mxnet` first, then the block (which imports gluonbench); or the block as written, then mxnet
+ORDERS = {
+    "mxnet-first": "import mxnet\n{block}",
+    "gluonbench-first": "import gluonbench\n{block}\nimport mxnet\nfrom mxnet import gluon\n",
+}
+
+
+def run_block(code: str, tmp_path: Path, mnist_dir: Path) -> subprocess.CompletedProcess:
+    mx_home = tmp_path / "mxnet-home"
+    (mx_home / "datasets").mkdir(parents=True, exist_ok=True)
+    link = mx_home / "datasets" / "mnist"
+    if not link.exists():
+        link.symlink_to(mnist_dir)
+    env = dict(
+        os.environ,
+        GLUONBENCH_DATA=str(data_root()),
+        MXNET_HOME=str(mx_home),
+        GLUONBENCH_OFFLINE="1",
+        PYTHONPATH=str(REPO),
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_readme_has_the_python_api_blocks():
+    assert len(BLOCKS) >= 2
+    assert any("gluonbench.sweep(" in b for b in BLOCKS) and any("gluonbench.diagnose(" in b for b in BLOCKS)
+    for block in BLOCKS:
+        compile(block, "README.md", "exec")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", sorted(ORDERS))
+@pytest.mark.parametrize("index", range(len(BLOCKS)))
+def test_readme_block_runs(index, order, tmp_path, mnist_dir, no_leaks):
+    block = BLOCKS[index]
+    proc = run_block(ORDERS[order].format(block=block), tmp_path, mnist_dir)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    if "gluonbench.sweep(" in block:
+        assert list(tmp_path.glob("results/*-sweep-mnist-cpu/summary.md")), "the sweep's run folder is in cwd"
+    if "gluonbench.diagnose(" in block:
+        verdict = proc.stdout.splitlines()[0]
+        assert verdict in ("preprocessing", "disk_io", "gpu_io", "inconclusive"), proc.stdout
+
+
+def test_readme_diagnose_block_on_emulated_numpy_without_aliases(tmp_path, mnist_dir, no_leaks):
+    """numpy >= 1.24 (Python 3.12's pin) has no np.bool & co.: `import gluonbench` restores them for MXNet."""
+    block = next(b for b in BLOCKS if "gluonbench.diagnose(" in b).replace("budget_s=5.0", "budget_s=2.0")
+    code = EMULATE_NUMPY_124 + block + "\nassert np.bool is bool\n"
+    proc = run_block(code, tmp_path, mnist_dir)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

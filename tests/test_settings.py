@@ -1,0 +1,85 @@
+"""Every command's settings are validated by the library (the CLI only parses flags into them)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gluonbench.analysis.verdict import Thresholds
+from gluonbench.config import (
+    DiagnoseSettings,
+    IoSettings,
+    SweepSettings,
+    parse_thresholds,
+    source_options,
+    synthetic_options,
+)
+from gluonbench.errors import GluonbenchError
+
+
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"secondary_share": 2.0}, "out of range"),
+        ({"rel_ci": 0.0}, "out of range"),
+        ({"min_blocks": 2.5}, "whole number"),
+        ({"highly_input_bound": "high"}, "must be a number"),
+        ({"moderately_input_bound": 0.5, "highly_input_bound": 0.3}, "make it the smaller"),
+    ],
+)
+def test_thresholds_validate_themselves(changes, needle):
+    with pytest.raises(GluonbenchError, match=needle):
+        Thresholds(**changes)
+
+
+def test_parse_thresholds():
+    assert parse_thresholds(["secondary_share=0.25", "min_blocks=8"]) == Thresholds(secondary_share=0.25, min_blocks=8)
+    with pytest.raises(GluonbenchError, match="--threshold nope: unknown; known: highly_input_bound"):
+        parse_thresholds(["nope=1"])
+    with pytest.raises(GluonbenchError, match="must be a whole number"):
+        parse_thresholds(["min_blocks=x"])
+
+
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"batch_size": 0}, "--batch-size must be at least 1"),
+        ({"workers": -1}, "--workers must be 0 or more"),
+        ({"budget_s": 1.0}, "--budget must be at least 2 seconds"),
+        ({"ctx": "tpu"}, "--ctx 'tpu'"),
+        ({"workload": "cifar"}, "unknown --dataset 'cifar'"),
+        ({"json_path": "/nonexistent/d.json"}, "does not exist"),
+        ({"thresholds": {"rel_ci": 0.1}}, "thresholds must be a Thresholds"),
+    ],
+)
+def test_diagnose_settings_check(changes, needle):
+    with pytest.raises(GluonbenchError, match=needle.replace("(", r"\(")):
+        DiagnoseSettings(**changes).check()
+
+
+def test_settings_are_frozen_and_labelled():
+    d = DiagnoseSettings(workers=2).check()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.workers = 3  # type: ignore[misc]
+    assert d.label() == "diagnose-mnist-w2" and d.to_dict()["thresholds"] == Thresholds().to_dict()
+    assert SweepSettings(workers=(0, 2)).check().label() == "sweep-mnist-cpu"
+    with pytest.raises(GluonbenchError, match="--ctx 'tpu'"):
+        SweepSettings(ctx="tpu").check()
+    with pytest.raises(GluonbenchError, match="choose from file, fastfile, pipe"):
+        IoSettings(modes=("ftp",)).check()
+
+
+def test_workload_options_from_flags():
+    assert synthetic_options("synthetic", {"cpu_ms": 2.0, "width": None}) == {"cpu_ms": 2.0}
+    with pytest.raises(GluonbenchError, match="--cpu-ms only apply to --dataset synthetic"):
+        synthetic_options("mnist", {"cpu_ms": 2.0})
+    assert source_options({}, "fastfile", "packed/") == {"mode": "fastfile", "uri": "packed/"}
+    assert source_options({"mode": "pipe"}, None, "s3://b/p", "http://127.0.0.1:9000") == {
+        "mode": "pipe",
+        "uri": "s3://b/p",
+        "endpoint_url": "http://127.0.0.1:9000",
+    }
+    assert source_options({}) is None
+    with pytest.raises(GluonbenchError, match="go with --source/--uri"):
+        source_options({}, endpoint_url="http://127.0.0.1:9000")
