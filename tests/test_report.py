@@ -11,6 +11,7 @@ import pytest
 from conftest import assert_one_clear_line
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.probes import NAMES
 from gluonbench.report import load, rebuild, report_types
 from gluonbench.report.exporters import EXPORTERS, CsvTable, Exporter, MarkdownTable, Table
 from gluonbench.report.store import RunStore
@@ -67,7 +68,7 @@ def test_diagnose_out_keeps_a_run_folder_that_report_rebuilds(cli, tmp_path, no_
     # the stored record renders to exactly what diagnose printed
     assert files["diagnosis.md"].read_text() == printed
     rows = list(csv.DictReader(files["diagnosis.csv"].open()))
-    assert [r["probe"] for r in rows] == ["full", "no_preprocess", "cached_batch", "loader_only"]
+    assert [r["probe"] for r in rows] == list(NAMES)
     assert float(rows[0]["samples_per_s"]) > 0
     stored = json.loads(files["diagnosis.json"].read_text())
     assert stored["verdict"] in ("preprocessing", "disk_io", "gpu_io", "inconclusive")

@@ -22,6 +22,7 @@ from gluonbench.engine.measure import Rounds
 from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.errors import GluonbenchError
 from gluonbench.pipeline import Loader, Pipeline
+from gluonbench.probes import SUBSTAGES
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,11 @@ class Diagnosis:
         d["probes"] = {k: ProbeResult.from_dict(probes[k]) for k in PROBE_NAMES if k in probes}
         shares = d.get("shares") or {}
         d["shares"] = {k: shares[k] for k in STAGES if k in shares}
+        for key in ("stages", "stage_ci"):
+            given = d.get(key) or {}
+            d[key] = {k: given[k] for k in SUBSTAGES if k in given}
+        share_ci = d.get("share_ci") or {}
+        d["share_ci"] = {k: share_ci[k] for k in STAGES if k in share_ci}
         if d.get("wait_frac") is None:
             d["wait_frac"] = math.nan
         return cls(**d)

@@ -6,7 +6,7 @@ import math
 from typing import Any, ClassVar
 
 from gluonbench.analysis.recommend import Setting, stage_name, substage_name
-from gluonbench.analysis.verdict import STAGES
+from gluonbench.analysis.verdict import HEADLINE_OF, STAGES
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax
 
@@ -29,7 +29,9 @@ def _ci(ci: Any) -> str:
 def stages_text(d: Any, setting: Setting | None) -> str:
     """``reading 0 % [0-2], loader 20 % [15-25], ...``: each sub-stage's share with its 95 % interval."""
     parts = []
-    for k, v in (d.stages or {}).items():
+    stages = d.stages or {}
+    for k in [k for k in HEADLINE_OF if k in stages]:  # pipeline order, whatever order they were stored in
+        v = stages[k]
         name = substage_name(k, setting) if setting else k
         parts.append(f"{name} {v * 100:.0f} %{_ci((d.stage_ci or {}).get(k))}")
     return ", ".join(parts)
