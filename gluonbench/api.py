@@ -50,6 +50,10 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
     if settings.workload not in workload_names():
         raise GluonbenchError(f"unknown --dataset {settings.workload!r}; choose one of {', '.join(workload_names())}")
     parse_ctx(settings.ctx)
+    from gluonbench.workloads.vision_zoo import VISION_WORKLOADS, check_vision
+
+    if settings.run_workload() in VISION_WORKLOADS:
+        return check_vision(settings.run_workload(), settings.workload_options(), settings.data_dir)
     if settings.workload in vision.SPECS:
         folder = vision.locate(settings.workload, settings.data_dir, download=settings.download)
         return vision.validate(folder)

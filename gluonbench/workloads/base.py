@@ -23,6 +23,7 @@ class Workload:
     batches per epoch, used instead of a DataLoader. ``test`` may be None (no
     evaluation). ``info`` is stored with each run (e.g. the source's start-up);
     ``close`` releases what the factory opened (caches, producer processes).
+    ``decode``: per-sample decode of the raw record, applied in the loader before ``transform``.
     """
 
     name: str
@@ -37,6 +38,7 @@ class Workload:
     train_batches: Callable[[int, int, int], Any] | None = None
     info: dict[str, Any] = field(default_factory=dict)
     close: Callable[[], None] | None = None
+    decode: Callable[[Any, Any], tuple[Any, Any]] | None = None
 
 
 WorkloadFactory = Callable[..., Workload]
@@ -63,9 +65,13 @@ def get_workload(name: str, **options: Any) -> Workload:
         factory = _REGISTRY[name]
     except KeyError:
         raise GluonbenchError(f"unknown --dataset {name!r}; choose one of {', '.join(sorted(_REGISTRY))}") from None
-    return factory(**options)
+    workload = factory(**options)
+    # until the pipeline applies ``decode`` as its own stage, the loader gets decode then transform as one
+    from gluonbench.workloads.vision_zoo import with_decode_in_transform
+
+    return with_decode_in_transform(workload)
 
 
 def _load_builtin() -> None:
     # importing registers them
-    from gluonbench.workloads import mnist, source, synthetic  # noqa: F401
+    from gluonbench.workloads import mnist, source, synthetic, vision_zoo  # noqa: F401
