@@ -386,7 +386,7 @@ def imagefolder(
                 f"pipe mode trains on RecordIO (labels travel in the records), but {uri} is an image folder; "
                 f"run 'gluonbench pack {uri} OUT_DIR' and pass --uri OUT_DIR"
             )
-        found = source.dataset.classes if source.dataset is not None else _manifest_classes(source)
+        found = source.dataset.classes if source.dataset is not None else _stream_classes(source, classes)
         n_classes = _n_classes(found, classes, str(uri))
         decode, transform = Decode(), Preset(preset, size)
         if model is None:
@@ -437,14 +437,13 @@ def imagefolder(
         raise
 
 
-def _manifest_classes(source: Any) -> list[str]:
-    from gluonbench.data.recordio import MANIFEST, Manifest
+def _stream_classes(source: Any, classes: int | None) -> list[str]:
+    """A stream's classes: from the manifest, else from ``.lst`` files or one read of the ``.rec`` headers."""
+    if classes is not None or getattr(source, "channel_dir", None):
+        return []  # given; or a channel of someone else's producer, with nothing to list
+    from gluonbench.sources.base import DataSet
 
-    try:
-        text = source.store.get(MANIFEST).decode("utf-8", "replace")
-    except GluonbenchError:
-        return []
-    return Manifest.from_json(text, source.store.describe(MANIFEST)).classes
+    return DataSet.discover(source.store).classes
 
 
 # -- seed 004, scaled down ---------------------------------------------------------------------------
