@@ -316,6 +316,8 @@ def io_benchmark(
                         endpoint_url=settings.endpoint_url,
                         cache_dir=str(cache_root),
                         timeout_s=settings.timeout_s,
+                        preset=settings.preset,
+                        image_size=settings.image_size,
                     )
                     shutil.rmtree(cache_root, ignore_errors=True)
                     result.command = command_line()

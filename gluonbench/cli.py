@@ -371,6 +371,7 @@ IO_EXAMPLES = """examples:
   gluonbench io --s3-uri s3://my-bucket/gluonbench-io --endpoint-url http://127.0.0.1:9000   # MinIO
   gluonbench io --s3-uri s3://my-bucket/gluonbench-io  # AWS (credentials from the usual boto3 chain)
   gluonbench io --page-cache cold --drop-caches   # evict the origin before each cell
+  gluonbench io --stage decode --preset imagenet --image-size 224   # also decode + ImageNet augmentation
 """
 
 
@@ -399,6 +400,12 @@ def _add_io(sub: Any) -> None:
     p.add_argument("--batch-size", type=int, default=64, help="samples per batch (default 64)")
     p.add_argument("--threads", type=int, default=4, help="reader threads in every mode (default 4)")
     p.add_argument("--stage", choices=("read", "decode"), default="read", help="read only (default) or also decode")
+    p.add_argument(
+        "--preset",
+        choices=("imagenet", "cifar", "none"),
+        help="--stage decode: decode to RGB and apply this training preset per sample (as sweep/diagnose --preset)",
+    )
+    p.add_argument("--image-size", type=int, default=224, help="--preset's output size (default 224)")
     p.add_argument("--page-cache", choices=("warm", "cold"), default="warm", help="origin cached or evicted first")
     p.add_argument(
         "--drop-caches", action="store_true", help="with --page-cache cold: also write /proc/sys/vm/drop_caches"
@@ -770,6 +777,8 @@ def cmd_io(args: argparse.Namespace) -> int:
         mnist_dir=args.mnist_dir or _mnist_dir_or_none(),
         timeout_s=args.timeout_s,
         name=args.name,
+        preset=args.preset,
+        image_size=args.image_size,
     ).check()
 
     def on_result(r) -> None:

@@ -208,6 +208,9 @@ class IoSettings:
     mnist_dir: str | None = None
     timeout_s: float = 600.0
     name: str | None = None
+    preset: str | None = None
+    """``stage="decode"``: decode to RGB and apply this preset (imagenet, cifar, none); None: the seed's decode"""
+    image_size: int = 224
 
     def size_bytes(self, size: str) -> int:
         return self.small_bytes if size == "small" else self.large_bytes
@@ -252,6 +255,12 @@ class IoSettings:
             raise GluonbenchError("--file-size must be below --small; the small data set needs several files")
         if self.endpoint_url and not self.s3_uri:
             raise GluonbenchError("--endpoint-url goes with --s3-uri s3://BUCKET/PREFIX")
+        if self.preset is not None:
+            if self.stage != "decode":
+                raise GluonbenchError("--preset applies to --stage decode; add --stage decode")
+            from gluonbench.workloads.vision_zoo import Preset
+
+            Preset(self.preset, self.image_size)  # validates both
         if self.s3_uri and not self.s3_uri.startswith("s3://"):
             raise GluonbenchError(f"--s3-uri {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
         return self

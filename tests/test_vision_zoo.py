@@ -276,3 +276,22 @@ def test_seed004_workload_generates_39kb_jpegs_once_and_packs_them(tmp_path, mon
     options = {"data_mb": 1.0, "layout": "shards", "mode": "fastfile", "image_size": 32}
     result = train_and_eval(RunSpec(workload="seed004", batch_size=8, max_batches=2, options=options))
     assert result.status == "ok" and result.source["model"] == "resnet18_v1" and result.source["kind"] == "recordio"
+
+
+def test_io_decode_stage_uses_the_preset(cli, tmp_path, mnist_dir, no_leaks):
+    out = tmp_path / "out"
+    tiny = ["--small", "300KB", "--large", "900KB", "--file-size", "15KB", "--threads", "2", "--epochs", "1"]
+    proc = cli("io", *tiny, "--stage", "read", "--preset", "imagenet", "--out", str(out))
+    assert_one_clear_line(proc, "--preset applies to --stage decode")
+    proc = cli(
+        "io", *tiny, "--modes", "fastfile", "--sizes", "small", "--stage", "decode", "--preset", "imagenet",
+        "--image-size", "32", "--mnist-dir", str(mnist_dir), "--work-dir", str(tmp_path / "work"), "--out", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = list(out.iterdir())
+    rows = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(r["status"] == "ok" and r["samples_per_s"] > 0 for r in rows)
+    settings = json.loads((run_dir / "io.json").read_text())["settings"]
+    assert (settings["preset"], settings["image_size"], settings["stage"]) == ("imagenet", 32, "decode")
+    md = (run_dir / "io.md").read_text()
+    assert "gluonbench io --s3-uri s3://BUCKET/PREFIX" in md, "a local run says how to measure S3"

@@ -246,8 +246,14 @@ def run_cell(
     endpoint_url: str | None = None,
     cache_dir: str | None = None,
     timeout_s: float = 600.0,
+    preset: str | None = None,
+    image_size: int = 224,
 ) -> IoResult:
-    """Measure one cell; never raises for a failure of the cell itself (status ``failed``)."""
+    """Measure one cell; never raises for a failure of the cell itself (status ``failed``).
+
+    ``preset`` (decode stage): decode to RGB and apply that preset's training transforms per sample
+    (:mod:`gluonbench.workloads.vision_zoo`), as the vision workloads do; None: the seed's greyscale 28 x 28.
+    """
     from gluonbench._mx import mx
     from gluonbench.env import environment
     from gluonbench.sources import make_source
@@ -285,7 +291,12 @@ def run_cell(
         for epoch in range(epochs):
             counter = _Counter(batch_size)
             samples = _counted(source.stream(epoch, shuffle=shuffle, seed=seed), counter)
-            if stage == "decode":
+            if stage == "decode" and preset is not None:
+                from gluonbench.workloads.vision_zoo import preset_stage, stack_batch
+
+                prepare = preset_stage(preset, image_size)
+                batches = batch_stream(samples, batch_size, prepare, stack_batch, threads=threads)
+            elif stage == "decode":
                 batches = batch_stream(samples, batch_size, decode_numpy, seed_batchify, threads=threads)
             else:
                 batches = read_batches(samples, batch_size)

@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -52,6 +53,7 @@ IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
 JITTER, LIGHTING = 0.4, 0.1  # gluoncv's train_imagenet.py
 MIN_IMAGE_SIZE = 8
+_BUILD_LOCK = threading.Lock()
 
 # classification models of gluoncv's zoo, by name: the families that classify images, less the
 # variants that detect, segment, estimate pose, recognise actions (e.g. resnet50_v1b_kinetics400) or
@@ -178,10 +180,14 @@ class Preset:
             raise GluonbenchError(f"--image-size must be a whole number >= {MIN_IMAGE_SIZE} (got {image_size!r})")
         self.name = name
         self.image_size = image_size
-        self._compose: Any = None
+        self._local = threading.local()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"name": self.name, "image_size": self.image_size, "_compose": None}
+        return {"name": self.name, "image_size": self.image_size}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
 
     def build(self) -> Any:
         """The ``transforms.Compose`` of this preset."""
@@ -214,9 +220,13 @@ class Preset:
         return t.Compose(steps)
 
     def __call__(self, data: Any, label: Any) -> tuple[Any, Any]:
-        if self._compose is None:
-            self._compose = self.build()
-        return self._compose(data), label
+        compose = getattr(self._local, "compose", None)
+        if compose is None:
+            # one Compose per thread, built one at a time: Gluon's block scopes are not safe to enter from two
+            # threads at once (decoder threads of a stream, DataLoader(thread_pool=True))
+            with _BUILD_LOCK:
+                compose = self._local.compose = self.build()
+        return compose(data), label
 
     def __repr__(self) -> str:
         return f"Preset({self.name!r}, {self.image_size})"
@@ -235,6 +245,11 @@ class DecodeThenTransform:
 
     def __repr__(self) -> str:
         return f"{self.decode!r} then {self.transform!r}"
+
+
+def preset_stage(preset: str, image_size: int) -> DecodeThenTransform:
+    """Decode then ``preset``'s transforms, per sample: what ``gluonbench io --stage decode --preset`` times."""
+    return DecodeThenTransform(Decode(), Preset(preset, image_size))
 
 
 def with_decode_in_transform(workload: Workload) -> Workload:
