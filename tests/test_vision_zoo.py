@@ -68,6 +68,23 @@ def test_unknown_model_is_one_line_with_close_names(cli, jpeg_dir):
     assert_one_clear_line(proc, "--model apply to image data", "--dataset imagefolder")
 
 
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--dataset", "imagefolder", "--data-dir", "/nonexistent/images"], "/nonexistent/images is not a folder"),
+        (["--dataset", "imagefolder"], "needs a data set: pass --data-dir DIR"),
+        (["--dataset", "imagefolder", "--data-dir", "JPEGS", "--image-size", "2"], "--image-size must be"),
+        (["--dataset", "imagefolder", "--data-dir", "JPEGS", "--classes", "3"], "--classes 3 is below the 10 classes"),
+        (["--dataset", "mnist", "--preset", "cifar"], "--preset apply to image data"),
+    ],
+)
+def test_vision_bad_input_is_one_line(cli, jpeg_dir, tmp_path, args, needle):
+    args = [str(jpeg_dir) if a == "JPEGS" else a for a in args]
+    proc = cli("sweep", *args, "--workers", "0", "--out", str(tmp_path / "out"))
+    assert_one_clear_line(proc, needle)
+    assert not (tmp_path / "out").exists(), "no run folder for bad input"
+
+
 def test_zoo_models_build_with_random_weights_at_small_sizes():
     from gluonbench._mx import mx, nd
     from gluonbench.workloads import vision_zoo as vz
@@ -237,6 +254,18 @@ def test_train_over_im2rec_folders_in_every_mode(mode, im2rec_dirs, jpeg_dir, no
             options=dict(options, uri=str(im2rec_dirs["idx_only"]), classes=12),
         )
         assert train_and_eval(spec).source["classes"] == 12
+
+
+def test_seed_cnn_source_workload_reads_an_im2rec_folder(im2rec_dirs, jpeg_dir, cli, tmp_path, no_leaks):
+    """``sweep --source fastfile`` no longer refuses a folder without manifest.json."""
+    proc = cli(
+        "sweep", "--source", "fastfile", "--uri", str(im2rec_dirs["bare"]), "--workers", "0", "--max-batches", "2",
+        "--batch-size", "8", "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = list((tmp_path / "out").iterdir())
+    (run,) = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+    assert run["status"] == "ok" and run["train_samples"] == 16 and run["source"]["kind"] == "recordio"
 
 
 def test_stream_sends_only_rec_payloads(im2rec_dirs):

@@ -378,9 +378,9 @@ def imagefolder(
     ``s3://...``) through that input mode. ``model`` None trains the seed's CNN.
     """
     del download  # never downloads
-    uri = _check_uri(uri or data_dir) if mode is None or not (uri or data_dir) else (uri or data_dir)
-    if not uri:
-        _check_uri(None)
+    uri = uri or data_dir
+    if mode is None or not uri:
+        uri = _check_uri(uri)  # a local folder read in place must exist; a source names its own errors
     size = check_options(model, preset, image_size, classes)
     pipe = {
         "threads": threads,
