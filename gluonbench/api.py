@@ -61,6 +61,10 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
     if settings.workload not in workload_names():
         raise GluonbenchError(f"unknown --dataset {settings.workload!r}; choose one of {', '.join(workload_names())}")
     parse_ctx(settings.ctx)
+    from gluonbench.workloads.vision_zoo import VISION_WORKLOADS, check_vision
+
+    if settings.run_workload() in VISION_WORKLOADS:
+        return check_vision(settings.run_workload(), settings.workload_options(), settings.data_dir)
     if settings.workload in vision.SPECS:
         folder = vision.locate(settings.workload, settings.data_dir, download=settings.download)
         return vision.validate(folder)
@@ -389,6 +393,8 @@ def io_benchmark(
                         endpoint_url=settings.endpoint_url,
                         cache_dir=str(cache_root),
                         timeout_s=settings.timeout_s,
+                        preset=settings.preset,
+                        image_size=settings.image_size,
                     )
                     shutil.rmtree(cache_root, ignore_errors=True)
                     result.command = command_line()

@@ -34,6 +34,9 @@ SWEEP_EXAMPLES = """examples:
   gluonbench sweep --dataset synthetic --read-ms 1 --width 1024 --depth 3 --workers 0,2 --max-batches 40 --diagnose
   gluonbench sweep --source fastfile --uri packed/ --workers 0,2 --max-batches 100   # through an input mode
   gluonbench sweep --source file --uri s3://bucket/packed --endpoint-url http://127.0.0.1:9000
+  gluonbench sweep --dataset imagefolder --data-dir data/images --model resnet18_v1 --image-size 64 --workers 0..4
+  gluonbench sweep --config configs/seed004-resnet.toml     # seed 004 scaled down: ResNet-18 on ~39 KB JPEGs
+  gluonbench sweep --config configs/seed004-resnet.toml --layout shards --source fastfile   # packed shards
 """
 
 DIAGNOSE_EXAMPLES = """examples:
@@ -44,6 +47,8 @@ DIAGNOSE_EXAMPLES = """examples:
   gluonbench diagnose --dataset synthetic --read-ms 1 --record-kb 64   # slow network file system
   gluonbench diagnose --dataset synthetic --width 2048 --depth 3       # a heavy model
   gluonbench diagnose --threshold secondary_share=0.25 --threshold rel_ci=0.03
+  gluonbench diagnose --dataset imagefolder --data-dir data/images --model resnet50_v1 --preset imagenet
+  gluonbench diagnose --dataset seed004 --workers 2 --batch-size 32   # ResNet-18, 64 px, ~39 KB JPEGs
 
 probes (each the pipeline with more stages swapped, measured in interleaved rounds):
 {probes}
@@ -110,7 +115,7 @@ def _add_sweep(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--workers", help="worker counts: 0..8, 0..8:2 or 0,2,4,8 (default 0..8)")
-    p.add_argument("--dataset", dest="workload", help="mnist (default) or fashion-mnist")
+    p.add_argument("--dataset", dest="workload", help="mnist (default), fashion-mnist, synthetic, imagefolder, seed004")
     p.add_argument(
         "--data-dir",
         help="folder with the four IDX files (default: $GLUONBENCH_DATA/NAME, MXNet's cache, system copies)",
@@ -166,6 +171,7 @@ def _add_sweep(sub: Any) -> None:
         help="override one setting, e.g. --set batch_size=128",
     )
     _add_synthetic_knobs(p)
+    _add_vision_args(p)
     p.set_defaults(func=cmd_sweep)
 
 
@@ -180,6 +186,37 @@ def _add_synthetic_knobs(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cpu-ms", type=float, help="CPU time of the per-sample transform's extra work, in ms")
     g.add_argument("--width", type=int, help="units per hidden layer of the model (default 64)")
     g.add_argument("--depth", type=int, help="hidden layers of the model (default 1)")
+
+
+VISION_HELP = (
+    "image workloads (--dataset imagefolder --data-dir DIR, --dataset seed004, or --source MODE --uri DIR): "
+    "a gluoncv model, random weights, never downloaded"
+)
+VISION_FLAGS = ("model", "classes", "image_size", "preset", "layout")
+
+
+def _add_vision_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(VISION_HELP)
+    g.add_argument("--model", help="a classification model of gluoncv.model_zoo, e.g. resnet18_v1, mobilenetv2_1.0")
+    g.add_argument("--classes", type=int, help="model outputs (default: the data set's classes)")
+    g.add_argument("--image-size", type=int, help="input size (default: the model's, 224; 32 for cifar_*; 28 seed CNN)")
+    g.add_argument(
+        "--preset",
+        choices=("imagenet", "cifar", "none"),
+        help="per-sample training transforms (default imagenet: RandomResizedCrop, flip, jitter, lighting, normalise)",
+    )
+    g.add_argument("--layout", choices=("files", "shards"), help="--dataset seed004: ~39 KB JPEGs or RecordIO shards")
+
+
+def vision_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The image-workload flags given on the command line."""
+    return {k: getattr(args, k) for k in VISION_FLAGS if getattr(args, k, None) is not None}
+
+
+def _source_workload(workload: str) -> str:
+    from gluonbench.workloads.vision_zoo import VISION_WORKLOADS
+
+    return workload if workload in VISION_WORKLOADS else "source"
 
 
 def synthetic_options(args: argparse.Namespace, workload: str) -> dict[str, Any]:
@@ -198,7 +235,12 @@ def _add_diagnose(sub: Any) -> None:
         epilog=_diagnose_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--dataset", dest="workload", default="mnist", help="mnist (default), fashion-mnist or synthetic")
+    p.add_argument(
+        "--dataset",
+        dest="workload",
+        default="mnist",
+        help="mnist (default), fashion-mnist, synthetic, imagefolder (with --data-dir) or seed004",
+    )
     p.add_argument("--data-dir", help="folder of the data set's files (synthetic: where its files are written)")
     p.add_argument("--no-download", dest="download", action="store_false", help="never download")
     p.add_argument("--workers", type=int, default=0, help="DataLoader workers (default 0)")
@@ -231,6 +273,7 @@ def _add_diagnose(sub: Any) -> None:
         help="change a threshold of the verdict, e.g. --threshold secondary_share=0.2 (see below)",
     )
     _add_synthetic_knobs(p)
+    _add_vision_args(p)
     p.set_defaults(func=cmd_diagnose)
 
 
@@ -334,6 +377,7 @@ IO_EXAMPLES = """examples:
   gluonbench io --s3-uri s3://my-bucket/gluonbench-io --endpoint-url http://127.0.0.1:9000   # MinIO
   gluonbench io --s3-uri s3://my-bucket/gluonbench-io  # AWS (credentials from the usual boto3 chain)
   gluonbench io --page-cache cold --drop-caches   # evict the origin before each cell
+  gluonbench io --stage decode --preset imagenet --image-size 224   # also decode + ImageNet augmentation
 """
 
 
@@ -362,6 +406,12 @@ def _add_io(sub: Any) -> None:
     p.add_argument("--batch-size", type=int, default=64, help="samples per batch (default 64)")
     p.add_argument("--threads", type=int, default=4, help="reader threads in every mode (default 4)")
     p.add_argument("--stage", choices=("read", "decode"), default="read", help="read only (default) or also decode")
+    p.add_argument(
+        "--preset",
+        choices=("imagenet", "cifar", "none"),
+        help="--stage decode: decode to RGB and apply this training preset per sample (as sweep/diagnose --preset)",
+    )
+    p.add_argument("--image-size", type=int, default=224, help="--preset's output size (default 224)")
     p.add_argument("--page-cache", choices=("warm", "cold"), default="warm", help="origin cached or evicted first")
     p.add_argument(
         "--drop-caches", action="store_true", help="with --page-cache cold: also write /proc/sys/vm/drop_caches"
@@ -436,9 +486,13 @@ def settings_from_args(args: argparse.Namespace):
         )
         if getattr(args, k) is not None
     }
-    source = _source_options(args, settings.options)
+    flags.update({k: v for k, v in vision_options(args).items() if k != "layout"})
+    options = {**settings.options, **({"layout": args.layout} if args.layout else {})}
+    source = _source_options(args, options)
     if source is not None:
-        flags.update(workload="source", options=source)
+        flags.update(workload=_source_workload(flags.get("workload", settings.workload)), options=source)
+    elif args.layout:
+        flags["options"] = options
     settings = coerce(settings, flags, source="command line")
     settings = coerce(settings, parse_overrides(args.overrides), source="--set")
     knobs = synthetic_options(args, settings.workload)
@@ -502,11 +556,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from gluonbench.config import DiagnoseSettings, parse_thresholds
+    from gluonbench.workloads.vision_zoo import resolve_workload
 
-    options = synthetic_options(args, args.workload)
+    options = {**synthetic_options(args, args.workload), **vision_options(args)}
     source = _source_options(args, options)
+    workload = args.workload
+    if source is not None:
+        workload, options = _source_workload(args.workload), source
     settings = DiagnoseSettings(
-        workload="source" if source is not None else args.workload,
+        workload=resolve_workload(workload, options),
         data_dir=args.data_dir,
         download=args.download,
         workers=args.workers,
@@ -515,7 +573,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         thread_pool=args.thread_pool,
         budget_s=args.budget_s,
         seed=args.seed,
-        options=source if source is not None else options,
+        options=options,
         thresholds=parse_thresholds(args.thresholds),
         json_path=args.json,
     ).check()
@@ -657,6 +715,8 @@ def cmd_io(args: argparse.Namespace) -> int:
         mnist_dir=args.mnist_dir,
         timeout_s=args.timeout_s,
         name=args.name,
+        preset=args.preset,
+        image_size=args.image_size,
     ).check()
 
     def on_result(r) -> None:

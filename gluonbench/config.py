@@ -38,6 +38,25 @@ class SweepSettings:
     diagnose_budget_s: float = 30.0
     options: dict[str, Any] = field(default_factory=dict)
     """Passed to the workload factory of every run (``RunSpec.options``)."""
+    model: str | None = None
+    """a classification model of gluoncv's zoo (``--model``); None: the workload's default (the seed's CNN)"""
+    preset: str | None = None
+    """per-sample training transforms of an image workload: imagenet, cifar or none (``--preset``)"""
+    classes: int | None = None
+    """the model's outputs (``--classes``); None: the data set's class count"""
+    image_size: int | None = None
+    """the model's input size (``--image-size``); None: the model family's (224, 32 for CIFAR models, ...)"""
+
+    def workload_options(self) -> dict[str, Any]:
+        """``options`` plus the vision settings that are set."""
+        vision = {k: getattr(self, k) for k in ("model", "preset", "classes", "image_size")}
+        return {**self.options, **{k: v for k, v in vision.items() if v is not None}}
+
+    def run_workload(self) -> str:
+        """The workload each run builds (``source`` with a vision setting is ``imagefolder``)."""
+        from gluonbench.workloads.vision_zoo import resolve_workload
+
+        return resolve_workload(self.workload, self.workload_options())
 
     def specs(self) -> list[RunSpec]:
         """All runs, repeats interleaved (0, 2, 4, 0, 2, 4, ...) so drift spreads evenly."""
@@ -46,14 +65,17 @@ class SweepSettings:
             for f in fields(RunSpec)
             if f.name not in ("workers", "repeat") and hasattr(self, f.name)
         }
+        shared["workload"] = self.run_workload()
         return [
-            RunSpec(**dict(shared, options=dict(self.options)), workers=w, repeat=r)
+            RunSpec(**dict(shared, options=self.workload_options()), workers=w, repeat=r)
             for r in range(self.repeat)
             for w in self.workers
         ]
 
     def label(self) -> str:
         what = f"{self.workload}-{self.options.get('mode', 'file')}" if self.workload == "source" else self.workload
+        if self.workload in ("imagefolder", "seed004"):
+            what = "-".join(str(v) for v in (self.workload, self.model, self.options.get("mode")) if v)
         return self.name or f"sweep-{what}-{self.ctx.replace(':', '')}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -83,6 +105,7 @@ class SweepSettings:
             raise GluonbenchError(f"options must be a table of workload options (got {self.options!r})")
         if not self.workers:
             raise GluonbenchError("--workers names no worker count; e.g. --workers 0..8")
+        self.run_workload()  # vision settings only with image data
         return self
 
 
@@ -104,7 +127,7 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise GluonbenchError(f"{source}: {name} must be true or false (got {raw!r})")
-    if name in ("batch_size", "epochs", "repeat", "seed", "max_batches", "eval_workers"):
+    if name in ("batch_size", "epochs", "repeat", "seed", "max_batches", "eval_workers", "classes", "image_size"):
         if raw is None or str(raw).lower() in ("none", ""):
             return None
         try:
@@ -192,6 +215,9 @@ class IoSettings:
     mnist_dir: str | None = None
     timeout_s: float = 600.0
     name: str | None = None
+    preset: str | None = None
+    """``stage="decode"``: decode to RGB and apply this preset (imagenet, cifar, none); None: the seed's decode"""
+    image_size: int = 224
 
     def size_bytes(self, size: str) -> int:
         return self.small_bytes if size == "small" else self.large_bytes
@@ -236,6 +262,12 @@ class IoSettings:
             raise GluonbenchError("--file-size must be below --small; the small data set needs several files")
         if self.endpoint_url and not self.s3_uri:
             raise GluonbenchError("--endpoint-url goes with --s3-uri s3://BUCKET/PREFIX")
+        if self.preset is not None:
+            if self.stage != "decode":
+                raise GluonbenchError("--preset applies to --stage decode; add --stage decode")
+            from gluonbench.workloads.vision_zoo import Preset
+
+            Preset(self.preset, self.image_size)  # validates both
         if self.s3_uri and not self.s3_uri.startswith("s3://"):
             raise GluonbenchError(f"--s3-uri {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
         return self

@@ -113,10 +113,12 @@ def test_io_unwritable_work_dir(cli, tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--work-dir" in proc.stderr, proc.stderr
 
 
-def _row(mode, size, layout, *, startup, mb, sps, total, copy_s=0.0, copied=0, disk=0, objects=10, data=1e8):
+def _row(
+    mode, size, layout, *, startup, mb, sps, total, copy_s=0.0, copied=0, disk=0, objects=10, data=1e8, store="s3"
+):
     return {
         "status": "ok",
-        "cell": {"mode": mode, "size": size, "layout": layout, "data_bytes": data, "objects": objects},
+        "cell": {"mode": mode, "size": size, "layout": layout, "data_bytes": data, "objects": objects, "store": store},
         "open": {"copy_s": copy_s, "bytes_copied": copied},
         "startup_s": startup, "read_mb_per_s": mb, "samples_per_s": sps, "total_s": total, "disk_used": disk,
         "epochs": [{}, {}],
@@ -152,3 +154,24 @@ def test_new_commands_have_examples_in_help(cli):
     for command in ("pack", "verify", "stream", "io"):
         proc = cli(command, "--help")
         assert proc.returncode == 0 and "examples:" in proc.stdout, command
+
+
+def test_local_copy_rates_are_not_extrapolated_to_s3():
+    """A page-cache copy (~5 GB/s) must not become "50 GB takes 10 s": quote seed 004's figures, as published ones."""
+    rows = [
+        _row("file", "large", "shards", startup=0.05, mb=5000, sps=90000, total=0.2, copy_s=0.04, copied=200e6,
+             disk=2e8, store="local"),
+        _row("fastfile", "large", "shards", startup=0.01, mb=4800, sps=88000, total=0.2, store="local"),
+    ]  # fmt: skip
+    advice = {a.rule: a.text for a in recommend(rows)}
+    text = advice["file-mode"]
+    assert "5000 MB/s" in text and "from a local folder" in text
+    assert "50 GB takes" not in text and "not extrapolated" in text
+    assert "Published figures (seed 004, not measured here)" in text and "about 200 MB/s" in text
+    assert "gluonbench io --s3-uri s3://BUCKET/PREFIX" in text and "--endpoint-url" in text
+    assert "do not show S3's request latency" in advice["scope"]
+    # measured on S3: extrapolated, and no scope caveat
+    for r in rows:
+        r["cell"]["store"] = "s3"
+    advice = {a.rule: a.text for a in recommend(rows)}
+    assert "50 GB takes 10 s" in advice["file-mode"] and "scope" not in advice

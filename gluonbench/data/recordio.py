@@ -523,9 +523,15 @@ def _walk_shard(path: Path, classes: int) -> list[int]:
 
 
 def verify(out_dir: str | Path) -> VerifyResult:
-    """Re-read a packed folder: sizes, SHA-256, record framing, headers, labels and the index."""
+    """Re-read a packed folder: sizes, SHA-256, record framing, headers, labels and the index.
+
+    A folder without ``manifest.json`` (made by MXNet's ``im2rec.py`` or ``MXIndexedRecordIO``) is
+    checked by :func:`verify_bare`: framing, headers and any ``.idx``, with nothing to compare sizes to.
+    """
     t0 = perf_counter()
     out_dir = Path(out_dir)
+    if out_dir.is_dir() and not (out_dir / MANIFEST).exists() and any(out_dir.rglob("*.rec")):
+        return verify_bare(out_dir)
     manifest = load_manifest(out_dir)
     records = 0
     for s in manifest.shards:
@@ -555,3 +561,80 @@ def verify(out_dir: str | Path) -> VerifyResult:
     if records != manifest.records:
         raise DataError(f"{out_dir}: the shards hold {records} records but the manifest says {manifest.records}")
     return VerifyResult(str(out_dir), len(manifest.shards), records, manifest.bytes, perf_counter() - t0)
+
+
+# -- RecordIO without a manifest (im2rec, MXIndexedRecordIO) ---------------------------
+
+
+def scan_records(
+    read_range: Callable[[int, int], bytes], size: int, where: str, chunk: int = 8 << 20
+) -> tuple[list[int], list[int]]:
+    """Start offsets and labels of every record of one ``.rec`` object, read sequentially in ``chunk`` ranges.
+
+    The offsets are the index ``im2rec.py`` writes as ``.idx``; building it costs one sequential read.
+    :class:`DataError` names the byte offset of the first bad record.
+    """
+    parser = RecordParser(where)
+    offsets: list[int] = []
+    labels: list[int] = []
+    for start in range(0, size, chunk):
+        for offset, payload in parser.records(read_range(start, min(start + chunk, size))):
+            header, _ = unpack(payload, f"{where}: record at byte offset {offset}")
+            label = header.label if isinstance(header.label, float) else header.label[0]
+            offsets.append(offset)
+            labels.append(int(label))
+    parser.finish()
+    return offsets, labels
+
+
+def parse_lst(text: str, where: str) -> list[int]:
+    """Labels of an ``im2rec.py`` list file (``index<TAB>label...<TAB>path`` lines)."""
+    labels = []
+    for n, line in enumerate(text.splitlines(), 1):
+        parts = line.split("\t")
+        if len(parts) < 3:
+            if line.strip():
+                raise DataError(f"{where} line {n} is not 'index<TAB>label<TAB>path'; re-create the list")
+            continue
+        try:
+            labels.append(int(float(parts[1])))
+        except ValueError:
+            raise DataError(f"{where} line {n}: label {parts[1]!r} is not a number; re-create the list") from None
+    return labels
+
+
+def verify_bare(out_dir: str | Path) -> VerifyResult:
+    """Check a RecordIO folder that has no manifest: every ``.rec``'s framing and headers, and its ``.idx`` if any."""
+    t0 = perf_counter()
+    out_dir = Path(out_dir)
+    recs = sorted(out_dir.rglob("*.rec"))
+    records = nbytes = 0
+    for rec in recs:
+        size = rec.stat().st_size
+        with open(rec, "rb", buffering=0) as f:
+
+            def read_range(start: int, end: int, f=f) -> bytes:
+                return os.pread(f.fileno(), end - start, start)
+
+            starts, labels = scan_records(read_range, size, str(rec))
+        bad = next((i for i, lab in enumerate(labels) if lab < 0), None)
+        if bad is not None:
+            raise DataError(
+                f"{rec}: record at byte offset {starts[bad]} has label {labels[bad]}, below 0; "
+                "the shard is corrupt, re-create it"
+            )
+        idx = rec.with_suffix(".idx")
+        if idx.is_file():
+            index = parse_index(idx.read_text(encoding="utf-8"), str(idx), size)
+            known = set(starts)
+            for key, offset in index:
+                if offset not in known:
+                    raise DataError(
+                        f"{idx}: key {key} points at byte offset {offset} of {rec.name}, which is not the start of "
+                        "a record; the index belongs to another shard, re-create it"
+                    )
+            if len(index) != len(starts):
+                raise DataError(f"{idx} has {len(index)} entries but {rec.name} holds {len(starts)} records")
+        records += len(starts)
+        nbytes += size
+    return VerifyResult(str(out_dir), len(recs), records, nbytes, perf_counter() - t0)

@@ -265,8 +265,14 @@ def run_cell(
     endpoint_url: str | None = None,
     cache_dir: str | None = None,
     timeout_s: float = 600.0,
+    preset: str | None = None,
+    image_size: int = 224,
 ) -> IoResult:
-    """Measure one cell; never raises for a failure of the cell itself (status ``failed``)."""
+    """Measure one cell; never raises for a failure of the cell itself (status ``failed``).
+
+    ``preset`` (decode stage): decode to RGB and apply that preset's training transforms per sample
+    (:mod:`gluonbench.workloads.vision_zoo`), as the vision workloads do; None: the seed's greyscale 28 x 28.
+    """
     from gluonbench._mx import mx
     from gluonbench.env import environment
     from gluonbench.sources import make_source
@@ -309,6 +315,11 @@ def run_cell(
 
         # the pipeline: this cell's source, the stage's per-sample work and batching, no model step
         prepare, batchify, parallel = IO_STAGES[stage]
+        if stage == "decode" and preset is not None:
+            # the same per-sample preset as training (decode, augment, normalise), stacked
+            from gluonbench.workloads.vision_zoo import preset_stage, stack_batch
+
+            prepare, batchify = preset_stage(preset, image_size), stack_batch
         workers = threads if parallel else 0
         loader = Stream(stream_batches(source, prepare, batchify, counted, shuffle, seed), batch_size, workers)
         pipeline = Pipeline(dataset=None, loader=loader, ctx=mx.cpu(), source={"mode": cell.mode, "uri": cell.uri})

@@ -32,7 +32,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gluonbench.data.images import image_folder
-from gluonbench.data.recordio import IR_SIZE, MANIFEST, Manifest, RecordParser, parse_index, parse_record, unpack
+from gluonbench.data.recordio import (
+    IR_SIZE,
+    MANIFEST,
+    Manifest,
+    RecordParser,
+    parse_index,
+    parse_lst,
+    parse_record,
+    scan_records,
+    unpack,
+)
 from gluonbench.data.store import ObjectInfo, Store, open_store
 from gluonbench.errors import DataError
 
@@ -99,6 +109,8 @@ class DataSet:
         by_key = {o.key: o for o in listing}
         if MANIFEST in by_key:
             return cls._recordio(store, by_key)
+        if any(k.endswith(".rec") for k in by_key):
+            return cls._bare_recordio(store, by_key)
         folder = image_folder(listing, store.uri)
         samples = [SampleRef(o.key, 0, o.size, label) for o, label in folder.items]
         return cls("images", folder.classes, [o for o, _ in folder.items], samples)
@@ -125,6 +137,40 @@ class DataSet:
             bounds = [*offsets[1:], rec.size]
             samples += [SampleRef(shard.rec, a, b, -1) for a, b in zip(offsets, bounds, strict=True)]
         return cls("recordio", manifest.classes, objects, samples, manifest, support)
+
+    @classmethod
+    def _bare_recordio(cls, store: Store, by_key: dict[str, ObjectInfo]) -> DataSet:
+        """``.rec`` files with no manifest (MXNet's ``im2rec.py``, ``MXIndexedRecordIO``): every ``.rec`` in key order.
+
+        A ``.rec`` with a ``.idx`` beside it is indexed from it; one without is read once to build the
+        index. Classes are ``0..max label`` when every label was seen (a scan, or ``.lst`` files beside
+        the shards), else unknown (empty: the workload asks for ``--classes``).
+        """
+        objects, support, samples = [], [], []
+        labels: list[int] = []
+        seen_all = True
+        for key in sorted(k for k in by_key if k.endswith(".rec")):
+            rec, stem = by_key[key], key[: -len(".rec")]
+            where = store.describe(key)
+            idx, lst = by_key.get(stem + ".idx"), by_key.get(stem + ".lst")
+            if idx is not None:
+                text = store.get(idx.key).decode("utf-8", "replace")
+                offsets = sorted(off for _, off in parse_index(text, store.describe(idx.key), rec.size))
+                support.append(idx)
+                if lst is not None:
+                    labels += parse_lst(store.get(lst.key).decode("utf-8", "replace"), store.describe(lst.key))
+                    support.append(lst)
+                else:
+                    seen_all = False
+            else:
+                log.info("%s has no .idx: reading it once to build the index", where)
+                offsets, found = scan_records(lambda a, b, key=key: store.get_range(key, a, b), rec.size, where)
+                labels += found
+            objects.append(rec)
+            bounds = [*offsets[1:], rec.size]
+            samples += [SampleRef(key, a, b, -1) for a, b in zip(offsets, bounds, strict=True)]
+        classes = [str(c) for c in range(max(labels) + 1)] if seen_all and labels else []
+        return cls("recordio", classes, objects, samples, None, support)
 
 
 def decode_sample(payload: bytes, ref: SampleRef, where: str) -> tuple[bytes, int]:

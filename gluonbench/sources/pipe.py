@@ -173,7 +173,8 @@ class StreamResult:
 
 
 def data_objects(store: Store, listing: list[ObjectInfo] | None = None) -> list[ObjectInfo]:
-    """What a producer streams: a packed data set's shards (manifest order), else every object in key order."""
+    """What a producer streams: a packed data set's shards (manifest order), the ``.rec`` files of a folder
+    without a manifest (im2rec; key order), else every object in key order."""
     listing = store.list() if listing is None else listing
     files = [o for o in listing if not o.is_folder]
     if not files:
@@ -185,7 +186,8 @@ def data_objects(store: Store, listing: list[ObjectInfo] | None = None) -> list[
         if missing:
             raise DataError(f"{store.describe(missing[0])} is listed in the manifest but missing; re-copy the data set")
         return [by_key[s.rec] for s in manifest.shards]
-    return files
+    recs = [o for o in files if o.key.endswith(".rec")]
+    return recs or files  # RecordIO without a manifest (im2rec): the .rec payloads only, never .idx/.lst bytes
 
 
 class Producer:
@@ -561,7 +563,8 @@ class PipeSource(Source):
         if self.kind is None:
             listing = self.store.list()
             list_s = perf_counter() - t0
-            self.kind = "recordio" if any(o.key == MANIFEST for o in listing) else "images"
+            recordio = any(o.key == MANIFEST or o.key.endswith(".rec") for o in listing)
+            self.kind = "recordio" if recordio else "images"
         wrapper = "none" if self.kind == "recordio" else "recordio"
         t1 = perf_counter()
         if self.channel_dir is None:

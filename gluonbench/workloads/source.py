@@ -229,7 +229,7 @@ def source_workload(
                 f"folder; run 'gluonbench pack {uri} OUT_DIR' and pass --uri OUT_DIR"
             )
         if source.dataset is not None:
-            n_classes = len(source.dataset.classes)
+            n_classes = len(source.dataset.classes) or classes or 10
         else:
             n_classes = classes or _manifest_classes(source) or 10
         info = {"mode": mode, "uri": uri, **stats.to_dict()}
