@@ -15,6 +15,7 @@ from conftest import REPO, assert_one_clear_line
 
 from gluonbench.engine.run import RunSpec, train_and_eval
 from gluonbench.errors import GluonbenchError
+from gluonbench.probes import NAMES
 
 
 @pytest.fixture(scope="module")
@@ -163,8 +164,9 @@ def test_diagnosis_with_a_gluoncv_model_attributes_decode_and_augment_to_preproc
         data_dir=str(jpeg_dir), options={"model": "mobilenetv2_0.25", "image_size": 32, "preset": "imagenet"},
     )  # fmt: skip
     assert d.verdict in ("preprocessing", "disk_io", "gpu_io", "inconclusive")
-    assert set(d.probes) == {"full", "no_preprocess", "cached_batch", "loader_only"}
-    assert d.probes["no_preprocess"].same_as is None, "decode + preset form the transform the probe removes"
+    assert list(d.probes) == list(NAMES)
+    assert d.probes["no_preprocess"].same_as is None, "decode + preset are the stages the probe removes"
+    assert "Decode" in d.pipeline["decode"] and "Preset" in d.pipeline["transform"]
     assert all(p.samples_per_s > 0 for p in d.probes.values())
     assert abs(sum(d.shares.values()) - 1) < 1e-6 and d.setting["transform"]
     # the loader alone (read + decode + augment) costs real time: its ceiling is finite and measured
