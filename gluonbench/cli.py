@@ -34,6 +34,12 @@ SWEEP_EXAMPLES = """examples:
   gluonbench sweep --dataset synthetic --read-ms 1 --width 1024 --depth 3 --workers 0,2 --max-batches 40 --diagnose
   gluonbench sweep --source fastfile --uri packed/ --workers 0,2 --max-batches 100   # through an input mode
   gluonbench sweep --source file --uri s3://bucket/packed --endpoint-url http://127.0.0.1:9000
+scale-out (batch size is per device; see README "Scale-out"):
+  gluonbench sweep --ctx cpu --devices 2 --kvstore local --workers 0,2 --max-batches 50   # 2 CPU contexts
+  gluonbench sweep --gpus 0,1,2,3 --kvstore device --workers 0..8:2
+  gluonbench sweep --kvstore dist_sync --hosts 1,2,4 --servers 1 --workers 0 --max-batches 60   # all on 127.0.0.1
+  gluonbench sweep --kvstore dist_sync --launcher ssh --hostfile hosts.txt --hosts 2 --gpus 0..7
+  gluonbench sweep --config configs/p3.16xlarge-2hosts-dist.toml
 """
 
 DIAGNOSE_EXAMPLES = """examples:
@@ -161,7 +167,27 @@ def _add_sweep(sub: Any) -> None:
         help="override one setting, e.g. --set batch_size=128",
     )
     _add_synthetic_knobs(p)
+    _add_scale_args(p)
     p.set_defaults(func=cmd_sweep)
+
+
+SCALE_FLAGS = ("devices", "gpus", "kvstore", "hosts", "servers", "launcher", "hostfile", "port")
+
+
+def _add_scale_args(p: argparse.ArgumentParser) -> None:
+    """Scale-out options (gluonbench.distributed): several devices, several processes or hosts."""
+    g = p.add_argument_group("scale-out: data-parallel over devices (one process) or kvstore workers (dist_*)")
+    g.add_argument("--devices", type=int, help="contexts in one process: --ctx cpu --devices 2 (batch size per device)")
+    g.add_argument("--gpus", help="GPUs by index, e.g. 0,1,2,3 or 0..7 (implies --ctx gpu)")
+    g.add_argument(
+        "--kvstore",
+        help="local, device, nccl (one process) or dist_sync, dist_device_sync, dist_async (several processes)",
+    )
+    g.add_argument("--hosts", help="kvstore worker processes per job (one per host with ssh), e.g. 1,2,4")
+    g.add_argument("--servers", type=int, help="parameter servers per job (default 1)")
+    g.add_argument("--launcher", help="local (every process here on 127.0.0.1, default) or ssh (needs --hostfile)")
+    g.add_argument("--hostfile", help="--launcher ssh: one host[:port] per line; servers first, then workers")
+    g.add_argument("--port", type=int, help="scheduler port (default: a free one; a busy one is replaced)")
 
 
 def _add_synthetic_knobs(p: argparse.ArgumentParser) -> None:
@@ -428,9 +454,12 @@ def settings_from_args(args: argparse.Namespace):
             "diagnose",
             "diagnose_budget_s",
             "name",
+            *SCALE_FLAGS,
         )
-        if getattr(args, k) is not None
+        if getattr(args, k, None) is not None
     }
+    if args.gpus is not None and args.ctx is None:
+        flags["ctx"] = "gpu"
     source = _source_options(args, settings.options)
     if source is not None:
         flags.update(workload="source", options=source)
@@ -478,7 +507,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             state["last"] = steps
 
     def on_result(result) -> None:
-        line = seed_line(result)
+        if result.kind == "dist":
+            from gluonbench.distributed.report import worker_line
+
+            line = worker_line(result)
+        else:
+            line = seed_line(result)
         if state["bar"] is not None:
             state["bar"].write(line, file=sys.stderr)
         else:
@@ -491,8 +525,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     finally:
         if state["bar"] is not None:
             state["bar"].close()
+    from gluonbench.distributed.report import ScalingSummary
     from gluonbench.report.export import seed_lines
 
+    if isinstance(summary, ScalingSummary):
+        from gluonbench.distributed.report import to_markdown as scaling_markdown
+
+        print(scaling_markdown(summary))
+        print(f"results: {run_dir}")
+        return 0 if summary.failed == 0 else 1
     print("\n".join(seed_lines(summary)))
     print()
     print(to_markdown(summary))
@@ -600,6 +641,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise GluonbenchError(f"{args.run_dir} is not a folder; pass a run folder made by gluonbench sweep")
     if not store.runs_path.is_file():
         raise GluonbenchError(f"{args.run_dir} has no runs.jsonl; pass a run folder made by gluonbench sweep")
+    if any(r.get("kind") == "dist" for r in store.records()):
+        from gluonbench.distributed.report import to_markdown as scaling_markdown
+        from gluonbench.distributed.report import write_scaling_reports
+
+        print(scaling_markdown(write_scaling_reports(store.path)))
+        print(f"rebuilt: {store.path}/scaling.csv, scaling.md, scaling.json, scaling.png")
+        return 0
     if any(r.get("kind") == "io" for r in store.records()):
         from gluonbench.report import io_export
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from gluonbench.engine.loop import ModelStep, StepTimes, evaluate_accuracy, run_steps
+from gluonbench.distributed.step import ScaleOut
+from gluonbench.engine.loop import StepTimes, evaluate_accuracy, run_steps
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor import SystemMonitor
 
@@ -62,6 +63,12 @@ class RunSpec:
     diagnose_budget_s: float = 30.0
     options: dict[str, Any] = field(default_factory=dict)
     """Keyword options for the workload factory (e.g. a synthetic workload's knobs, a source)."""
+    # scale-out (gluonbench.distributed): data-parallel contexts, kvstore, distributed job size
+    devices: int = 1
+    gpus: list[int] | None = None
+    kvstore: str | None = None
+    hosts: int = 1
+    servers: int = 1
 
     @property
     def key(self) -> tuple[int, int]:
@@ -187,7 +194,7 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
 
 
 def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
-    from gluonbench._mx import gluon, mx
+    from gluonbench._mx import mx
     from gluonbench.env import environment
 
     result = RunResult(spec=spec.to_dict(), started_utc=utc_now(), env=environment())
@@ -196,13 +203,19 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
     # the seed seeds MXNet only; the loader's shuffle draws from numpy, seeded too for repeatability
     np.random.seed(spec.seed)
     eval_workers = spec.workers if spec.eval_workers is None else spec.eval_workers
+    scale = ScaleOut.for_spec(spec, ctx)  # plain single-device unless devices/gpus/kvstore ask for more
     monitor = SystemMonitor(interval=spec.monitor_interval).start()
     train_loader = test_loader = None
     try:
         t0 = perf_counter()
         if workload.train_batches is None:
             train_loader = make_loader(
-                workload.train, workload.transform, spec.batch_size, True, spec.workers, spec.thread_pool
+                scale.shard(workload.train),
+                workload.transform,
+                scale.loader_batch(spec.batch_size),
+                True,
+                spec.workers,
+                spec.thread_pool,
             )
         if workload.test is not None:
             test_loader = make_loader(
@@ -213,9 +226,7 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
 
         net = workload.make_net()
         init = workload.init() if workload.init is not None else mx.init.Xavier(magnitude=2.24)
-        net.collect_params().initialize(init, ctx=ctx, force_reinit=True)
-        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": workload.learning_rate})
-        step = ModelStep(net, workload.make_loss(), trainer)
+        step = scale.make_step(net, init, workload.make_loss, workload.learning_rate)
 
         times = StepTimes()
         report = _ProgressFile()
@@ -232,25 +243,28 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
             if left is not None and left <= 0:
                 break
             if workload.train_batches is None:
-                times.extend(run_steps(train_loader, ctx, step, max_steps=left, on_step=after_step))
+                times.extend(run_steps(train_loader, scale.loop_ctx, step, max_steps=left, on_step=after_step))
                 continue
-            batches = workload.train_batches(spec.batch_size, spec.workers, epoch)
+            batches = workload.train_batches(scale.loader_batch(spec.batch_size), spec.workers, epoch)
             try:
-                times.extend(run_steps(batches, ctx, step, max_steps=left, on_step=after_step))
+                times.extend(run_steps(batches, scale.loop_ctx, step, max_steps=left, on_step=after_step))
             finally:
                 getattr(batches, "close", lambda: None)()  # a stream stopped early lets go of its input
         eval_start = perf_counter()
         report(len(times), force=True)
         accuracy, eval_samples = float("nan"), 0
         if test_loader is not None:
-            accuracy, eval_samples = evaluate_accuracy(test_loader, net, ctx, spec.max_batches)
+            accuracy, eval_samples = evaluate_accuracy(test_loader, net, scale.eval_ctx, spec.max_batches)
         eval_end = perf_counter()
+        if not scale.plain:
+            result.extra.update(scale.finish(times, net))
         monitor.sample()  # workers still alive: their memory at the end of the run
     finally:
         for loader in (train_loader, test_loader):
             if loader is not None:
                 close_loader(loader)
         system = monitor.stop()
+        scale.close()
 
     result.train_s = eval_start - train_start
     result.eval_s = eval_end - eval_start
