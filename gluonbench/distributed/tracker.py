@@ -15,10 +15,15 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import warnings
 
 
 def apply_compat() -> None:
-    """Python >= 3.9: give ``threading.Thread`` back the ``isAlive`` alias dmlc_tracker calls."""
+    """Python >= 3.9: give ``threading.Thread`` back the ``isAlive`` alias dmlc_tracker calls.
+
+    Also silences the deprecation warning of ``setDaemon``, which the tracker calls and 3.11 still has.
+    """
+    warnings.filterwarnings("ignore", "setDaemon", DeprecationWarning)  # still works in 3.11/3.12
     if not hasattr(threading.Thread, "isAlive"):
         threading.Thread.isAlive = threading.Thread.is_alive  # type: ignore[attr-defined]
 
