@@ -8,7 +8,8 @@ The role comes from ``DMLC_ROLE`` (set by the launcher or by MXNet's ``dmlc_trac
 
 Every node dies with its launcher: the local launcher sets ``PR_SET_PDEATHSIG`` before ``exec``;
 here the same is set for every child the node forks (DataLoader workers), and a watchdog thread
-exits when the node's parent changes (the ssh session that started it is gone).
+exits when the node's parent changes or, when stdout is a pipe or socket (an ssh session), when its
+reader is gone.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import base64
 import json
 import logging
 import os
+import select
+import stat
 import sys
 import threading
 import time
@@ -46,12 +49,24 @@ def set_pdeathsig(sig: int = 9) -> None:
 
 
 def _orphan_watchdog(interval: float = 0.5) -> None:
+    """Exit when this node is orphaned: its parent changed, or (over ssh) nobody reads its stdout any more."""
     parent = os.getppid()
+    try:
+        mode = os.fstat(1).st_mode
+        piped = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+    except OSError:
+        piped = False
+    poller = None
+    if piped:
+        poller = select.poll()
+        poller.register(1, 0)  # no events asked: POLLERR/POLLHUP still come when the reader is gone
 
     def watch() -> None:
         while True:
             time.sleep(interval)
             if os.getppid() != parent:
+                os._exit(137)
+            if poller is not None and any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0)):
                 os._exit(137)
 
     threading.Thread(target=watch, name="gluonbench-orphan-watchdog", daemon=True).start()
