@@ -271,3 +271,110 @@ def test_ctrl_c_keeps_finished_jobs(mnist_dir, tmp_path, no_leaks):
     run_dir, recs = _records(tmp_path / "out")
     assert [r["spec"]["hosts"] for r in recs] == [1] and recs[0]["status"] == "ok"
     assert (run_dir / "scaling.md").is_file()
+
+
+# -- --launcher ssh: MXNet's dmlc_tracker over a real sshd on 127.0.0.1 -------------------------------
+
+
+@pytest.fixture
+def local_sshd(tmp_path):
+    """An sshd on a free 127.0.0.1 port accepting one fresh key; yields (hostfile line, PATH with an
+    ``ssh`` that uses that key). Skipped without openssh-server or root."""
+    import shutil
+
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    if not Path(sshd).exists() or os.geteuid() != 0:
+        pytest.skip("needs openssh-server (apt-get install openssh-server) and root to run sshd")
+    d = tmp_path / "ssh"
+    (d / "bin").mkdir(parents=True)
+    for key in ("host_key", "id_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / key)], check=True)
+    (d / "authorized_keys").write_text((d / "id_key.pub").read_text())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (d / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+        f"PermitRootLogin prohibit-password\nPidFile {d}/sshd.pid\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)
+    wrapper = d / "bin" / "ssh"
+    wrapper.write_text(
+        f'#!/bin/sh\nexec /usr/bin/ssh -i {d}/id_key -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    server = subprocess.Popen([sshd, "-D", "-e", "-f", str(d / "sshd_config")], stderr=subprocess.DEVNULL)
+    try:
+        t0 = time.monotonic()
+        while not _listening(port):
+            assert time.monotonic() - t0 < 10 and server.poll() is None, "sshd did not start"
+            time.sleep(0.1)
+        yield f"127.0.0.1:{port}", f"{d / 'bin'}:{os.environ['PATH']}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _remote_nodes() -> list[psutil.Process]:
+    """Node processes whatever their environment (those started through sshd lack the test mark)."""
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        if "gluonbench.distributed.node" in " ".join(p.info.get("cmdline") or []):
+            out.append(p)
+    return out
+
+
+@pytest.mark.slow
+def test_ssh_launcher_through_dmlc_tracker(local_sshd, mnist_dir, tmp_path, no_leaks):
+    host, path = local_sshd
+    hostfile = tmp_path / "hosts.txt"
+    hostfile.write_text(f"{host}\n{host}\n")
+    before = {p.pid for p in _remote_nodes()}
+    proc = subprocess.run(
+        [sys.executable, "-m", "gluonbench", "sweep", "--kvstore", "dist_sync", "--launcher", "ssh",
+         "--hostfile", str(hostfile), "--hosts", "2", "--workers", "0", "--max-batches", "20",
+         "--data-dir", str(mnist_dir), "--out", str(tmp_path / "out")],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=dict(os.environ, PATH=path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    _, recs = _records(tmp_path / "out")
+    assert sorted(r["extra"]["rank"] for r in recs) == [0, 1]
+    assert {r["extra"]["host"] for r in recs} == {"127.0.0.1"}  # DMLC_NODE_HOST from the hostfile
+    assert recs[0]["extra"]["job"]["launcher"] == "ssh" and recs[0]["extra"]["job"]["params_identical"]
+    t0 = time.monotonic()
+    while {p.pid for p in _remote_nodes()} - before and time.monotonic() - t0 < 10:
+        time.sleep(0.2)
+    assert not {p.pid for p in _remote_nodes()} - before
+
+
+@pytest.mark.slow
+def test_ssh_launcher_killed_worker_stops_remote_nodes(local_sshd, mnist_dir, tmp_path, no_leaks):
+    host, path = local_sshd
+    hostfile = tmp_path / "hosts.txt"
+    hostfile.write_text(f"{host}\n")
+    before = {p.pid for p in _remote_nodes()}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gluonbench", "sweep", "--kvstore", "dist_sync", "--launcher", "ssh",
+         "--hostfile", str(hostfile), "--hosts", "2", "--workers", "0", "--max-batches", "5000",
+         "--data-dir", str(mnist_dir), "--out", str(tmp_path / "out")],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PATH=path),
+    )  # fmt: skip
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 120:
+            workers = [p for p in _remote_nodes() if p.pid not in before and _role(p) == "worker"]
+            if len(workers) == 2:
+                break
+            time.sleep(0.2)
+        time.sleep(3)  # training
+        workers[0].kill()
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    assert "distributed job stopped" in err and "Traceback" not in err
+    t0 = time.monotonic()
+    while {p.pid for p in _remote_nodes()} - before and time.monotonic() - t0 < 15:
+        time.sleep(0.2)
+    assert not {p.pid for p in _remote_nodes()} - before
