@@ -43,8 +43,6 @@ def check_scale(s: Any) -> None:
     if s.launcher == "ssh":
         if not s.hostfile:
             raise GluonbenchError("--launcher ssh needs --hostfile FILE (one host[:port] per line)")
-        if not Path(s.hostfile).is_file():
-            raise GluonbenchError(f"--hostfile {s.hostfile} does not exist; write one host[:port] per line")
     elif s.hostfile:
         raise GluonbenchError("--hostfile goes with --launcher ssh; --launcher local runs every process here")
     if s.port is not None and not 1024 <= s.port <= 65535:
@@ -54,3 +52,14 @@ def check_scale(s: Any) -> None:
             "--diagnose runs single-process probes; diagnose one worker's pipeline with "
             "gluonbench diagnose at the same --workers and --batch-size instead"
         )
+
+
+def check_launch(s: Any) -> None:
+    """What must hold on this machine when a distributed sweep starts (a config stays portable without it)."""
+    if s.launcher == "ssh":
+        path = Path(s.hostfile)
+        if not path.is_file():
+            raise GluonbenchError(f"--hostfile {s.hostfile} does not exist; write one host[:port] per line")
+        hosts = [ln.split()[0] for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+        if not hosts:
+            raise GluonbenchError(f"--hostfile {s.hostfile} names no host; write one host[:port] per line")

@@ -15,6 +15,7 @@ from typing import Any
 
 from gluonbench.distributed.launch import job_records, run_job
 from gluonbench.distributed.report import ScalingSummary, write_scaling_reports
+from gluonbench.distributed.settings import check_launch
 from gluonbench.engine.run import RunResult, utc_now
 from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
@@ -37,6 +38,7 @@ def dist_sweep(
     train_samples: int | None = None,
 ) -> tuple[Path, ScalingSummary]:
     """Run every job of ``settings`` (a checked SweepSettings with a ``dist_*`` kvstore)."""
+    check_launch(settings)
     if resume is not None:
         store = RunStore(resume)
         done = {job_key(r["spec"]) for r in store.records() if r.get("kind") == "dist"}
