@@ -39,6 +39,7 @@ scale-out (batch size is per device; see README "Scale-out"):
   gluonbench sweep --gpus 0,1,2,3 --kvstore device --workers 0..8:2
   gluonbench sweep --kvstore dist_sync --hosts 1,2,4 --servers 1 --workers 0 --max-batches 60   # all on 127.0.0.1
   gluonbench sweep --kvstore dist_sync --launcher ssh --hostfile hosts.txt --hosts 2 --gpus 0..7
+  gluonbench sweep --kvstore dist_sync --hosts 2 --workers 0,2 --diagnose --diagnose-rank 1
   gluonbench sweep --config configs/p3.16xlarge-2hosts-dist.toml
 """
 
@@ -171,7 +172,7 @@ def _add_sweep(sub: Any) -> None:
     p.set_defaults(func=cmd_sweep)
 
 
-SCALE_FLAGS = ("devices", "gpus", "kvstore", "hosts", "servers", "launcher", "hostfile", "port")
+SCALE_FLAGS = ("devices", "gpus", "kvstore", "hosts", "servers", "launcher", "hostfile", "port", "diagnose_rank")
 
 
 def _add_scale_args(p: argparse.ArgumentParser) -> None:
@@ -188,6 +189,11 @@ def _add_scale_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--launcher", help="local (every process here on 127.0.0.1, default) or ssh (needs --hostfile)")
     g.add_argument("--hostfile", help="--launcher ssh: one host[:port] per line; servers first, then workers")
     g.add_argument("--port", type=int, help="scheduler port (default: a free one; a busy one is replaced)")
+    g.add_argument(
+        "--diagnose-rank",
+        type=int,
+        help="with --diagnose and a dist_* kvstore: the worker rank that diagnoses its pipeline after training",
+    )
 
 
 def _add_synthetic_knobs(p: argparse.ArgumentParser) -> None:

@@ -45,6 +45,8 @@ class SweepSettings:
     launcher: str = "local"
     hostfile: str | None = None
     port: int | None = None
+    diagnose_rank: int = 0
+    """with a dist kvstore and ``diagnose``: the worker rank that diagnoses its pipeline after training"""
 
     def specs(self) -> list[RunSpec]:
         """All runs, repeats interleaved (0, 2, 4, 0, 2, 4, ...) so drift spreads evenly."""
@@ -117,7 +119,18 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise GluonbenchError(f"{source}: {name} must be true or false (got {raw!r})")
-    if name in ("batch_size", "epochs", "repeat", "seed", "max_batches", "eval_workers", "devices", "servers", "port"):
+    if name in (
+        "batch_size",
+        "epochs",
+        "repeat",
+        "seed",
+        "max_batches",
+        "eval_workers",
+        "devices",
+        "servers",
+        "port",
+        "diagnose_rank",
+    ):
         if raw is None or str(raw).lower() in ("none", ""):
             return None
         try:

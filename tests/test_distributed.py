@@ -122,6 +122,8 @@ def test_two_cpu_devices_in_one_process(cli, mnist_dir, tmp_path, no_leaks):
         (["--gpus", "0,1", "--ctx", "cpu"], ["--gpus"]),
         (["--gpus", "0"], ["GPU"]),
         (["--kvstore", "dist_sync", "--port", "80"], ["--port"]),
+        (["--kvstore", "dist_sync", "--hosts", "1,2", "--diagnose", "--diagnose-rank", "1"], ["--diagnose-rank"]),
+        (["--diagnose-rank", "1"], ["--diagnose-rank", "--diagnose"]),
     ],
 )
 def test_bad_scale_settings_are_one_line(cli, mnist_dir, tmp_path, args, needles):
@@ -200,6 +202,22 @@ def test_dist_sync_two_workers_identical_params(cli, mnist_dir, tmp_path, no_lea
     assert single.returncode == 0, single.stderr
     _, (one,) = _records(tmp_path / "s")
     assert abs(recs[0]["accuracy"] - one["accuracy"]) <= ACCURACY_TOLERANCE, (recs[0]["accuracy"], one["accuracy"])
+
+
+@pytest.mark.slow
+def test_diagnose_on_a_chosen_rank(cli, mnist_dir, tmp_path, no_leaks):
+    proc = cli(
+        "sweep", "--kvstore", "dist_sync", "--hosts", "2", "--workers", "0", "--max-batches", "15",
+        "--diagnose", "--diagnose-rank", "1", "--diagnose-budget", "4",
+        "--data-dir", str(mnist_dir), "--out", str(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run_dir, recs = _records(tmp_path)
+    by_rank = {r["extra"]["rank"]: r for r in recs}
+    assert "verdict" not in by_rank[0]["extra"]
+    assert by_rank[1]["extra"]["verdict"] in ("preprocessing", "disk_io", "gpu_io", "inconclusive")
+    assert by_rank[1]["extra"]["shares"]
+    assert "## Bottleneck of the diagnosed worker" in (run_dir / "scaling.md").read_text()
 
 
 @pytest.mark.slow

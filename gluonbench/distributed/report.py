@@ -93,6 +93,8 @@ class ScalingSummary:
     settings: dict[str, Any]
     started_utc: str
     finished_utc: str
+    diagnoses: list[dict[str, Any]] = field(default_factory=list)
+    """the diagnosed worker of each job (``--diagnose``): hosts, workers, repeat, rank, verdict, shares"""
 
     @property
     def failed(self) -> int:
@@ -195,7 +197,19 @@ def summarise_scaling(records: list[dict[str, Any]], settings: dict[str, Any] | 
         if base is not None and not math.isnan(row.samples_per_s):
             row.ideal_samples_per_s = base.samples_per_s * row.hosts
             row.efficiency = row.samples_per_s / row.ideal_samples_per_s
+    diagnoses = [
+        {
+            "hosts": int(r["spec"].get("hosts", 1)),
+            "workers": int(r["spec"]["workers"]),
+            "repeat": int(r["spec"].get("repeat", 0)),
+            "rank": r["extra"].get("rank"),
+            **{k: r["extra"].get(k) for k in ("verdict", "shares", "secondary", "input_bound", "diagnose_error")},
+        }
+        for r in dist
+        if (r.get("extra") or {}).get("verdict") or (r.get("extra") or {}).get("diagnose_error")
+    ]
     return ScalingSummary(
+        diagnoses=diagnoses,
         rows=rows,
         jobs=jobs,
         env=next((r.get("env") for r in ok_first(dist)), {}) or {},
@@ -263,6 +277,24 @@ def to_markdown(summary: ScalingSummary) -> str:
     failures = [(j.hosts, j.workers, j.repeat, j.error) for j in summary.jobs if not j.ok]
     if failures:
         lines += ["", "## Failed jobs", ""] + [f"- {h} workers, loader {w}, repeat {r}: {e}" for h, w, r, e in failures]
+    diagnosed = [r for r in summary.diagnoses if r.get("verdict")]
+    if diagnosed:
+        lines += [
+            "",
+            "## Bottleneck of the diagnosed worker",
+            "",
+            "`--diagnose` on one rank: after training, that worker's input pipeline measured with one stage "
+            "swapped at a time (single-process probes, the other workers idle).",
+            "",
+            "| workers (dist) | loader | repeat | rank | verdict | shares | input-bound |",
+            "|---:|---:|---:|---:|---|---|---|",
+        ]
+        for d in diagnosed:
+            shares = ", ".join(f"{k} {v * 100:.0f} %" for k, v in (d.get("shares") or {}).items())
+            lines.append(
+                f"| {d['hosts']} | {d['workers']} | {d['repeat']} | {d['rank']} | {d['verdict']} | {shares} "
+                f"| {d.get('input_bound', '-')} |"
+            )
     lines += [
         "",
         "## Parameter checksums per job",

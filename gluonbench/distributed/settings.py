@@ -47,10 +47,14 @@ def check_scale(s: Any) -> None:
         raise GluonbenchError("--hostfile goes with --launcher ssh; --launcher local runs every process here")
     if s.port is not None and not 1024 <= s.port <= 65535:
         raise GluonbenchError(f"--port {s.port} is out of range; use 1024..65535 (or leave it out: a free one)")
-    if dist and s.diagnose:
+    if s.diagnose_rank is None or s.diagnose_rank < 0:
+        raise GluonbenchError(f"--diagnose-rank must be 0 or more (got {s.diagnose_rank})")
+    if s.diagnose_rank and not (dist and s.diagnose):
+        raise GluonbenchError("--diagnose-rank goes with --diagnose and a dist_* kvstore")
+    if dist and s.diagnose and s.diagnose_rank >= min(s.hosts):
         raise GluonbenchError(
-            "--diagnose runs single-process probes; diagnose one worker's pipeline with "
-            "gluonbench diagnose at the same --workers and --batch-size instead"
+            f"--diagnose-rank {s.diagnose_rank}: the smallest job has {min(s.hosts)} worker(s) "
+            f"(ranks 0..{min(s.hosts) - 1}); choose one of those"
         )
 
 

@@ -156,6 +156,10 @@ class ScaleOut:
         }
         return plan
 
+    def diagnoses(self, spec: Any) -> bool:
+        """Whether this process runs the run's diagnosis: always in one process; only the chosen rank in a job."""
+        return not is_dist(self.kvstore) or self.rank == int(getattr(spec, "diagnose_rank", 0) or 0)
+
     def shard(self, dataset: Any) -> Any:
         """This worker's rank-strided shard of ``dataset`` (the data set itself for one worker)."""
         if dataset is None or self.num_workers == 1:

@@ -69,6 +69,8 @@ class RunSpec:
     kvstore: str | None = None
     hosts: int = 1
     servers: int = 1
+    diagnose_rank: int = 0
+    """with a dist kvstore and ``diagnose``: the worker rank that diagnoses its pipeline after training"""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -278,7 +280,7 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
     result.source = dict(workload.info)
     if len(times) == 0:
         raise GluonbenchError("the training loader yielded no batch; is the data set empty?")
-    if spec.diagnose:
+    if spec.diagnose and scale.diagnoses(spec):
         # a failed diagnosis does not void the run's measurements: it is recorded beside them
         try:
             result.extra.update(diagnose_run(spec, workload, ctx))
