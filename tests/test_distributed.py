@@ -289,6 +289,35 @@ def test_ctrl_c_keeps_finished_jobs(mnist_dir, tmp_path, no_leaks):
     run_dir, recs = _records(tmp_path / "out")
     assert [r["spec"]["hosts"] for r in recs] == [1] and recs[0]["status"] == "ok"
     assert (run_dir / "scaling.md").is_file()
+    # --resume runs only the job that was interrupted
+    resumed = subprocess.run(
+        [sys.executable, "-m", "gluonbench", "sweep", "--resume", str(run_dir)],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    _, recs = _records(tmp_path / "out")
+    assert [r["spec"]["hosts"] for r in recs] == [1, 2, 2] and all(r["status"] == "ok" for r in recs)
+    assert "| 2 | 0 | 128 |" in (run_dir / "scaling.md").read_text()
+
+
+def test_report_rebuilds_the_committed_scaling_run(cli, tmp_path):
+    """The scaling report is a pure function of runs.jsonl: rebuilt from the committed results."""
+    import shutil
+
+    (src,) = (REPO / "results").glob("*-scaling-dist_sync-cpu")
+    run_dir = tmp_path / src.name
+    run_dir.mkdir()
+    for name in ("runs.jsonl", "sweep.json"):
+        shutil.copy(src / name, run_dir / name)
+    proc = cli("report", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert (run_dir / "scaling.md").read_text() == (src / "scaling.md").read_text()
+    assert (run_dir / "scaling.csv").read_text() == (src / "scaling.csv").read_text()
+    assert (run_dir / "scaling.png").stat().st_size > 10_000
+    rows = json.loads((run_dir / "scaling.json").read_text())["rows"]
+    assert [r["hosts"] for r in rows] == [1, 2, 4]
+    assert rows[0]["efficiency"] == 1.0 and rows[2]["efficiency"] < rows[1]["efficiency"] < 1.0
+    assert all(r["params_identical"] for r in rows)
 
 
 # -- --launcher ssh: MXNet's dmlc_tracker over a real sshd on 127.0.0.1 -------------------------------
