@@ -107,6 +107,9 @@ def test_two_cpu_devices_in_one_process(cli, mnist_dir, tmp_path, no_leaks):
     steady = rec["steady"]
     assert steady["copy_s"] > 0  # split_and_load, moved from compute into copy
     assert steady["total_s"] == pytest.approx(steady["wait_s"] + steady["copy_s"] + steady["compute_s"])
+    run_dir, _ = _records(tmp_path)
+    md = (run_dir / "summary.md").read_text()
+    assert "## Data-parallel step" in md and "cpu(0), cpu(1)" in md
 
 
 @pytest.mark.parametrize(

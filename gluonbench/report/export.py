@@ -153,7 +153,34 @@ def to_markdown(summary: SweepSummary) -> str:
                 f"| {r.workers} | {r.extra.get('verdict')} | {_extra_cell(r.extra.get('shares', ''))} "
                 f"| {_extra_cell(r.extra.get('secondary', '')) or '-'} | {r.extra.get('input_bound', '-')} |"
             )
+    lines += data_parallel_lines(summary)
     return "\n".join(lines) + "\n"
+
+
+def data_parallel_lines(summary: SweepSummary) -> list[str]:
+    """The kvstore's share of the step for runs over several devices (``--devices``/``--gpus``), else nothing."""
+    rows = [r for r in summary.rows if "comm_share" in r.extra]
+    if not rows:
+        return []
+    devices = rows[0].extra.get("devices") or []
+    lines = [
+        "",
+        "## Data-parallel step",
+        "",
+        f"Batch size {summary.settings.get('batch_size')} per device on {len(devices)} device(s) "
+        f"({', '.join(devices)}), kvstore {summary.settings.get('kvstore')}: each batch is split over the devices; "
+        "*kvstore* is the push/pull (allreduce) time, waited for after backward, as a share of the steady step "
+        "(last repeat).",
+        "",
+        "| workers | kvstore share | kvstore ms/step | parameters equal on every device |",
+        "|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.workers} | {r.extra['comm_share'] * 100:.1f} % | {_fmt(r.extra.get('kvstore_step_ms'), 3)} "
+            f"| {'yes' if r.extra.get('params_equal_on_devices') else 'NO'} |"
+        )
+    return lines
 
 
 def seed_lines(summary: SweepSummary) -> list[str]:
