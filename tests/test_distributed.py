@@ -428,3 +428,43 @@ def test_ssh_launcher_killed_worker_stops_remote_nodes(local_sshd, mnist_dir, tm
     while {p.pid for p in _remote_nodes()} - before and time.monotonic() - t0 < 15:
         time.sleep(0.2)
     assert not {p.pid for p in _remote_nodes()} - before
+
+
+# -- GPUs (skipped where MXNet sees fewer than two) -----------------------------------------------------
+
+
+def _gpus() -> int:
+    from gluonbench._mx import num_gpus
+
+    return num_gpus()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kvstore", ["device", "nccl"])
+def test_two_gpus_in_one_process(cli, mnist_dir, tmp_path, no_leaks, kvstore):
+    if _gpus() < 2:
+        pytest.skip("needs two GPUs visible to MXNet")
+    proc = cli(
+        "sweep", "--gpus", "0,1", "--kvstore", kvstore, "--workers", "0,2", "--max-batches", "30",
+        "--data-dir", str(mnist_dir), "--out", str(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    _, recs = _records(tmp_path)
+    for r in recs:
+        assert r["status"] == "ok" and r["extra"]["devices"] == ["gpu(0)", "gpu(1)"]
+        assert r["extra"]["params_equal_on_devices"] and 0 < r["extra"]["comm_share"] < 1
+        assert r["steady"]["copy_s"] > 0 and r["accuracy"] > 0.3
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_dist_device_sync_on_gpus(cli, mnist_dir, tmp_path, no_leaks):
+    if _gpus() < 1:
+        pytest.skip("needs a GPU visible to MXNet")
+    proc = cli(
+        "sweep", "--ctx", "gpu:0", "--kvstore", "dist_device_sync", "--hosts", "2", "--workers", "0",
+        "--max-batches", "30", "--data-dir", str(mnist_dir), "--out", str(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    _, recs = _records(tmp_path)
+    assert len(recs) == 2 and recs[0]["extra"]["job"]["params_identical"]
