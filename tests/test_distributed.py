@@ -468,3 +468,24 @@ def test_dist_device_sync_on_gpus(cli, mnist_dir, tmp_path, no_leaks):
     assert proc.returncode == 0, proc.stderr
     _, recs = _records(tmp_path)
     assert len(recs) == 2 and recs[0]["extra"]["job"]["params_identical"]
+
+
+@pytest.mark.slow
+def test_scheduler_bind_failure_restarts_on_a_free_port(mnist_dir, tmp_path, monkeypatch, no_leaks):
+    """The port looked free when picked but is taken when the scheduler binds: the job restarts elsewhere."""
+    from gluonbench.distributed import launch
+    from gluonbench.engine.run import RunSpec
+
+    busy = socket.socket()
+    busy.bind(("", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    monkeypatch.setattr(launch, "port_free", lambda *_: True)  # the race: the check says free
+    try:
+        spec = RunSpec(data_dir=str(mnist_dir), max_batches=5, kvstore="dist_sync", hosts=1, servers=1)
+        outcome = launch.run_job(spec, tmp_path / "logs", timeout_s=240, port=port)
+    finally:
+        busy.close()
+    assert outcome.status == "ok", outcome.error
+    assert outcome.port != port and len(outcome.results) == 1
+    assert "bind failed" in (tmp_path / "logs" / "h1-w0-r0-scheduler.log").read_text()
