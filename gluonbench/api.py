@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings
+from gluonbench.distributed import is_dist
 from gluonbench.engine.diagnosis import Diagnosis, diagnose, diagnose_workload
 from gluonbench.engine.isolation import run_isolated
 from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
@@ -101,6 +102,9 @@ def sweep(
 ) -> tuple[Path, SweepSummary]:
     """Run every (worker count, repeat) in its own child process; return the run folder and summary.
 
+    With a ``dist_*`` kvstore, each setting is a distributed job instead (scheduler, servers and
+    ``hosts`` workers, see :mod:`gluonbench.distributed`); the summary is then a ``ScalingSummary``.
+
     Each finished run is appended to ``runs.jsonl`` at once. With ``resume``, the
     settings come from that folder's ``sweep.json`` (``settings`` is ignored) and
     finished runs are skipped.
@@ -111,6 +115,8 @@ def sweep(
         store = RunStore(resume)
         saved = store.read_settings()
         settings = SweepSettings.from_dict(saved["settings"])
+        if is_dist(settings.kvstore):
+            return _dist_sweep(settings, out, resume, on_result, on_progress)
         done = {
             (int(r["spec"]["workers"]), int(r["spec"]["repeat"]))
             for r in store.records()
@@ -121,6 +127,8 @@ def sweep(
     else:
         done = set()
     settings.check()
+    if is_dist(settings.kvstore):
+        return _dist_sweep(settings, out, resume, on_result, on_progress)
     sizes = check_inputs(settings)
     cores = os.cpu_count() or 1
     over = [w for w in settings.workers if w > cores]
@@ -154,6 +162,15 @@ def sweep(
     if summary is None:
         raise GluonbenchError(f"no run finished; see the logs under {store.path / 'logs'}")
     return store.path, summary
+
+
+def _dist_sweep(settings, out, resume, on_result, on_progress):
+    """Scale-out: one distributed job per (kvstore workers, loader workers, repeat); see gluonbench.distributed."""
+    from gluonbench.distributed.sweep import dist_sweep
+
+    settings.check()
+    sizes = check_inputs(settings)
+    return dist_sweep(settings, out, resume, on_result, on_progress, train_samples=sizes.get("train"))
 
 
 # -- diagnose ------------------------------------------------------------------------------------

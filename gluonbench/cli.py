@@ -37,6 +37,13 @@ SWEEP_EXAMPLES = """examples:
   gluonbench sweep --dataset imagefolder --data-dir data/images --model resnet18_v1 --image-size 64 --workers 0..4
   gluonbench sweep --config configs/seed004-resnet.toml     # seed 004 scaled down: ResNet-18 on ~39 KB JPEGs
   gluonbench sweep --config configs/seed004-resnet.toml --layout shards --source fastfile   # packed shards
+scale-out (batch size is per device; see README "Scale-out"):
+  gluonbench sweep --ctx cpu --devices 2 --kvstore local --workers 0,2 --max-batches 50   # 2 CPU contexts
+  gluonbench sweep --gpus 0,1,2,3 --kvstore device --workers 0..8:2
+  gluonbench sweep --kvstore dist_sync --hosts 1,2,4 --servers 1 --workers 0 --max-batches 60   # all on 127.0.0.1
+  gluonbench sweep --kvstore dist_sync --launcher ssh --hostfile hosts.txt --hosts 2 --gpus 0..7
+  gluonbench sweep --kvstore dist_sync --hosts 2 --workers 0,2 --diagnose --diagnose-rank 1
+  gluonbench sweep --config configs/p3.16xlarge-2hosts-dist.toml
 """
 
 DIAGNOSE_EXAMPLES = """examples:
@@ -172,7 +179,32 @@ def _add_sweep(sub: Any) -> None:
     )
     _add_synthetic_knobs(p)
     _add_vision_args(p)
+    _add_scale_args(p)
     p.set_defaults(func=cmd_sweep)
+
+
+SCALE_FLAGS = ("devices", "gpus", "kvstore", "hosts", "servers", "launcher", "hostfile", "port", "diagnose_rank")
+
+
+def _add_scale_args(p: argparse.ArgumentParser) -> None:
+    """Scale-out options (gluonbench.distributed): several devices, several processes or hosts."""
+    g = p.add_argument_group("scale-out: data-parallel over devices (one process) or kvstore workers (dist_*)")
+    g.add_argument("--devices", type=int, help="contexts in one process: --ctx cpu --devices 2 (batch size per device)")
+    g.add_argument("--gpus", help="GPUs by index, e.g. 0,1,2,3 or 0..7 (implies --ctx gpu)")
+    g.add_argument(
+        "--kvstore",
+        help="local, device, nccl (one process) or dist_sync, dist_device_sync, dist_async (several processes)",
+    )
+    g.add_argument("--hosts", help="kvstore worker processes per job (one per host with ssh), e.g. 1,2,4")
+    g.add_argument("--servers", type=int, help="parameter servers per job (default 1)")
+    g.add_argument("--launcher", help="local (every process here on 127.0.0.1, default) or ssh (needs --hostfile)")
+    g.add_argument("--hostfile", help="--launcher ssh: one host[:port] per line; servers first, then workers")
+    g.add_argument("--port", type=int, help="scheduler port (default: a free one; a busy one is replaced)")
+    g.add_argument(
+        "--diagnose-rank",
+        type=int,
+        help="with --diagnose and a dist_* kvstore: the worker rank that diagnoses its pipeline after training",
+    )
 
 
 def _add_synthetic_knobs(p: argparse.ArgumentParser) -> None:
@@ -483,10 +515,13 @@ def settings_from_args(args: argparse.Namespace):
             "diagnose",
             "diagnose_budget_s",
             "name",
+            *SCALE_FLAGS,
         )
-        if getattr(args, k) is not None
+        if getattr(args, k, None) is not None
     }
     flags.update({k: v for k, v in vision_options(args).items() if k != "layout"})
+    if args.gpus is not None and args.ctx is None:
+        flags["ctx"] = "gpu"
     options = {**settings.options, **({"layout": args.layout} if args.layout else {})}
     source = _source_options(args, options)
     if source is not None:
@@ -534,7 +569,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             state["last"] = steps
 
     def on_result(result) -> None:
-        line = seed_line(result)
+        if result.kind == "dist":
+            from gluonbench.report.scaling import worker_line
+
+            line = worker_line(result)
+        else:
+            line = seed_line(result)
         if state["bar"] is not None:
             state["bar"].write(line, file=sys.stderr)
         else:
@@ -547,6 +587,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     finally:
         if state["bar"] is not None:
             state["bar"].close()
+    from gluonbench.report.scaling import ScalingSummary
+
+    if isinstance(summary, ScalingSummary):
+        from gluonbench.report.scaling import to_markdown as scaling_markdown
+
+        print(scaling_markdown(summary))
+        print(f"results: {run_dir}")
+        return 0 if summary.failed == 0 else 1
     print("\n".join(seed_lines(summary)))
     print()
     print(to_markdown(summary))

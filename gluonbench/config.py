@@ -58,17 +58,32 @@ class SweepSettings:
 
         return resolve_workload(self.workload, self.workload_options())
 
+    # scale-out (gluonbench.distributed): per-device batch over ``devices`` contexts or ``gpus``, the
+    # kvstore; with a dist_* kvstore, one job per entry of ``hosts`` (worker processes) with ``servers``
+    devices: int = 1
+    gpus: tuple[int, ...] | None = None
+    kvstore: str | None = None
+    hosts: tuple[int, ...] = (1,)
+    servers: int = 1
+    launcher: str = "local"
+    hostfile: str | None = None
+    port: int | None = None
+    diagnose_rank: int = 0
+    """with a dist kvstore and ``diagnose``: the worker rank that diagnoses its pipeline after training"""
+
     def specs(self) -> list[RunSpec]:
         """All runs, repeats interleaved (0, 2, 4, 0, 2, 4, ...) so drift spreads evenly."""
         shared = {
             f.name: getattr(self, f.name)
             for f in fields(RunSpec)
-            if f.name not in ("workers", "repeat") and hasattr(self, f.name)
+            if f.name not in ("workers", "repeat", "hosts", "gpus") and hasattr(self, f.name)
         }
         shared["workload"] = self.run_workload()
+        gpus = list(self.gpus) if self.gpus is not None else None
         return [
-            RunSpec(**dict(shared, options=self.workload_options()), workers=w, repeat=r)
+            RunSpec(**dict(shared, options=self.workload_options()), gpus=gpus, hosts=h, workers=w, repeat=r)
             for r in range(self.repeat)
+            for h in self.hosts
             for w in self.workers
         ]
 
@@ -76,11 +91,14 @@ class SweepSettings:
         what = f"{self.workload}-{self.options.get('mode', 'file')}" if self.workload == "source" else self.workload
         if self.workload in ("imagefolder", "seed004"):
             what = "-".join(str(v) for v in (self.workload, self.model, self.options.get("mode")) if v)
-        return self.name or f"sweep-{what}-{self.ctx.replace(':', '')}"
+        scale = f"-{self.kvstore}" if self.kvstore else ""
+        return self.name or f"sweep-{what}-{self.ctx.replace(':', '')}{scale}"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["workers"] = list(self.workers)
+        d["hosts"] = list(self.hosts)
+        d["gpus"] = None if self.gpus is None else list(self.gpus)
         return d
 
     @classmethod
@@ -106,6 +124,9 @@ class SweepSettings:
         if not self.workers:
             raise GluonbenchError("--workers names no worker count; e.g. --workers 0..8")
         self.run_workload()  # vision settings only with image data
+        from gluonbench.engine.scale import check_scale
+
+        check_scale(self)
         return self
 
 
@@ -114,10 +135,12 @@ def _flag(name: str, source: str) -> str:
 
 
 def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
-    if name == "workers":
-        if isinstance(raw, list):
+    if name in ("workers", "hosts", "gpus"):
+        if raw is None:
+            return None if name == "gpus" else raw
+        if isinstance(raw, list | tuple):
             return tuple(int(v) for v in raw)
-        return tuple(parse_int_list(str(raw), what="--workers" if source == "command line" else f"{source}: workers"))
+        return tuple(parse_int_list(str(raw), what=f"--{name}" if source == "command line" else f"{source}: {name}"))
     if isinstance(current, bool) or name in ("thread_pool", "download", "diagnose"):
         if isinstance(raw, bool):
             return raw
@@ -127,7 +150,20 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise GluonbenchError(f"{source}: {name} must be true or false (got {raw!r})")
-    if name in ("batch_size", "epochs", "repeat", "seed", "max_batches", "eval_workers", "classes", "image_size"):
+    if name in (
+        "batch_size",
+        "epochs",
+        "repeat",
+        "seed",
+        "max_batches",
+        "eval_workers",
+        "classes",
+        "image_size",
+        "devices",
+        "servers",
+        "port",
+        "diagnose_rank",
+    ):
         if raw is None or str(raw).lower() in ("none", ""):
             return None
         try:

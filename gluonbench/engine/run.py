@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from gluonbench.engine.loop import ModelStep, evaluate_accuracy
+from gluonbench.engine.loop import evaluate_accuracy
 from gluonbench.engine.measure import Epochs, measure
+from gluonbench.engine.scale import ScaleOut
 from gluonbench.env import utc_now
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor import SystemMonitor
@@ -63,6 +64,14 @@ class RunSpec:
     diagnose_budget_s: float = 30.0
     options: dict[str, Any] = field(default_factory=dict)
     """Keyword options for the workload factory (e.g. a synthetic workload's knobs, a source)."""
+    # scale-out (gluonbench.distributed): data-parallel contexts, kvstore, distributed job size
+    devices: int = 1
+    gpus: list[int] | None = None
+    kvstore: str | None = None
+    hosts: int = 1
+    servers: int = 1
+    diagnose_rank: int = 0
+    """with a dist kvstore and ``diagnose``: the worker rank that diagnoses its pipeline after training"""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -123,14 +132,18 @@ class RunResult:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
-def workload_pipeline(workload: Any, spec: RunSpec, ctx: Any, step: Any = None) -> Any:
-    """The training pipeline of ``workload`` at ``spec``'s loader setting (see :mod:`gluonbench.pipeline`)."""
+def workload_pipeline(workload: Any, spec: RunSpec, ctx: Any, step: Any = None, batch_size: int | None = None) -> Any:
+    """The training pipeline of ``workload`` at ``spec``'s loader setting (see :mod:`gluonbench.pipeline`).
+
+    ``batch_size`` overrides the spec's for the loader (data parallel: per device times devices).
+    """
     from gluonbench.pipeline import Loader, Pipeline, Stream
 
+    size = spec.batch_size if batch_size is None else batch_size
     if workload.train_batches is not None:
-        loader: Any = Stream(workload.train_batches, spec.batch_size, spec.workers)
+        loader: Any = Stream(workload.train_batches, size, spec.workers)
     else:
-        loader = Loader(spec.batch_size, spec.workers, spec.thread_pool, shuffle=True)
+        loader = Loader(size, spec.workers, spec.thread_pool, shuffle=True)
     return Pipeline(
         dataset=workload.train,
         loader=loader,
@@ -186,7 +199,7 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
 
 
 def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
-    from gluonbench._mx import gluon, mx
+    from gluonbench._mx import mx
     from gluonbench.env import environment
 
     result = RunResult(spec=spec.to_dict(), started_utc=utc_now(), env=environment())
@@ -195,18 +208,27 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
     # the seed seeds MXNet only; the loader's shuffle draws from numpy, seeded too for repeatability
     np.random.seed(spec.seed)
     eval_workers = spec.workers if spec.eval_workers is None else spec.eval_workers
+    scale = ScaleOut.for_spec(spec, ctx)  # plain single-device unless devices/gpus/kvstore ask for more
     monitor = SystemMonitor(interval=spec.monitor_interval).start()
     test: Any = None
     try:
         net = workload.make_net()
         init = workload.init() if workload.init is not None else mx.init.Xavier(magnitude=2.24)
-        net.collect_params().initialize(init, ctx=ctx, force_reinit=True)
-        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": workload.learning_rate})
-        pipeline = workload_pipeline(workload, spec, ctx, ModelStep(net, workload.make_loss(), trainer))
+        # one device: the seed's step; several devices or a kvstore: the data-parallel step (engine/scale.py)
+        step = scale.make_step(net, init, workload.make_loss, workload.learning_rate)
+        pipeline = workload_pipeline(
+            workload, spec, scale.loop_ctx, step, batch_size=scale.loader_batch(spec.batch_size)
+        )
+        if pipeline.dataset is not None:
+            pipeline = replace(pipeline, dataset=scale.shard(pipeline.dataset))  # this worker's shard
         t0 = perf_counter()
         if workload.test is not None:
             # the seed builds both loaders up front; the test loader does not shuffle
-            test = replace(pipeline, dataset=workload.test).with_loader(shuffle=False, num_workers=eval_workers).open()
+            test = (
+                replace(pipeline, dataset=workload.test)
+                .with_loader(shuffle=False, num_workers=eval_workers, batch_size=spec.batch_size)
+                .open()
+            )
         report = _ProgressFile()
 
         def after_step(done: int) -> None:
@@ -225,13 +247,16 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
         report(len(times), force=True)
         accuracy, eval_samples = float("nan"), 0
         if test is not None:
-            accuracy, eval_samples = evaluate_accuracy(test.epoch(0), net, ctx, spec.max_batches)
+            accuracy, eval_samples = evaluate_accuracy(test.epoch(0), net, scale.eval_ctx, spec.max_batches)
         eval_end = perf_counter()
+        if not scale.plain:
+            result.extra.update(scale.finish(times, net))
         monitor.sample()  # workers still alive: their memory at the end of the run
     finally:
         if test is not None:
             test.close()
         system = monitor.stop()
+        scale.close()
 
     result.train_s = eval_start - train_start
     result.eval_s = eval_end - eval_start
@@ -245,7 +270,7 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
     result.source = dict(workload.info)
     if len(times) == 0:
         raise GluonbenchError("the training loader yielded no batch; is the data set empty?")
-    if spec.diagnose:
+    if spec.diagnose and scale.diagnoses(spec):
         # a failed diagnosis does not void the run's measurements: it is recorded beside them
         try:
             result.extra.update(diagnose_run(spec, workload, ctx))

@@ -18,12 +18,13 @@ __all__ = ["load", "rebuild", "report_types", "saved_settings"]
 
 
 def report_types() -> list[type[Report]]:
-    """Every kind of run folder, by the ``kind`` of its records: sweep (``run``), ``io``, ``diagnosis``."""
+    """Every kind of run folder, by the ``kind`` of its records: sweep (``run``), ``io``, ``diagnosis``, ``dist``."""
     from gluonbench.report.diagnosis import DiagnosisReport
     from gluonbench.report.iobench import IoReport
+    from gluonbench.report.scaling import ScalingReport
     from gluonbench.report.sweep import SweepReport
 
-    return [SweepReport, IoReport, DiagnosisReport]
+    return [SweepReport, IoReport, DiagnosisReport, ScalingReport]
 
 
 def saved_settings(store: RunStore) -> dict[str, Any]:

@@ -159,7 +159,38 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
                 ]
             )
         lines.append(tables.render(bottleneck).rstrip("\n"))
+    lines += data_parallel_lines(summary, tables)
     return "\n".join(lines) + "\n"
+
+
+def data_parallel_lines(summary: SweepSummary, tables: TableSyntax) -> list[str]:
+    """The kvstore's share of the step for runs over several devices (``--devices``/``--gpus``), else nothing."""
+    rows = [r for r in summary.rows if "comm_share" in r.extra]
+    if not rows:
+        return []
+    devices = rows[0].extra.get("devices") or []
+    lines = [
+        "",
+        "## Data-parallel step",
+        "",
+        f"Batch size {summary.settings.get('batch_size')} per device on {len(devices)} device(s) "
+        f"({', '.join(devices)}), kvstore {summary.settings.get('kvstore')}: each batch is split over the devices; "
+        "*kvstore* is the push/pull (allreduce) time, waited for after backward, as a share of the steady step "
+        "(last repeat).",
+        "",
+    ]
+    table = Table(["workers", "kvstore share", "kvstore ms/step", "parameters equal on every device"], align="rrr")
+    for r in rows:
+        table.rows.append(
+            [
+                r.workers,
+                f"{r.extra['comm_share'] * 100:.1f} %",
+                fmt(r.extra.get("kvstore_step_ms"), 3),
+                "yes" if r.extra.get("params_equal_on_devices") else "NO",
+            ]
+        )
+    lines.append(tables.render(table).rstrip("\n"))
+    return lines
 
 
 def seed_lines(summary: SweepSummary) -> list[str]:

@@ -1,0 +1,316 @@
+"""The data-parallel step and the per-run scale-out plan: the pipeline replicated per device, with the
+step's kvstore stage (the launcher that runs it per process and host is :mod:`gluonbench.distributed`).
+
+:class:`DataParallelStep` is a ``Step`` for the one timer (``engine.loop.run_steps``): it splits
+the batch over the contexts (``gluon.utils.split_and_load``), runs forward and backward per slice,
+then reduces the gradients through the kvstore and updates. Two waits split the step so the
+kvstore's share can be read off:
+
+* ``copy``    ``split_and_load`` of the host batch onto the contexts, waited for;
+* ``kvstore`` ``trainer.allreduce_grads()`` (push the gradients, pull the reduced ones), waited for
+  after backward has finished, so it is communication only; with ``dist_async``, where MXNet
+  updates on the servers, ``trainer.step()`` (push gradients, pull weights), waited for.
+
+The local update is left asynchronous; ``run_steps``' barrier finishes it. The copy time is moved
+from the loop's ``compute`` into its ``copy`` by :meth:`ScaleOut.finish`, so wait + copy + compute
+is still the step's wall time, and ``kvstore`` is a part of ``compute``.
+
+:class:`ScaleOut` is what a run needs to train data-parallel: the contexts, the kvstore (a
+``dist_*`` store is created here, which connects this worker to the scheduler), this worker's rank
+and the shard of the training set it reads. Without ``devices``/``gpus``/``kvstore`` it is the
+plain single-device run, unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+
+from gluonbench.data.shard import strided_shard
+from gluonbench.errors import GluonbenchError
+
+log = logging.getLogger(__name__)
+
+DIST_KVSTORES = ("dist_sync", "dist_device_sync", "dist_async")
+LOCAL_KVSTORES = ("local", "device", "nccl")
+KVSTORES = LOCAL_KVSTORES + DIST_KVSTORES
+LAUNCHERS = ("local", "ssh")
+
+
+def is_dist(kvstore: str | None) -> bool:
+    """True for MXNet's distributed kvstore types (``dist_*``)."""
+    return bool(kvstore) and str(kvstore).startswith("dist")
+
+
+LAUNCH_ENV = "GLUONBENCH_LAUNCH_TIME"
+"""Wall-clock time (``time.time()``) at which the launcher started the job; start-up is measured from it."""
+
+
+class DataParallelStep:
+    """Forward/backward per context slice, kvstore reduce (timed), update; one call per batch."""
+
+    def __init__(
+        self, net: Any, loss: Any, trainer: Any, contexts: list[Any], num_workers: int = 1, asynchronous: bool = False
+    ) -> None:
+        self.net = net
+        self.loss = loss
+        self.trainer = trainer
+        self.contexts = contexts
+        self.num_workers = num_workers
+        self.asynchronous = asynchronous
+        self.copy: list[float] = []
+        self.kvstore: list[float] = []
+        self.first_step_wall: float | None = None
+        self._nominal_batch: int | None = None
+
+    def __call__(self, data: Any, label: Any) -> Any:
+        from gluonbench._mx import autograd, gluon, nd
+
+        t0 = perf_counter()
+        datas = gluon.utils.split_and_load(data, self.contexts, even_split=False)
+        labels = gluon.utils.split_and_load(label, self.contexts, even_split=False)
+        for x in datas + labels:
+            x.wait_to_read()
+        t1 = perf_counter()
+        with autograd.record():
+            losses = [self.loss(self.net(x), y) for x, y in zip(datas, labels, strict=True)]
+        autograd.backward(losses)
+        nd.waitall()  # backward done: what follows is communication
+        t2 = perf_counter()
+        if self.asynchronous:
+            # updates happen on the servers; MXNet refuses a changing batch size there, so keep the first
+            if self._nominal_batch is None:
+                self._nominal_batch = int(data.shape[0])
+            self.trainer.step(self._nominal_batch)
+            nd.waitall()
+            t3 = perf_counter()
+        else:
+            self.trainer.allreduce_grads()
+            nd.waitall()
+            t3 = perf_counter()
+            # dist_sync sums the gradients of every worker: normalise by the global batch, so N workers
+            # at batch b train as one process at batch N*b
+            self.trainer.update(int(data.shape[0]) * self.num_workers)
+        self.copy.append(t1 - t0)
+        self.kvstore.append(t3 - t2)
+        if self.first_step_wall is None:
+            self.first_step_wall = time.time()
+        return losses
+
+
+@dataclass
+class ScaleOut:
+    """The data-parallel plan of one run (contexts, kvstore, rank, shard); see the module docstring."""
+
+    contexts: list[Any]
+    kvstore: str | None = None
+    kv: Any = None
+    rank: int = 0
+    num_workers: int = 1
+    step: DataParallelStep | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def plain(self) -> bool:
+        """The seed's single-device run: no kvstore asked for, one context."""
+        return self.kvstore is None and len(self.contexts) == 1
+
+    @property
+    def loop_ctx(self) -> Any:
+        """The context ``run_steps`` copies batches to: the device itself, or the host when the step splits."""
+        if len(self.contexts) == 1:
+            return self.contexts[0]
+        from gluonbench._mx import mx
+
+        return mx.cpu()
+
+    @property
+    def eval_ctx(self) -> Any:
+        return self.contexts[0]
+
+    @classmethod
+    def for_spec(cls, spec: Any, ctx: Any) -> ScaleOut:
+        """The plan for ``spec`` (a ``RunSpec``); ``ctx`` is the run's parsed ``--ctx``.
+
+        A ``dist_*`` kvstore is created here: this call blocks until the scheduler has every worker.
+        """
+        devices = int(getattr(spec, "devices", 1) or 1)
+        gpus = getattr(spec, "gpus", None)
+        kvstore = getattr(spec, "kvstore", None)
+        contexts = device_contexts(ctx, devices, gpus)
+        plan = cls(contexts=contexts, kvstore=kvstore)
+        if is_dist(kvstore):
+            from gluonbench._mx import mx
+
+            try:
+                plan.kv = mx.kv.create(kvstore)
+            except Exception as exc:
+                raise GluonbenchError(
+                    f"--kvstore {kvstore}: cannot create MXNet's distributed kvstore ({exc}); start workers "
+                    "through gluonbench's launcher (--launcher local|ssh), which sets DMLC_ROLE and the scheduler"
+                ) from exc
+            plan.rank, plan.num_workers = int(plan.kv.rank), int(plan.kv.num_workers)
+        plan.info = {
+            "devices": [str(c) for c in contexts],
+            "kvstore": kvstore,
+            "rank": plan.rank,
+            "num_workers": plan.num_workers,
+            "host": os.environ.get("DMLC_NODE_HOST") or socket.gethostname(),
+            "hostname": socket.gethostname(),
+            "pid": os.getpid(),
+        }
+        return plan
+
+    def diagnoses(self, spec: Any) -> bool:
+        """Whether this process runs the run's diagnosis: always in one process; only the chosen rank in a job."""
+        return not is_dist(self.kvstore) or self.rank == int(getattr(spec, "diagnose_rank", 0) or 0)
+
+    def shard(self, dataset: Any) -> Any:
+        """This worker's rank-strided shard of ``dataset`` (the data set itself for one worker)."""
+        if dataset is None or self.num_workers == 1:
+            return dataset
+        shard = strided_shard(dataset, self.rank, self.num_workers)
+        self.info["shard_samples"] = len(shard)
+        return shard
+
+    def loader_batch(self, batch_size: int) -> int:
+        """Loader batch: the batch size is per device, as users set it."""
+        return batch_size * len(self.contexts)
+
+    def make_step(self, net: Any, init: Any, make_loss: Any, learning_rate: float) -> Any:
+        """Initialise ``net`` on the contexts, build the Trainer on the kvstore; return the step callable."""
+        from gluonbench._mx import gluon
+        from gluonbench.engine.loop import ModelStep
+
+        net.collect_params().initialize(init, ctx=self.contexts, force_reinit=True)
+        optimizer = ("sgd", {"learning_rate": learning_rate})
+        if self.plain:
+            return ModelStep(net, make_loss(), gluon.Trainer(net.collect_params(), *optimizer))
+        asynchronous = bool(self.kvstore) and "async" in str(self.kvstore)
+        trainer = gluon.Trainer(
+            net.collect_params(),
+            *optimizer,
+            kvstore=self.kv if self.kv is not None else (self.kvstore or "device"),
+            update_on_kvstore=True if asynchronous else False,
+        )
+        self.step = DataParallelStep(net, make_loss(), trainer, self.contexts, self.num_workers, asynchronous)
+        return self.step
+
+    def finish(self, times: Any, net: Any, skip: int = 1) -> dict[str, Any]:
+        """Fold the step's own copy time into ``times`` and return the run's scale-out findings.
+
+        Findings: the kvstore time and its share of the steady step time (first ``skip`` steps left
+        out, as ``StepTimes.split``), start-up (launch to first step, when launched by gluonbench),
+        and the parameter checksum (SHA-256 of every parameter's bytes, in name order).
+        """
+        out: dict[str, Any] = dict(self.info)
+        step = self.step
+        if step is not None and len(step.copy) == len(times):
+            for i, c in enumerate(step.copy):
+                times.copy[i] += c
+                times.compute[i] -= c
+            skip = min(skip, max(len(times) - 1, 0))
+            total = sum(times.steps(skip))
+            kv = sum(step.kvstore[skip:])
+            out["kvstore_s"] = kv
+            out["comm_share"] = kv / total if total > 0 else 0.0
+            out["kvstore_step_ms"] = 1000 * kv / max(len(times) - skip, 1)
+            launched = os.environ.get(LAUNCH_ENV)
+            if launched and step.first_step_wall is not None:
+                out["startup_s"] = step.first_step_wall - float(launched)
+        out.update(param_checksum(net, self.contexts))
+        return out
+
+    def close(self) -> None:
+        """Leave the kvstore (a dist worker waits for the others here, then the servers can stop)."""
+        self.kv = None
+
+
+def device_contexts(ctx: Any, devices: int = 1, gpus: Any = None) -> list[Any]:
+    """The contexts of a run: ``gpus`` by index, else ``devices`` contexts of ``ctx``'s kind."""
+    from gluonbench._mx import mx, num_gpus
+
+    if gpus:
+        have = num_gpus()
+        missing = [g for g in gpus if g >= have]
+        if missing:
+            raise GluonbenchError(
+                f"--gpus {','.join(map(str, gpus))}: MXNet sees {have} GPU(s); "
+                + ("install a CUDA wheel (mxnet-cu112) and check nvidia-smi" if have == 0 else f"use 0..{have - 1}")
+            )
+        return [mx.gpu(int(g)) for g in gpus]
+    if devices == 1:
+        return [ctx]
+    if ctx.device_type == "gpu":
+        have = num_gpus()
+        if ctx.device_id + devices > have:
+            raise GluonbenchError(f"--devices {devices} from {ctx}: MXNet sees only {have} GPU(s)")
+        return [mx.gpu(ctx.device_id + i) for i in range(devices)]
+    return [mx.cpu(i) for i in range(devices)]
+
+
+def param_checksum(net: Any, contexts: list[Any]) -> dict[str, Any]:
+    """SHA-256 over every parameter (name order) on the first context, and whether all contexts agree."""
+    digests = []
+    total = 0.0
+    for ctx in contexts:
+        h = hashlib.sha256()
+        for _, p in sorted(net.collect_params().items()):
+            arr = p.data(ctx).asnumpy()
+            h.update(arr.tobytes())
+            if ctx is contexts[0]:
+                total += float(arr.astype("float64").sum())
+        digests.append(h.hexdigest())
+    return {"param_sha256": digests[0], "param_sum": total, "params_equal_on_devices": len(set(digests)) == 1}
+
+
+def check_scale(s: Any) -> None:
+    """Raise :class:`GluonbenchError` naming the fix for a bad scale-out setting of ``s`` (a SweepSettings)."""
+    if s.kvstore is not None and s.kvstore not in KVSTORES:
+        raise GluonbenchError(f"--kvstore {s.kvstore!r} is unknown; choose one of {', '.join(KVSTORES)}")
+    if s.devices < 1:
+        raise GluonbenchError(f"--devices must be at least 1 (got {s.devices})")
+    on_cpu = s.ctx.strip().lower().startswith("cpu")
+    if s.gpus is not None:
+        if not s.gpus:
+            raise GluonbenchError("--gpus names no GPU; e.g. --gpus 0,1,2,3")
+        if on_cpu:
+            raise GluonbenchError("--gpus goes with a GPU context; drop --ctx cpu (or use --ctx cpu --devices N)")
+        if s.devices not in (1, len(s.gpus)):
+            raise GluonbenchError(f"--devices {s.devices} disagrees with --gpus {','.join(map(str, s.gpus))}; give one")
+    if s.kvstore == "nccl" and on_cpu:
+        raise GluonbenchError("--kvstore nccl needs GPUs (--gpus 0,1,...); on CPU use local or device")
+    dist = is_dist(s.kvstore)
+    if any(h < 1 for h in s.hosts):
+        raise GluonbenchError(f"--hosts must be at least 1 (got {','.join(map(str, s.hosts))})")
+    if s.servers < 1:
+        raise GluonbenchError(f"--servers must be at least 1 (got {s.servers})")
+    if not dist and (s.hosts != (1,) or s.servers != 1 or s.launcher != "local" or s.hostfile):
+        raise GluonbenchError(
+            f"--hosts, --servers, --launcher and --hostfile need a distributed kvstore: add --kvstore "
+            f"{DIST_KVSTORES[0]} (or {', '.join(DIST_KVSTORES[1:])})"
+        )
+    if s.launcher not in LAUNCHERS:
+        raise GluonbenchError(f"--launcher {s.launcher!r} is unknown; choose local or ssh")
+    if s.launcher == "ssh":
+        if not s.hostfile:
+            raise GluonbenchError("--launcher ssh needs --hostfile FILE (one host[:port] per line)")
+    elif s.hostfile:
+        raise GluonbenchError("--hostfile goes with --launcher ssh; --launcher local runs every process here")
+    if s.port is not None and not 1024 <= s.port <= 65535:
+        raise GluonbenchError(f"--port {s.port} is out of range; use 1024..65535 (or leave it out: a free one)")
+    if s.diagnose_rank is None or s.diagnose_rank < 0:
+        raise GluonbenchError(f"--diagnose-rank must be 0 or more (got {s.diagnose_rank})")
+    if s.diagnose_rank and not (dist and s.diagnose):
+        raise GluonbenchError("--diagnose-rank goes with --diagnose and a dist_* kvstore")
+    if dist and s.diagnose and s.diagnose_rank >= min(s.hosts):
+        raise GluonbenchError(
+            f"--diagnose-rank {s.diagnose_rank}: the smallest job has {min(s.hosts)} worker(s) "
+            f"(ranks 0..{min(s.hosts) - 1}); choose one of those"
+        )
