@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gluonbench.config import IoSettings, SweepSettings
+from gluonbench.config import IoSettings, SweepSettings, check_types
 from gluonbench.engine.diagnosis import Diagnosis, diagnose, diagnose_workload
 from gluonbench.engine.isolation import run_isolated
 from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
@@ -87,15 +87,9 @@ def sweep(
         store = RunStore(resume)
         saved = store.read_settings()
         settings = SweepSettings.from_dict(saved["settings"])
-        done = {
-            (int(r["spec"]["workers"]), int(r["spec"]["repeat"]))
-            for r in store.records()
-            if r.get("kind", "run") == "run"
-        }
     elif settings is None:
         raise GluonbenchError("sweep needs settings, or resume= a run folder")
-    else:
-        done = set()
+    check_types(settings)
     settings.check()
     sizes = check_inputs(settings)
     cores = os.cpu_count() or 1
@@ -103,13 +97,52 @@ def sweep(
     if over:
         log.warning("worker counts %s exceed the %d logical cores here; expect no gain past %d", over, cores, cores)
     if resume is None:
+        check_out(out)
         store = RunStore(new_run_dir(out, settings.label()))
         store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": environment()})
+    with store.lock():
+        return _sweep_locked(store, settings, sizes, resume is not None, on_result, on_progress)
+
+
+def check_out(out: str | Path) -> Path:
+    """``--out`` is a folder that exists or can be made, and is writable; checked before anything is created."""
+    out = Path(out)
+    probe = out
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise GluonbenchError(f"--out {out}: {probe} is a file, not a folder; choose a folder for the run folders")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise GluonbenchError(f"--out {out}: cannot write in {probe} (permission denied); choose a writable folder")
+    return out
+
+
+def _sweep_locked(
+    store: RunStore,
+    settings: SweepSettings,
+    sizes: dict[str, int],
+    resuming: bool,
+    on_result: OnResult | None,
+    on_progress: OnProgress | None,
+) -> tuple[Path, SweepSummary]:
+    done: set[tuple[int, int]] = set()
+    if resuming:
+        store.recover_tail()
+        done = {
+            (int(r["spec"]["workers"]), int(r["spec"]["repeat"]))
+            for r in store.records()
+            if r.get("kind", "run") == "run"
+        }
     todo = [s for s in settings.specs() if s.key not in done]
     if done:
         log.info("resuming %s: %d run(s) done, %d to go", store.path, len(done), len(todo))
+    store.reserve(len(todo))
     total_steps = steps_per_run(settings, sizes)
     planned = total_steps * len(todo) if total_steps else None
+    finished = False
+    summary = None
     try:
         for n, spec in enumerate(todo):
             base = n * (total_steps or 0)
@@ -125,11 +158,16 @@ def sweep(
             store.append(result)
             if on_result is not None:
                 on_result(result)
+        finished = True
     finally:
-        if store.runs_path.exists():
-            summary = write_reports(store.path)
-        else:
-            summary = None
+        if store.runs_path.exists() and store.runs_path.stat().st_size:
+            try:
+                summary = write_reports(store.path)
+            except GluonbenchError:
+                if finished:
+                    raise
+                # the error already on its way (disk full, Ctrl-C) is the one to report
+                log.info("reports of %s not rebuilt", store.path, exc_info=True)
     if summary is None:
         raise GluonbenchError(f"no run finished; see the logs under {store.path / 'logs'}")
     return store.path, summary

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import signal
 import sys
@@ -523,7 +524,6 @@ def _thresholds(items: list[str]):
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from gluonbench.engine.context import check_ctx
 
@@ -531,14 +531,14 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         raise GluonbenchError(f"--batch-size must be at least 1 (got {args.batch_size})")
     if args.workers < 0:
         raise GluonbenchError(f"--workers must be 0 or more (got {args.workers})")
-    if not args.budget_s >= 2:
+    if not 2 <= args.budget_s < math.inf:
         raise GluonbenchError(f"--budget must be at least 2 seconds (got {args.budget_s:g}); e.g. --budget 60")
     if args.ctx is not None:
         check_ctx(args.ctx)
     if args.json:
-        parent = Path(args.json).resolve().parent
-        if not parent.is_dir():
-            raise GluonbenchError(f"--json {args.json}: folder {parent} does not exist; create it or choose another")
+        from gluonbench.report.store import check_writable_file
+
+        check_writable_file(args.json, "--json")  # before the measurement, not after it
     thresholds = _thresholds(args.thresholds)
     options = synthetic_options(args, args.workload)
     source = _source_options(args, options)
@@ -600,7 +600,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise GluonbenchError(f"{args.run_dir} is not a folder; pass a run folder made by gluonbench sweep")
     if not store.runs_path.is_file():
         raise GluonbenchError(f"{args.run_dir} has no runs.jsonl; pass a run folder made by gluonbench sweep")
-    if any(r.get("kind") == "io" for r in store.records()):
+    if any(r.get("kind") == "io" for r in store.require_records()):
         from gluonbench.report import io_export
 
         io_summary = io_export.write_io_reports(store.path)

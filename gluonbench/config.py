@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -63,20 +64,109 @@ class SweepSettings:
         return coerce(cls(), data, source="settings")
 
     def check(self) -> SweepSettings:
+        check_types(self)
+        check_name(self.name, "--name")
         for name in ("batch_size", "epochs", "repeat"):
             if getattr(self, name) < 1:
                 raise GluonbenchError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
         if self.max_batches is not None and self.max_batches < 1:
             raise GluonbenchError(f"--max-batches must be at least 1 (got {self.max_batches})")
+        if self.eval_workers is not None and self.eval_workers < 0:
+            raise GluonbenchError(f"--eval-workers must be 0 or more (got {self.eval_workers})")
+        if any(w < 0 for w in self.workers):
+            raise GluonbenchError(f"--workers must be 0 or more (got {list(self.workers)})")
+        check_seconds(self.timeout_s, "--timeout")
+        check_seconds(self.diagnose_budget_s, "--diagnose-budget")
         if self.timeout_s <= 0:
             raise GluonbenchError(f"--timeout must be positive (got {self.timeout_s})")
         if self.diagnose and not self.diagnose_budget_s >= 2:
             raise GluonbenchError(f"--diagnose-budget must be at least 2 seconds (got {self.diagnose_budget_s:g})")
         if not isinstance(self.options, dict):
             raise GluonbenchError(f"options must be a table of workload options (got {self.options!r})")
+        for key, value in self.options.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise GluonbenchError(f"option {key}={value} is not a finite number; give a finite value")
         if not self.workers:
             raise GluonbenchError("--workers names no worker count; e.g. --workers 0..8")
         return self
+
+
+_INTS = ("batch_size", "epochs", "repeat", "seed")
+_OPTIONAL_INTS = ("max_batches", "eval_workers")
+_FLOATS = ("timeout_s", "diagnose_budget_s")
+_BOOLS = ("thread_pool", "download", "diagnose")
+_STRINGS = ("workload", "ctx")
+_OPTIONAL_STRINGS = ("data_dir", "name")
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_types(settings: SweepSettings) -> None:
+    """Every field has its declared type (the Python API takes no ``"64"`` for 64); one line per mistake."""
+
+    def bad(name: str, want: str, value: Any) -> GluonbenchError:
+        return GluonbenchError(
+            f"setting {name} must be {want} (got {type(value).__name__} {value!r}); "
+            "convert it, or pass strings through config.coerce()"
+        )
+
+    if not isinstance(settings, SweepSettings):
+        raise GluonbenchError(
+            f"settings must be a SweepSettings (got {type(settings).__name__}); e.g. SweepSettings(workers=(0, 2))"
+        )
+    for name in _INTS:
+        if not _whole(getattr(settings, name)):
+            raise bad(name, "a whole number", getattr(settings, name))
+    for name in _OPTIONAL_INTS:
+        value = getattr(settings, name)
+        if value is not None and not _whole(value):
+            raise bad(name, "a whole number or None", value)
+    for name in _FLOATS:
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise bad(name, "a number of seconds", value)
+    for name in _BOOLS:
+        if not isinstance(getattr(settings, name), bool):
+            raise bad(name, "True or False", getattr(settings, name))
+    for name in _STRINGS:
+        if not isinstance(getattr(settings, name), str):
+            raise bad(name, "a string", getattr(settings, name))
+    for name in _OPTIONAL_STRINGS:
+        value = getattr(settings, name)
+        if value is not None and not isinstance(value, str):
+            raise bad(name, "a string or None", value)
+    workers = settings.workers
+    if not isinstance(workers, tuple | list) or not all(_whole(w) for w in workers):
+        raise bad("workers", "a tuple of whole numbers, e.g. (0, 2, 4)", workers)
+
+
+def check_seconds(value: float, what: str) -> float:
+    """A time in seconds: a finite number (``nan`` and ``inf`` are refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise GluonbenchError(f"{what} must be a finite number of seconds (got {value!r})")
+    return value
+
+
+def check_name(name: str | None, what: str) -> str | None:
+    """A run name is a name, never a path: no ``/``, ``\\``, ``..`` or leading dot, no control characters."""
+    if name is None:
+        return None
+    if (
+        not name
+        or "/" in name
+        or "\\" in name
+        or ".." in name
+        or name.startswith((".", "-"))
+        or any(ord(c) < 32 for c in name)
+        or len(name) > 100
+    ):
+        raise GluonbenchError(
+            f"{what} {name!r} must be a plain name (letters, digits, -, _; no '/', '..' or leading '.'), "
+            "e.g. --name w0-8-cpu"
+        )
+    return name
 
 
 def _flag(name: str, source: str) -> str:
@@ -86,7 +176,9 @@ def _flag(name: str, source: str) -> str:
 def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
     if name == "workers":
         if isinstance(raw, list):
-            return tuple(int(v) for v in raw)
+            if not all(_whole(v) for v in raw):
+                raise GluonbenchError(f"{source}: workers must be whole numbers (got {raw!r})")
+            return tuple(raw)
         return tuple(parse_int_list(str(raw), what="--workers" if source == "command line" else f"{source}: workers"))
     if isinstance(current, bool) or name in ("thread_pool", "download", "diagnose"):
         if isinstance(raw, bool):
@@ -106,9 +198,14 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
             raise GluonbenchError(f"{_flag(name, source)} must be a whole number (got {raw!r})") from None
     if name in ("timeout_s", "diagnose_budget_s"):
         try:
-            return float(raw)
+            value = float(raw)
         except (TypeError, ValueError):
             raise GluonbenchError(f"{source}: {name} must be a number of seconds (got {raw!r})") from None
+        return check_seconds(value, _flag(name, source))
+    if name == "options" and not isinstance(raw, dict):
+        raise GluonbenchError(f"{source}: options must be a table of workload options (got {raw!r})")
+    if name in ("workload", "ctx", "data_dir", "name") and raw is not None and not isinstance(raw, str):
+        raise GluonbenchError(f"{_flag(name, source)} must be a string (got {raw!r})")
     return raw
 
 
@@ -127,13 +224,22 @@ def coerce(base: SweepSettings, values: dict[str, Any], source: str) -> SweepSet
 def load_toml(path: str | Path) -> dict[str, Any]:
     """Read a config file; settings live at the top level or under ``[sweep]``."""
     path = Path(path)
+    if path.is_dir():
+        raise GluonbenchError(f"--config {path} is a folder; give a TOML file, e.g. configs/mnist-cpu.toml")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise GluonbenchError(f"--config {path} does not exist; see configs/ for examples") from None
+    except UnicodeDecodeError:
+        raise GluonbenchError(f"--config {path} is not a text file (not UTF-8); give a TOML file") from None
+    except OSError as exc:
+        raise GluonbenchError(f"--config {path} cannot be read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise GluonbenchError(f"--config {path} is not valid TOML ({exc}); fix the file") from None
-    return data.get("sweep", data)
+    table = data.get("sweep", data)
+    if not isinstance(table, dict):
+        raise GluonbenchError(f"--config {path}: [sweep] must be a table of settings")
+    return table
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
@@ -223,6 +329,10 @@ class IoSettings:
             raise GluonbenchError(f"--stage must be read or decode (got {self.stage!r})")
         if self.page_cache not in ("warm", "cold"):
             raise GluonbenchError(f"--page-cache must be warm or cold (got {self.page_cache!r})")
+        check_seconds(self.timeout_s, "--timeout")
+        if self.timeout_s <= 0:
+            raise GluonbenchError(f"--timeout must be positive (got {self.timeout_s})")
+        check_name(self.name, "--name")
         if self.small_bytes > self.large_bytes:
             raise GluonbenchError("--small must not exceed --large")
         if self.file_size > self.small_bytes:
