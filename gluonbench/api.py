@@ -50,6 +50,12 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
     if settings.workload not in workload_names():
         raise GluonbenchError(f"unknown --dataset {settings.workload!r}; choose one of {', '.join(workload_names())}")
     parse_ctx(settings.ctx)
+    check_loader_shm(
+        settings.options,
+        settings.batch_size,
+        max((*settings.workers, settings.eval_workers or 0)),
+        settings.thread_pool,
+    )
     if settings.workload in vision.SPECS:
         folder = vision.locate(settings.workload, settings.data_dir, download=settings.download)
         return vision.validate(folder)
@@ -58,6 +64,13 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
 
         return check_source(settings.options, settings.data_dir)
     return {}
+
+
+def check_loader_shm(options: dict[str, Any] | None, batch_size: int, workers: int, thread_pool: bool) -> None:
+    """Refuse DataLoader worker processes that ``/dev/shm`` is too small for (one line naming the fixes)."""
+    from gluonbench.engine.watchdog import check_shm, sample_bytes
+
+    check_shm(sample_bytes(options) * batch_size, workers, thread_pool)
 
 
 def steps_per_run(settings: SweepSettings, sizes: dict[str, int]) -> int | None:

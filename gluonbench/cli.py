@@ -551,6 +551,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     from gluonbench import api
     from gluonbench.report.diagnosis import to_text
+
+    api.check_loader_shm(options, args.batch_size, args.workers, args.thread_pool)
     from gluonbench.report.store import atomic_write_text
 
     bar = _progress_bar(None, "diagnose", unit="s")

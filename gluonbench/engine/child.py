@@ -72,8 +72,21 @@ def main(argv: list[str]) -> int:
     os.register_at_fork(after_in_child=die_with_parent)  # DataLoader workers die with this process
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from gluonbench.engine.run import RunResult, RunSpec, train_and_eval, utc_now
+    from gluonbench.engine.watchdog import LoaderStalledError, on_stall
 
     spec = RunSpec.from_dict(json.loads(spec_path.read_text()))
+
+    def stalled(message: str) -> None:
+        """A stalled loader ends this process (see watchdog); its result says why."""
+        failed = RunResult(
+            spec=spec.to_dict(),
+            status="failed",
+            error=f"{LoaderStalledError.__name__}: {message}"[:500],
+            finished_utc=utc_now(),
+        )
+        atomic_write_text(result_path, json.dumps(failed.to_dict()))
+
+    on_stall(stalled)
     try:
         result = train_and_eval(spec)
         code = 0

@@ -29,6 +29,7 @@ import psutil
 
 from gluonbench.engine.child import PARENT_ENV
 from gluonbench.engine.run import PROGRESS_ENV, RunResult, RunSpec, utc_now
+from gluonbench.engine.watchdog import FIXES
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +182,8 @@ def run_isolated(
             if status == "ok":
                 rc = proc.returncode
                 why = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
+                if rc == -signal.SIGBUS:
+                    why += f"; SIGBUS is mostly a full /dev/shm: {FIXES}"
                 status, error = "failed", f"child process died ({why}) without a result; see {log_path}"
             result = RunResult(spec=spec.to_dict(), status=status, error=error)
     result.started_utc = result.started_utc or started

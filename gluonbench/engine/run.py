@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from gluonbench.engine.loop import ModelStep, StepTimes, evaluate_accuracy, run_steps
+from gluonbench.engine.watchdog import StallWatchdog
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor import SystemMonitor
 
@@ -197,7 +198,7 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
     np.random.seed(spec.seed)
     eval_workers = spec.workers if spec.eval_workers is None else spec.eval_workers
     monitor = SystemMonitor(interval=spec.monitor_interval).start()
-    train_loader = test_loader = None
+    train_loader = test_loader = dog = None
     try:
         t0 = perf_counter()
         if workload.train_batches is None:
@@ -210,6 +211,7 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
             )
         result.loader_start_s = perf_counter() - t0
         monitor.sample()  # the workers exist now: a run shorter than the interval still sees them
+        dog = StallWatchdog(spec.workers, spec.thread_pool).start()  # a stalled loader fails the run in seconds
 
         net = workload.make_net()
         init = workload.init() if workload.init is not None else mx.init.Xavier(magnitude=2.24)
@@ -232,7 +234,7 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
             if left is not None and left <= 0:
                 break
             if workload.train_batches is None:
-                times.extend(run_steps(train_loader, ctx, step, max_steps=left, on_step=after_step))
+                times.extend(run_steps(dog.watch(train_loader), ctx, step, max_steps=left, on_step=after_step))
                 continue
             batches = workload.train_batches(spec.batch_size, spec.workers, epoch)
             try:
@@ -243,10 +245,12 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
         report(len(times), force=True)
         accuracy, eval_samples = float("nan"), 0
         if test_loader is not None:
-            accuracy, eval_samples = evaluate_accuracy(test_loader, net, ctx, spec.max_batches)
+            accuracy, eval_samples = evaluate_accuracy(dog.watch(test_loader), net, ctx, spec.max_batches)
         eval_end = perf_counter()
         monitor.sample()  # workers still alive: their memory at the end of the run
     finally:
+        if dog is not None:
+            dog.stop()
         for loader in (train_loader, test_loader):
             if loader is not None:
                 close_loader(loader)
