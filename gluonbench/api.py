@@ -112,7 +112,12 @@ def sweep(
     if resume is None:
         check_out(out)
         store = RunStore(new_run_dir(out, settings.label()))
-        store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": environment()})
+        try:
+            store.reserve(len(settings.specs()))
+            store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": environment()})
+        except BaseException:
+            shutil.rmtree(store.path, ignore_errors=True)  # a folder this call made and nothing was measured in
+            raise
     with store.lock():
         return _sweep_locked(store, settings, sizes, resume is not None, on_result, on_progress)
 

@@ -36,18 +36,21 @@ def run_in_tmpfs(
     env: dict[str, str] | None = None,
     timeout: float = 300,
     before: str = "",
+    after: str = "",
 ) -> subprocess.CompletedProcess:
     """``python -m gluonbench ARGS`` with a fresh tmpfs of the given size on each mount point (``{"/dev/shm": "64k"}``).
 
-    ``before`` runs in the namespace after mounting (e.g. filling a disk).
+    ``before`` runs in the namespace after mounting (e.g. filling a disk), ``after`` once gluonbench has
+    exited (e.g. copying files out of the tmpfs, which goes with the namespace); gluonbench's exit code is kept.
     """
     need_mount_ns()
     script = "set -e; " + "".join(
         f"mkdir -p {shlex.quote(point)}; mount -t tmpfs -o size={size} tmpfs {shlex.quote(point)}; "
         for point, size in mounts.items()
     )
-    script += before + "; " if before else ""
-    script += "exec " + shlex.join([sys.executable, "-m", "gluonbench", *args])
+    script += "\n" + (before + "\n" if before else "")
+    script += "set +e\n" + shlex.join([sys.executable, "-m", "gluonbench", *args]) + "\nrc=$?\n"
+    script += (after + "\n" if after else "") + "exit $rc"
     full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     return subprocess.run(
         ["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=timeout, env=full_env, cwd=REPO

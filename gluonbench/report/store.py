@@ -300,10 +300,26 @@ class RunStore:
         object, a run without ``spec.workers``, a figure that is not a number), is
         skipped; one warning names them all.
         """
+        out, skipped = self._read()
+        if skipped:
+            stat = os.stat(self.runs_path)
+            seen = (str(self.runs_path.resolve()), stat.st_size, stat.st_mtime_ns)
+            if seen not in _WARNED:
+                _WARNED.add(seen)
+                shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+                log.warning(
+                    "%s: skipped %d line(s) that are incomplete or corrupt (not gluonbench records): line %s",
+                    self.runs_path,
+                    len(skipped),
+                    shown,
+                )
+        return out
+
+    def _read(self) -> tuple[list[dict[str, Any]], list[str]]:
         if not self.runs_path.is_file():
             if not self.path.is_dir():
                 raise GluonbenchError(f"{self.path} does not exist; pass a run folder made by gluonbench sweep")
-            return []
+            return [], []
         out = []
         skipped: list[str] = []
         try:
@@ -324,30 +340,20 @@ class RunStore:
                 skipped.append(f"{n} ({why})")
                 continue
             out.append(record)
-        stat = os.stat(self.runs_path)
-        seen = (str(self.runs_path.resolve()), stat.st_size, stat.st_mtime_ns)
-        if skipped and seen not in _WARNED:
-            _WARNED.add(seen)
-            shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
-            log.warning(
-                "%s: skipped %d line(s) that are incomplete or corrupt (not gluonbench records): line %s",
-                self.runs_path,
-                len(skipped),
-                shown,
-            )
-        return out
+        return out, skipped
 
     def require_records(self) -> list[dict[str, Any]]:
         """:meth:`records`, refusing a file with none (so a report never overwrites good summaries with nothing)."""
         if not self.runs_path.is_file():
             raise GluonbenchError(f"{self.path} has no {RUNS}; pass a run folder made by gluonbench sweep")
-        records = self.records()
+        records, skipped = self._read()
         if not records:
+            bad = f" ({len(skipped)} line(s), none a valid record)" if skipped else " (it is empty)"
             raise GluonbenchError(
-                f"{self.runs_path} holds no valid record; nothing rebuilt, the existing summaries are left as they "
-                f"were (restore {RUNS} or re-run the sweep)"
+                f"{self.runs_path} holds no valid record{bad}; nothing rebuilt, the existing summaries are left as "
+                f"they were (restore {RUNS} or re-run the sweep)"
             )
-        return records
+        return self.records()
 
 
 _WARNED: set[tuple[str, int, int]] = set()
