@@ -339,6 +339,10 @@ class IoSettings:
             raise GluonbenchError("--file-size must be below --small; the small data set needs several files")
         if self.endpoint_url and not self.s3_uri:
             raise GluonbenchError("--endpoint-url goes with --s3-uri s3://BUCKET/PREFIX")
+        if self.endpoint_url:
+            from gluonbench.sources.s3 import check_endpoint_url
+
+            check_endpoint_url(self.endpoint_url)
         if self.s3_uri and not self.s3_uri.startswith("s3://"):
             raise GluonbenchError(f"--s3-uri {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
         return self
