@@ -153,20 +153,9 @@ def check_name(name: str | None, what: str) -> str | None:
     """A run name is a name, never a path: no ``/``, ``\\``, ``..`` or leading dot, no control characters."""
     if name is None:
         return None
-    if (
-        not name
-        or "/" in name
-        or "\\" in name
-        or ".." in name
-        or name.startswith((".", "-"))
-        or any(ord(c) < 32 for c in name)
-        or len(name) > 100
-    ):
-        raise GluonbenchError(
-            f"{what} {name!r} must be a plain name (letters, digits, -, _; no '/', '..' or leading '.'), "
-            "e.g. --name w0-8-cpu"
-        )
-    return name
+    from gluonbench.validate import plain_name
+
+    return plain_name(name, what, "--name w0-8-cpu")
 
 
 def _flag(name: str, source: str) -> str:
