@@ -59,6 +59,11 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
     if settings.workload in vision.SPECS:
         folder = vision.locate(settings.workload, settings.data_dir, download=settings.download)
         return vision.validate(folder)
+    if settings.workload == "synthetic":
+        from gluonbench.workloads.synthetic import check_options
+
+        check_options(settings.options)
+        return {}
     if settings.workload == "source":
         from gluonbench.workloads.source import check_source
 
@@ -318,6 +323,7 @@ def io_benchmark(
     from gluonbench.sources.store import LocalStore
 
     settings.check()
+    check_out(out)  # before any data set is generated
     if settings.src:
         image_folder(LocalStore(settings.src).list(), settings.src)  # fail fast: a usable image folder
     if settings.s3_uri:

@@ -510,7 +510,7 @@ def _thresholds(items: list[str]):
 
     known = {f.name: f for f in fields(Thresholds)}
     changes: dict[str, Any] = {}
-    for key, raw in parse_overrides(items).items():
+    for key, raw in parse_overrides(items, "--threshold", "rel_ci=0.03").items():
         if key not in known:
             raise GluonbenchError(f"--threshold {key}: unknown; known: {', '.join(known)}")
         kind = int if key == "min_blocks" else float
@@ -518,7 +518,7 @@ def _thresholds(items: list[str]):
             value = kind(raw)
         except ValueError:
             raise GluonbenchError(f"--threshold {key}={raw!r} must be a {kind.__name__}") from None
-        if value <= 0 or (kind is float and key != "rel_ci" and value >= 1):
+        if not math.isfinite(value) or value <= 0 or (kind is float and key != "rel_ci" and value >= 1):
             raise GluonbenchError(f"--threshold {key}={raw} is out of range; shares and fractions lie in (0, 1)")
         changes[key] = value
     return replace(Thresholds(), **changes)
@@ -536,6 +536,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         raise GluonbenchError(f"--budget must be at least 2 seconds (got {args.budget_s:g}); e.g. --budget 60")
     if args.ctx is not None:
         check_ctx(args.ctx)
+    from gluonbench.validate import check_seed
+
+    check_seed(args.seed)
     if args.json:
         from gluonbench.report.store import check_writable_file
 
@@ -549,6 +552,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     if args.workload not in workload_names():
         raise GluonbenchError(f"unknown --dataset {args.workload!r}; choose one of {', '.join(workload_names())}")
+    if args.workload == "synthetic":
+        from gluonbench.workloads.synthetic import check_options
+
+        check_options(options)
 
     from gluonbench import api
     from gluonbench.report.diagnosis import to_text

@@ -79,7 +79,10 @@ class SweepSettings:
         check_seconds(self.diagnose_budget_s, "--diagnose-budget")
         if self.timeout_s <= 0:
             raise GluonbenchError(f"--timeout must be positive (got {self.timeout_s})")
-        if self.diagnose and not self.diagnose_budget_s >= 2:
+        from gluonbench.validate import check_seed
+
+        check_seed(self.seed)
+        if not self.diagnose_budget_s >= 2:
             raise GluonbenchError(f"--diagnose-budget must be at least 2 seconds (got {self.diagnose_budget_s:g})")
         if not isinstance(self.options, dict):
             raise GluonbenchError(f"options must be a table of workload options (got {self.options!r})")
@@ -158,8 +161,13 @@ def check_name(name: str | None, what: str) -> str | None:
     return plain_name(name, what, "--name w0-8-cpu")
 
 
+_FLAGS = {"timeout_s": "--timeout", "diagnose_budget_s": "--diagnose-budget", "workload": "--dataset"}
+
+
 def _flag(name: str, source: str) -> str:
-    return f"--{name.replace('_', '-')}" if source == "command line" else f"{source}: {name}"
+    if source == "command line":
+        return _FLAGS.get(name, f"--{name.replace('_', '-')}")
+    return f"{source}: {name}"
 
 
 def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
@@ -231,12 +239,12 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     return table
 
 
-def parse_overrides(items: list[str]) -> dict[str, str]:
+def parse_overrides(items: list[str], flag: str = "--set", example: str = "batch_size=128") -> dict[str, str]:
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise GluonbenchError(f"--set {item!r}: write KEY=VALUE, e.g. --set batch_size=128")
+            raise GluonbenchError(f"{flag} {item!r}: write KEY=VALUE, e.g. {flag} {example}")
         out[key.strip()] = value.strip()
     return out
 
@@ -322,6 +330,13 @@ class IoSettings:
         if self.timeout_s <= 0:
             raise GluonbenchError(f"--timeout must be positive (got {self.timeout_s})")
         check_name(self.name, "--name")
+        from gluonbench.validate import check_seed
+
+        check_seed(self.seed)
+        if self.mnist_dir is not None and not Path(self.mnist_dir).is_dir():
+            raise GluonbenchError(f"--mnist-dir {self.mnist_dir} is not a folder; give the folder of the MNIST files")
+        if self.src is not None and not Path(self.src).is_dir():
+            raise GluonbenchError(f"--src {self.src} is not a folder; give an image folder (SRC/<class>/*.jpg)")
         if self.small_bytes > self.large_bytes:
             raise GluonbenchError("--small must not exceed --large")
         if self.file_size > self.small_bytes:

@@ -35,6 +35,13 @@ def plain_name(name: str, what: str, example: str) -> str:
     return name
 
 
+def check_seed(seed: int, what: str = "--seed") -> int:
+    """A random seed numpy and MXNet both take: a whole number in 0 .. 2**32 - 1."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise GluonbenchError(f"{what} must be a whole number from 0 to 4294967295 (got {seed!r})")
+    return seed
+
+
 def image_kind(data: bytes | memoryview) -> str | None:
     """The image format ``data`` starts with (JPEG, PNG, BMP, GIF, TIFF, WebP), or None."""
     head = bytes(data[:12])

@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from gluonbench.errors import DataError
+from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.sources.store import LocalStore, safe_key
-from gluonbench.validate import check_image_bytes, outside_of, plain_name
+from gluonbench.validate import check_image_bytes, check_seed, outside_of, plain_name
 
 log = logging.getLogger(__name__)
 
@@ -430,6 +430,7 @@ def pack(
     src, out_dir = Path(src), Path(out_dir)
     if name is not None:
         plain_name(name, "--name", "--name train")
+    check_seed(seed)
     if not src.exists():
         raise DataError(f"SRC {src} does not exist; give an image folder (SRC/<class>/*.jpg) or an IDX folder")
     if not src.is_dir():
@@ -451,7 +452,45 @@ def pack(
         ]
     name = name or (f"{src.name}-{split}" if kind == "idx" else src.name) or "data"
     plain_name(name, "shard name (from SRC; pass --name)", "--name train")
+    made = not out_dir.exists()
     _prepare_out_dir(out_dir, name)
+    try:
+        return _pack(src, out_dir, samples, classes, input_bytes, kind, name, shard_size, shuffle, seed, split, t0)
+    except Exception as exc:
+        full = not isinstance(exc, GluonbenchError) and _disk_full(exc, out_dir)
+        if made:
+            shutil.rmtree(out_dir, ignore_errors=True)  # a folder this call made: nothing of a failed pack stays
+        if full:
+            raise DataError(f"disk full at {out_dir}: free some space or choose another OUT_DIR") from None
+        raise
+
+
+def _disk_full(exc: BaseException, where: Path) -> bool:
+    """A write failed for lack of space (MXNet's writer says only "FileStream.Write incomplete")."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    try:
+        return "Write incomplete" in str(exc) or shutil.disk_usage(where).free < (1 << 20)
+    except OSError:
+        return False
+
+
+def _pack(
+    src: Path,
+    out_dir: Path,
+    samples: list[Sample],
+    classes: list[str],
+    input_bytes: int,
+    kind: str,
+    name: str,
+    shard_size: int,
+    shuffle: bool,
+    seed: int,
+    split: str,
+    t0: float,
+) -> PackResult:
     listed = perf_counter() - t0
     from gluonbench._mx import mx  # after the checks: bad input fails fast
     from gluonbench.engine.run import utc_now

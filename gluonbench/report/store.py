@@ -175,9 +175,14 @@ class RunStore:
         if not path.is_file():
             raise GluonbenchError(f"{self.path} has no {SETTINGS}; is it a gluonbench run folder?")
         try:
-            return json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise GluonbenchError(f"{path} is not valid JSON ({exc.msg}); restore it or start a new sweep") from exc
+            data = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise GluonbenchError(f"{path} is not valid JSON ({exc}); restore it or start a new sweep") from None
+        except OSError as exc:
+            raise GluonbenchError(f"cannot read {path}: {exc.strerror}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("settings", {}), dict):
+            raise GluonbenchError(f"{path} is not a gluonbench {SETTINGS} (no settings table); restore it")
+        return data
 
     @contextmanager
     def lock(self) -> Iterator[None]:

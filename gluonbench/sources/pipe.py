@@ -36,6 +36,7 @@ import errno
 import fcntl
 import gzip
 import logging
+import math
 import os
 import random
 import select
@@ -147,6 +148,12 @@ class StreamOptions:
             )
         if self.threads < 1:
             raise GluonbenchError(f"--threads must be at least 1 (got {self.threads})")
+        for flag, value in (("--open-timeout", self.open_timeout), ("--write-timeout", self.write_timeout)):
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise GluonbenchError(f"{flag} must be a positive, finite number of seconds (got {value!r})")
+        from gluonbench.validate import check_seed
+
+        check_seed(self.seed)
         return self
 
 

@@ -286,6 +286,11 @@ def _coerce_knobs(options: dict[str, Any]) -> SyntheticKnobs:
     return SyntheticKnobs(**values).check()
 
 
+def check_options(options: dict[str, Any]) -> SyntheticKnobs:
+    """The synthetic workload's options, validated (in the parent, before any run starts)."""
+    return _coerce_knobs(options)
+
+
 @register("synthetic")
 def synthetic(data_dir: str | Path | None = None, download: bool = True, **options: Any) -> Workload:
     """The synthetic workload; ``options`` are :class:`SyntheticKnobs` fields (strings are parsed)."""
