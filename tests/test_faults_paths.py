@@ -75,7 +75,9 @@ def test_verify_finds_a_record_that_is_not_an_image(cli, src, tmp_path):
     writer = mx.recordio.MXIndexedRecordIO(str(idx), str(rec), "w")
     writer.write_idx(0, pack_header(0, 0) + b"<html>not found</html>")
     writer.close()
-    shard = ShardEntry(first.rec, first.idx, 1, rec.stat().st_size, hashlib.sha256(rec.read_bytes()).hexdigest(), idx.stat().st_size)
+    shard = ShardEntry(
+        first.rec, first.idx, 1, rec.stat().st_size, hashlib.sha256(rec.read_bytes()).hexdigest(), idx.stat().st_size
+    )
     others = manifest.shards[1:]
     manifest.shards = [shard, *others]
     manifest.records = sum(s.records for s in manifest.shards)
