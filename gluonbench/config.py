@@ -333,10 +333,13 @@ class IoSettings:
         from gluonbench.validate import check_seed
 
         check_seed(self.seed)
-        if self.mnist_dir is not None and not Path(self.mnist_dir).is_dir():
-            raise GluonbenchError(f"--mnist-dir {self.mnist_dir} is not a folder; give the folder of the MNIST files")
-        if self.src is not None and not Path(self.src).is_dir():
-            raise GluonbenchError(f"--src {self.src} is not a folder; give an image folder (SRC/<class>/*.jpg)")
+        for flag, value, want in (
+            ("--mnist-dir", self.mnist_dir, "the folder of the MNIST files"),
+            ("--src", self.src, "an image folder (SRC/<class>/*.jpg)"),
+        ):
+            if value is not None and not Path(value).is_dir():
+                what = "is not a folder" if Path(value).exists() else "does not exist"
+                raise GluonbenchError(f"{flag} {value} {what}; give {want}")
         if self.small_bytes > self.large_bytes:
             raise GluonbenchError("--small must not exceed --large")
         if self.file_size > self.small_bytes:

@@ -48,7 +48,7 @@ def test_sweep_killed_with_sigkill_leaves_no_child_worker_or_temp_folder(tmp_pat
     )
     try:
         me = psutil.Process(sweep.pid)
-        # the child, its watchdog and two workers: four descendants, once the loaders have started
+        # the child and the workers of its train and eval loaders, once the loaders have started
         tree = _wait_for(
             lambda: [p for p in me.children(recursive=True)] if len(me.children(recursive=True)) >= 4 else None,
             120,

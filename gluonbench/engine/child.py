@@ -44,12 +44,20 @@ def die_with_parent(sig: int = signal.SIGKILL) -> bool:
         return False
 
 
-def start_watchdog(lifeline_fd: int, tmp_dir: Path) -> int:
-    """Fork the watchdog that outlives a dead parent just long enough to clean up; return its pid."""
+def start_watchdog(lifeline_fd: int, tmp_dir: Path) -> None:
+    """Fork the watchdog that outlives a dead parent just long enough to clean up.
+
+    It is forked twice, so it is not this process's child: the run's process tree,
+    whose memory and CPU the monitor measures, holds only the run's own processes.
+    It stays in the run's process group, which the parent kills after the run.
+    """
     pid = os.fork()
     if pid:
         os.close(lifeline_fd)
-        return pid
+        os.waitpid(pid, 0)
+        return
+    if os.fork():
+        os._exit(0)
     # the watchdog: nothing but a blocking read; end-of-file means the parent is gone
     try:
         while os.read(lifeline_fd, 1):
