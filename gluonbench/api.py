@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings
+from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings, check_types
 from gluonbench.distributed import is_dist
 from gluonbench.engine.diagnosis import Diagnosis, diagnose, diagnose_workload
 from gluonbench.engine.isolation import run_isolated
@@ -62,6 +62,12 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
     if settings.workload not in workload_names():
         raise GluonbenchError(f"unknown --dataset {settings.workload!r}; choose one of {', '.join(workload_names())}")
     parse_ctx(settings.ctx)
+    check_loader_shm(
+        settings.options,
+        settings.batch_size,
+        max((*settings.workers, settings.eval_workers or 0)),
+        settings.thread_pool,
+    )
     from gluonbench.workloads.vision_zoo import VISION_WORKLOADS, check_vision
 
     if settings.run_workload() in VISION_WORKLOADS:
@@ -69,6 +75,11 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
     if settings.workload in vision.SPECS:
         folder = vision.locate(settings.workload, settings.data_dir, download=settings.download)
         return vision.validate(folder)
+    if settings.workload == "synthetic":
+        from gluonbench.workloads.synthetic import check_options
+
+        check_options(settings.options)
+        return {}
     if settings.workload == "source":
         from gluonbench.workloads.source import check_source
 
@@ -83,6 +94,13 @@ def _write_reports(store: RunStore) -> Any:
     report = load(store.path)
     report.write(store.path)
     return report.summary
+
+
+def check_loader_shm(options: dict[str, Any] | None, batch_size: int, workers: int, thread_pool: bool) -> None:
+    """Refuse DataLoader worker processes that ``/dev/shm`` is too small for (one line naming the fixes)."""
+    from gluonbench.engine.watchdog import check_shm, sample_bytes
+
+    check_shm(sample_bytes(options) * batch_size, workers, thread_pool)
 
 
 def steps_per_run(settings: SweepSettings, sizes: dict[str, int]) -> int | None:
@@ -115,17 +133,9 @@ def sweep(
         store = RunStore(resume)
         saved = store.read_settings()
         settings = SweepSettings.from_dict(saved["settings"])
-        if is_dist(settings.kvstore):
-            return _dist_sweep(settings, out, resume, on_result, on_progress)
-        done = {
-            (int(r["spec"]["workers"]), int(r["spec"]["repeat"]))
-            for r in store.records()
-            if r.get("kind", "run") == "run"
-        }
     elif settings is None:
         raise GluonbenchError("sweep needs settings, or resume= a run folder")
-    else:
-        done = set()
+    check_types(settings)
     settings.check()
     if is_dist(settings.kvstore):
         return _dist_sweep(settings, out, resume, on_result, on_progress)
@@ -135,13 +145,57 @@ def sweep(
     if over:
         log.warning("worker counts %s exceed the %d logical cores here; expect no gain past %d", over, cores, cores)
     if resume is None:
+        check_out(out)
         store = RunStore(new_run_dir(out, settings.label()))
-        store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": environment()})
+        try:
+            store.reserve(len(settings.specs()))
+            store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": environment()})
+        except BaseException:
+            shutil.rmtree(store.path, ignore_errors=True)  # a folder this call made and nothing was measured in
+            raise
+    with store.lock():
+        return _sweep_locked(store, settings, sizes, resume is not None, on_result, on_progress)
+
+
+def check_out(out: str | Path) -> Path:
+    """``--out`` is a folder that exists or can be made, and is writable; checked before anything is created."""
+    out = Path(out)
+    probe = out
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise GluonbenchError(f"--out {out}: {probe} is a file, not a folder; choose a folder for the run folders")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise GluonbenchError(f"--out {out}: cannot write in {probe} (permission denied); choose a writable folder")
+    return out
+
+
+def _sweep_locked(
+    store: RunStore,
+    settings: SweepSettings,
+    sizes: dict[str, int],
+    resuming: bool,
+    on_result: OnResult | None,
+    on_progress: OnProgress | None,
+) -> tuple[Path, SweepSummary]:
+    done: set[tuple[int, int]] = set()
+    if resuming:
+        store.recover_tail()
+        done = {
+            (int(r["spec"]["workers"]), int(r["spec"]["repeat"]))
+            for r in store.records()
+            if r.get("kind", "run") == "run"
+        }
     todo = [s for s in settings.specs() if s.key not in done]
     if done:
         log.info("resuming %s: %d run(s) done, %d to go", store.path, len(done), len(todo))
+    store.reserve(len(todo))
     total_steps = steps_per_run(settings, sizes)
     planned = total_steps * len(todo) if total_steps else None
+    finished = False
+    summary = None
     try:
         for n, spec in enumerate(todo):
             base = n * (total_steps or 0)
@@ -157,8 +211,16 @@ def sweep(
             store.append(result)
             if on_result is not None:
                 on_result(result)
+        finished = True
     finally:
-        summary = _write_reports(store)
+        if store.runs_path.exists() and store.runs_path.stat().st_size:
+            try:
+                summary = _write_reports(store)
+            except GluonbenchError:
+                if finished:
+                    raise
+                # the error already on its way (disk full, Ctrl-C) is the one to report
+                log.info("reports of %s not rebuilt", store.path, exc_info=True)
     if summary is None:
         raise GluonbenchError(f"no run finished; see the logs under {store.path / 'logs'}")
     return store.path, summary
@@ -197,6 +259,7 @@ def run_diagnosis(
             raise GluonbenchError(f"cannot create --out {out}: {exc.strerror}; choose a writable folder") from exc
         if not os.access(out, os.W_OK | os.X_OK):
             raise GluonbenchError(f"cannot write into --out {out}; choose a writable folder")
+    check_loader_shm(settings.options, settings.batch_size, settings.workers, settings.thread_pool)
     d = diagnose_workload(
         settings.workload,
         settings.batch_size,
@@ -360,6 +423,7 @@ def io_benchmark(
     from gluonbench.engine.iocell import IoCell, run_cell
 
     settings.check()
+    check_out(out)  # before any data set is generated
     if settings.src:
         image_folder(LocalStore(settings.src).list(), settings.src)  # fail fast: a usable image folder
     if settings.s3_uri:

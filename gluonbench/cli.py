@@ -358,6 +358,7 @@ def _add_pack(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of --shuffle (default 0)")
     p.add_argument("--name", help="shard file prefix (default: SRC's folder name)")
     p.add_argument("--split", choices=("train", "test"), default="train", help="IDX split to pack (default train)")
+    p.add_argument("--force", action="store_true", help="write into a non-empty OUT_DIR (never into SRC)")
     p.set_defaults(func=cmd_pack)
 
 
@@ -673,7 +674,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
     from gluonbench.units import format_size, parse_size
 
     shard_size = parse_size(args.shard_size, "--shard-size")
-    result = pack(args.src, args.out_dir, shard_size, args.shuffle, args.seed, args.name, args.split)
+    result = pack(args.src, args.out_dir, shard_size, args.shuffle, args.seed, args.name, args.split, args.force)
     m = result.manifest
     print(
         f"packed {m.records} records ({format_size(m.bytes)}) into {len(m.shards)} shard(s) in {result.seconds:.2f} s "

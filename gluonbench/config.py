@@ -5,6 +5,7 @@ are :class:`gluonbench.sources.pipe.StreamOptions`. The library validates (``che
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 from gluonbench.engine.run import RunSpec
 from gluonbench.errors import GluonbenchError
 from gluonbench.ranges import parse_int_list
+from gluonbench.validate import check_seed
 
 
 @dataclass(frozen=True)
@@ -110,17 +112,31 @@ class SweepSettings:
         from gluonbench.engine.context import check_ctx
 
         check_ctx(self.ctx)
+        check_types(self)
+        check_name(self.name, "--name")
         for name in ("batch_size", "epochs", "repeat"):
             if getattr(self, name) < 1:
                 raise GluonbenchError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
         if self.max_batches is not None and self.max_batches < 1:
             raise GluonbenchError(f"--max-batches must be at least 1 (got {self.max_batches})")
+        if self.eval_workers is not None and self.eval_workers < 0:
+            raise GluonbenchError(f"--eval-workers must be 0 or more (got {self.eval_workers})")
+        if any(w < 0 for w in self.workers):
+            raise GluonbenchError(f"--workers must be 0 or more (got {list(self.workers)})")
+        check_seconds(self.timeout_s, "--timeout")
+        check_seconds(self.diagnose_budget_s, "--diagnose-budget")
         if self.timeout_s <= 0:
             raise GluonbenchError(f"--timeout must be positive (got {self.timeout_s})")
-        if self.diagnose and not self.diagnose_budget_s >= 2:
+        from gluonbench.validate import check_seed
+
+        check_seed(self.seed)
+        if not self.diagnose_budget_s >= 2:
             raise GluonbenchError(f"--diagnose-budget must be at least 2 seconds (got {self.diagnose_budget_s:g})")
         if not isinstance(self.options, dict):
             raise GluonbenchError(f"options must be a table of workload options (got {self.options!r})")
+        for key, value in self.options.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise GluonbenchError(f"option {key}={value} is not a finite number; give a finite value")
         if not self.workers:
             raise GluonbenchError("--workers names no worker count; e.g. --workers 0..8")
         self.run_workload()  # vision settings only with image data
@@ -130,8 +146,80 @@ class SweepSettings:
         return self
 
 
+_INTS = ("batch_size", "epochs", "repeat", "seed")
+_OPTIONAL_INTS = ("max_batches", "eval_workers")
+_FLOATS = ("timeout_s", "diagnose_budget_s")
+_BOOLS = ("thread_pool", "download", "diagnose")
+_STRINGS = ("workload", "ctx")
+_OPTIONAL_STRINGS = ("data_dir", "name")
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_types(settings: SweepSettings) -> None:
+    """Every field has its declared type (the Python API takes no ``"64"`` for 64); one line per mistake."""
+
+    def bad(name: str, want: str, value: Any) -> GluonbenchError:
+        return GluonbenchError(
+            f"setting {name} must be {want} (got {type(value).__name__} {value!r}); "
+            "convert it, or pass strings through config.coerce()"
+        )
+
+    if not isinstance(settings, SweepSettings):
+        raise GluonbenchError(
+            f"settings must be a SweepSettings (got {type(settings).__name__}); e.g. SweepSettings(workers=(0, 2))"
+        )
+    for name in _INTS:
+        if not _whole(getattr(settings, name)):
+            raise bad(name, "a whole number", getattr(settings, name))
+    for name in _OPTIONAL_INTS:
+        value = getattr(settings, name)
+        if value is not None and not _whole(value):
+            raise bad(name, "a whole number or None", value)
+    for name in _FLOATS:
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise bad(name, "a number of seconds", value)
+    for name in _BOOLS:
+        if not isinstance(getattr(settings, name), bool):
+            raise bad(name, "True or False", getattr(settings, name))
+    for name in _STRINGS:
+        if not isinstance(getattr(settings, name), str):
+            raise bad(name, "a string", getattr(settings, name))
+    for name in _OPTIONAL_STRINGS:
+        value = getattr(settings, name)
+        if value is not None and not isinstance(value, str):
+            raise bad(name, "a string or None", value)
+    workers = settings.workers
+    if not isinstance(workers, tuple | list) or not all(_whole(w) for w in workers):
+        raise bad("workers", "a tuple of whole numbers, e.g. (0, 2, 4)", workers)
+
+
+def check_seconds(value: float, what: str) -> float:
+    """A time in seconds: a finite number (``nan`` and ``inf`` are refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise GluonbenchError(f"{what} must be a finite number of seconds (got {value!r})")
+    return value
+
+
+def check_name(name: str | None, what: str) -> str | None:
+    """A run name is a name, never a path: no ``/``, ``\\``, ``..`` or leading dot, no control characters."""
+    if name is None:
+        return None
+    from gluonbench.validate import plain_name
+
+    return plain_name(name, what, "--name w0-8-cpu")
+
+
+_FLAGS = {"timeout_s": "--timeout", "diagnose_budget_s": "--diagnose-budget", "workload": "--dataset"}
+
+
 def _flag(name: str, source: str) -> str:
-    return f"--{name.replace('_', '-')}" if source == "command line" else f"{source}: {name}"
+    if source == "command line":
+        return _FLAGS.get(name, f"--{name.replace('_', '-')}")
+    return f"{source}: {name}"
 
 
 def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
@@ -139,7 +227,9 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
         if raw is None:
             return None if name == "gpus" else raw
         if isinstance(raw, list | tuple):
-            return tuple(int(v) for v in raw)
+            if not all(_whole(v) for v in raw):
+                raise GluonbenchError(f"{source}: {name} must be whole numbers (got {raw!r})")
+            return tuple(raw)
         return tuple(parse_int_list(str(raw), what=f"--{name}" if source == "command line" else f"{source}: {name}"))
     if isinstance(current, bool) or name in ("thread_pool", "download", "diagnose"):
         if isinstance(raw, bool):
@@ -172,9 +262,14 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
             raise GluonbenchError(f"{_flag(name, source)} must be a whole number (got {raw!r})") from None
     if name in ("timeout_s", "diagnose_budget_s"):
         try:
-            return float(raw)
+            value = float(raw)
         except (TypeError, ValueError):
             raise GluonbenchError(f"{source}: {name} must be a number of seconds (got {raw!r})") from None
+        return check_seconds(value, _flag(name, source))
+    if name == "options" and not isinstance(raw, dict):
+        raise GluonbenchError(f"{source}: options must be a table of workload options (got {raw!r})")
+    if name in ("workload", "ctx", "data_dir", "name") and raw is not None and not isinstance(raw, str):
+        raise GluonbenchError(f"{_flag(name, source)} must be a string (got {raw!r})")
     return raw
 
 
@@ -193,21 +288,30 @@ def coerce(base: SweepSettings, values: dict[str, Any], source: str) -> SweepSet
 def load_toml(path: str | Path) -> dict[str, Any]:
     """Read a config file; settings live at the top level or under ``[sweep]``."""
     path = Path(path)
+    if path.is_dir():
+        raise GluonbenchError(f"--config {path} is a folder; give a TOML file, e.g. configs/mnist-cpu.toml")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise GluonbenchError(f"--config {path} does not exist; see configs/ for examples") from None
+    except UnicodeDecodeError:
+        raise GluonbenchError(f"--config {path} is not a text file (not UTF-8); give a TOML file") from None
+    except OSError as exc:
+        raise GluonbenchError(f"--config {path} cannot be read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise GluonbenchError(f"--config {path} is not valid TOML ({exc}); fix the file") from None
-    return data.get("sweep", data)
+    table = data.get("sweep", data)
+    if not isinstance(table, dict):
+        raise GluonbenchError(f"--config {path}: [sweep] must be a table of settings")
+    return table
 
 
-def parse_overrides(items: list[str]) -> dict[str, str]:
+def parse_overrides(items: list[str], flag: str = "--set", example: str = "batch_size=128") -> dict[str, str]:
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise GluonbenchError(f"--set {item!r}: write KEY=VALUE, e.g. --set batch_size=128")
+            raise GluonbenchError(f"{flag} {item!r}: write KEY=VALUE, e.g. {flag} {example}")
         out[key.strip()] = value.strip()
     return out
 
@@ -292,6 +396,20 @@ class IoSettings:
             raise GluonbenchError(f"--stage must be read or decode (got {self.stage!r})")
         if self.page_cache not in ("warm", "cold"):
             raise GluonbenchError(f"--page-cache must be warm or cold (got {self.page_cache!r})")
+        check_seconds(self.timeout_s, "--timeout")
+        if self.timeout_s <= 0:
+            raise GluonbenchError(f"--timeout must be positive (got {self.timeout_s})")
+        check_name(self.name, "--name")
+        from gluonbench.validate import check_seed
+
+        check_seed(self.seed)
+        for flag, value, want in (
+            ("--mnist-dir", self.mnist_dir, "the folder of the MNIST files"),
+            ("--src", self.src, "an image folder (SRC/<class>/*.jpg)"),
+        ):
+            if value is not None and not Path(value).is_dir():
+                what = "is not a folder" if Path(value).exists() else "does not exist"
+                raise GluonbenchError(f"{flag} {value} {what}; give {want}")
         if self.small_bytes > self.large_bytes:
             raise GluonbenchError("--small must not exceed --large")
         if self.file_size > self.small_bytes:
@@ -304,6 +422,10 @@ class IoSettings:
             from gluonbench.workloads.vision_zoo import Preset
 
             Preset(self.preset, self.image_size)  # validates both
+        if self.endpoint_url:
+            from gluonbench.data.s3 import check_endpoint_url
+
+            check_endpoint_url(self.endpoint_url)
         if self.s3_uri and not self.s3_uri.startswith("s3://"):
             raise GluonbenchError(f"--s3-uri {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
         return self
@@ -415,20 +537,23 @@ class DiagnoseSettings:
             raise GluonbenchError(f"--batch-size must be at least 1 (got {self.batch_size})")
         if self.workers < 0:
             raise GluonbenchError(f"--workers must be 0 or more (got {self.workers})")
-        if not self.budget_s >= 2:
+        if not 2 <= self.budget_s < math.inf:
             raise GluonbenchError(f"--budget must be at least 2 seconds (got {self.budget_s:g}); e.g. --budget 60")
         if self.ctx is not None:
             check_ctx(self.ctx)
+        check_seed(self.seed)
         if not isinstance(self.thresholds, Thresholds):
             raise GluonbenchError(f"thresholds must be a Thresholds (got {type(self.thresholds).__name__})")
         if not isinstance(self.options, dict):
             raise GluonbenchError(f"options must be a table of workload options (got {self.options!r})")
         if self.json_path:
-            parent = Path(self.json_path).resolve().parent
-            if not parent.is_dir():
-                raise GluonbenchError(
-                    f"--json {self.json_path}: folder {parent} does not exist; create it or choose another"
-                )
+            from gluonbench.report.store import check_writable_file
+
+            check_writable_file(self.json_path, "--json")  # before the measurement, not after it
         if self.workload not in workload_names():
             raise GluonbenchError(f"unknown --dataset {self.workload!r}; choose one of {', '.join(workload_names())}")
+        if self.workload == "synthetic":
+            from gluonbench.workloads.synthetic import check_options
+
+            check_options(self.options)
         return self

@@ -35,7 +35,12 @@ def test_missing_data_offline(cli, tmp_path):
         "0",
         "--out",
         str(tmp_path),
-        env={"GLUONBENCH_DATA": str(tmp_path / "d"), "MXNET_HOME": str(tmp_path / "mx"), "GLUONBENCH_OFFLINE": "1"},
+        env={
+            "GLUONBENCH_DATA": str(tmp_path / "d"),
+            "MXNET_HOME": str(tmp_path / "mx"),
+            "GLUONBENCH_OFFLINE": "1",
+            "GLUONBENCH_PACKAGED_DATA": "0",  # the copy shipped in the package would be found
+        },
     )
     assert_one_clear_line(proc, "mnist not found", str(tmp_path / "d" / "mnist"), "--data-dir")
     assert not list(tmp_path.glob("*Z-sweep*")), "no run folder for a sweep that never started"

@@ -97,7 +97,7 @@ class Thresholds:
             if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
                 kind = "whole number" if whole else "number"
                 raise GluonbenchError(f"threshold {f.name}={value!r} must be a {kind}")
-            if value <= 0 or (not whole and f.name != "rel_ci" and value >= 1):
+            if not math.isfinite(value) or value <= 0 or (not whole and f.name != "rel_ci" and value >= 1):
                 raise GluonbenchError(
                     f"threshold {f.name}={value} is out of range; min_blocks and rel_ci are positive, "
                     "shares and fractions lie in (0, 1)"

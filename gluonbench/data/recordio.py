@@ -38,7 +38,8 @@ from typing import Any
 import numpy as np
 
 from gluonbench.data.store import LocalStore, safe_key
-from gluonbench.errors import DataError
+from gluonbench.errors import DataError, GluonbenchError
+from gluonbench.validate import check_image_bytes, check_seed, outside_of, plain_name
 
 log = logging.getLogger(__name__)
 
@@ -361,6 +362,22 @@ def source_samples(src: str | Path, split: str = "train") -> tuple[list[Sample],
     return samples, layout.classes, layout.total_bytes, "images"
 
 
+def _sample_names(src: Path) -> list[str]:
+    """The image files of ``src`` in the order :func:`source_samples` lists them."""
+    from gluonbench.data.images import image_folder
+
+    return [str(src / o.key) for o, _ in image_folder(LocalStore(src).list(), str(src)).items]
+
+
+def _checked_image(read: Callable[[], bytes], where: str) -> Callable[[], bytes]:
+    def checked() -> bytes:
+        data = read()
+        check_image_bytes(data, where)
+        return data
+
+    return checked
+
+
 def _prepare_out_dir(out_dir: Path, name: str) -> None:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -396,6 +413,7 @@ def pack(
     seed: int = 0,
     name: str | None = None,
     split: str = "train",
+    force: bool = False,
 ) -> PackResult:
     """Pack an image folder (one sub-folder per class) or an IDX data set into RecordIO shards.
 
@@ -403,14 +421,76 @@ def pack(
     label = class index, id = sample index in key order. ``shuffle`` writes the
     records in a seeded random order. Shards close before they would pass
     ``shard_size`` (a single larger record gets a shard of its own).
+
+    ``name`` is a name, never a path. ``out_dir`` may not be ``src`` or inside it,
+    and must be empty unless ``force``; a file named like an image that is not one
+    stops the pack with its name.
     """
     t0 = perf_counter()
     src, out_dir = Path(src), Path(out_dir)
+    if name is not None:
+        plain_name(name, "--name", "--name train")
+    check_seed(seed)
+    if not src.exists():
+        raise DataError(f"SRC {src} does not exist; give an image folder (SRC/<class>/*.jpg) or an IDX folder")
+    if not src.is_dir():
+        raise DataError(f"SRC {src} is not a folder; give an image folder (SRC/<class>/*.jpg) or an IDX folder")
+    outside_of(out_dir, src, "OUT_DIR")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise DataError(f"OUT_DIR {out_dir} is a file; choose a new or empty folder")
+    if out_dir.is_dir() and (out_dir / MANIFEST).exists():
+        raise DataError(f"{out_dir} already holds a packed data set; choose an empty folder or remove it first")
+    if not force and out_dir.is_dir() and any(out_dir.iterdir()):
+        raise DataError(f"OUT_DIR {out_dir} is not empty; choose an empty folder, or pass --force to write into it")
     samples, classes, input_bytes, kind = source_samples(src, split)
     if not samples:
         raise DataError(f"{src} holds no samples; nothing to pack")
+    if kind == "images":
+        samples = [
+            (_checked_image(read, where), label)
+            for (read, label), where in zip(samples, _sample_names(src), strict=True)
+        ]
     name = name or (f"{src.name}-{split}" if kind == "idx" else src.name) or "data"
+    plain_name(name, "shard name (from SRC; pass --name)", "--name train")
+    made = not out_dir.exists()
     _prepare_out_dir(out_dir, name)
+    try:
+        return _pack(src, out_dir, samples, classes, input_bytes, kind, name, shard_size, shuffle, seed, split, t0)
+    except Exception as exc:
+        full = not isinstance(exc, GluonbenchError) and _disk_full(exc, out_dir)
+        if made:
+            shutil.rmtree(out_dir, ignore_errors=True)  # a folder this call made: nothing of a failed pack stays
+        if full:
+            raise DataError(f"disk full at {out_dir}: free some space or choose another OUT_DIR") from None
+        raise
+
+
+def _disk_full(exc: BaseException, where: Path) -> bool:
+    """A write failed for lack of space (MXNet's writer says only "FileStream.Write incomplete")."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    try:
+        return "Write incomplete" in str(exc) or shutil.disk_usage(where).free < (1 << 20)
+    except OSError:
+        return False
+
+
+def _pack(
+    src: Path,
+    out_dir: Path,
+    samples: list[Sample],
+    classes: list[str],
+    input_bytes: int,
+    kind: str,
+    name: str,
+    shard_size: int,
+    shuffle: bool,
+    seed: int,
+    split: str,
+    t0: float,
+) -> PackResult:
     listed = perf_counter() - t0
     from gluonbench._mx import mx  # after the checks: bad input fails fast
     from gluonbench.env import utc_now
@@ -511,7 +591,8 @@ def _walk_shard(path: Path, classes: int) -> list[int]:
     """Start offsets of every record; :class:`DataError` at the first bad record or label."""
     starts = []
     for start, payload in iter_records(path):
-        header, _ = unpack(payload, f"{path}: record at byte offset {start}")
+        header, image = unpack(payload, f"{path}: record at byte offset {start}")
+        check_image_bytes(image, f"{path}: record at byte offset {start} (id {header.id})")
         label = header.label if isinstance(header.label, float) else header.label[0]
         if not (0 <= label < max(classes, 1) and label == int(label)):
             raise DataError(

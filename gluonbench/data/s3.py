@@ -4,19 +4,64 @@
 (MinIO, a local moto server, ...); without it boto3 goes to AWS with its usual
 credential chain (environment, ``~/.aws``, instance role). Clients are created
 per process (boto3 clients must not cross ``fork``) and shared by threads.
+
+Every call is bounded: a connect timeout of ``CONNECT_TIMEOUT_S``, a read
+timeout of ``READ_TIMEOUT_S`` (``GLUONBENCH_S3_TIMEOUT_S`` overrides both), and
+``ATTEMPTS`` attempts, so an endpoint that accepts connections and never answers
+fails in at most ``ATTEMPTS x (connect + read)`` seconds plus back-off.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from gluonbench.data.store import ObjectInfo, Store, safe_key
 from gluonbench.errors import DataError
 
 log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 60.0
+ATTEMPTS = 3
+TIMEOUT_ENV = "GLUONBENCH_S3_TIMEOUT_S"
+
+
+def timeouts() -> tuple[float, float]:
+    """(connect, read) timeouts in seconds; ``GLUONBENCH_S3_TIMEOUT_S`` caps both."""
+    raw = os.environ.get(TIMEOUT_ENV)
+    if not raw:
+        return CONNECT_TIMEOUT_S, READ_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise DataError(f"{TIMEOUT_ENV}={raw!r} must be a positive number of seconds")
+    return min(CONNECT_TIMEOUT_S, value), value
+
+
+def check_endpoint_url(url: str | None, what: str = "--endpoint-url") -> str | None:
+    """``http(s)://host[:port][/path]`` or None; anything else is one line naming the form to use."""
+    if url is None:
+        return None
+    example = "e.g. http://127.0.0.1:9000"
+    if not isinstance(url, str) or not url or any(c.isspace() for c in url):
+        raise DataError(f"{what} {url!r} is not a URL; {example}")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise DataError(f"{what} {url!r} must start with http:// or https://; {example}")
+    try:
+        port = parts.port
+    except ValueError:
+        raise DataError(f"{what} {url!r} has an invalid port; {example}") from None
+    if not parts.hostname or (port is not None and not 0 < port < 65536):
+        raise DataError(f"{what} {url!r} names no host (or port 0); {example}")
+    return url
 
 
 @dataclass(frozen=True)
@@ -47,16 +92,37 @@ def make_client(endpoint_url: str | None = None, max_pool: int = 32):
         from botocore.config import Config
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise DataError("S3 sources need boto3: pip install 'gluonbench[s3]' (or pip install boto3)") from exc
+    check_endpoint_url(endpoint_url)
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    config = Config(max_pool_connections=max_pool, retries={"max_attempts": 3, "mode": "standard"})
+    connect, read = timeouts()
+    config = Config(
+        max_pool_connections=max_pool,
+        retries={"max_attempts": ATTEMPTS, "mode": "standard"},
+        connect_timeout=connect,
+        read_timeout=read,
+    )
     return boto3.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
 
 
 def _explain(exc: Exception, uri: str, endpoint_url: str | None) -> DataError:
     """One line naming the problem and the fix for a boto3/botocore failure."""
-    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+    from botocore.exceptions import (
+        ClientError,
+        ConnectTimeoutError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        ReadTimeoutError,
+    )
 
     where = f" at {endpoint_url}" if endpoint_url else ""
+    if isinstance(exc, ReadTimeoutError):
+        read = timeouts()[1]
+        return DataError(
+            f"the S3 endpoint{where} accepted the connection but did not answer {uri} within {read:g} s "
+            f"({ATTEMPTS} attempts); check --endpoint-url and the server"
+        )
+    if isinstance(exc, ConnectTimeoutError):
+        return DataError(f"cannot connect to the S3 endpoint{where} for {uri} (timed out); check --endpoint-url")
     if isinstance(exc, NoCredentialsError):
         return DataError(f"no AWS credentials for {uri}; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile")
     if isinstance(exc, EndpointConnectionError):
@@ -79,7 +145,7 @@ class S3Store(Store):
     def __init__(self, uri: str, endpoint_url: str | None = None) -> None:
         self.location = parse_s3_uri(uri)
         self.uri = str(self.location)
-        self.endpoint_url = endpoint_url
+        self.endpoint_url = check_endpoint_url(endpoint_url)
         self._client = None
         self._pid = 0
         self._lock = threading.Lock()

@@ -6,7 +6,10 @@ Look-up order for a data set ``NAME``:
 2. ``$GLUONBENCH_DATA/NAME``;
 3. MXNet's own cache, ``$MXNET_HOME/datasets/NAME`` (default ``~/.mxnet``);
 4. system copies, e.g. Debian's ``/usr/share/datasets/fashion-mnist``;
-5. a download into MXNet's cache through gluon (unless ``download=False`` or
+5. the copy shipped inside gluonbench (MNIST only: ``gluonbench/data/mnist``,
+   CC BY-SA 3.0, see its README), used only when every file matches gluon's
+   SHA-1 list; ``GLUONBENCH_PACKAGED_DATA=0`` skips it;
+6. a download into MXNet's cache through gluon (unless ``download=False`` or
    ``$GLUONBENCH_OFFLINE`` is set).
 
 A folder counts when it holds the four IDX files (gzipped or not). Their
@@ -30,6 +33,9 @@ from gluonbench.errors import DataError
 
 log = logging.getLogger(__name__)
 
+PACKAGED = Path(__file__).resolve().parent
+"""Data sets shipped inside gluonbench (``PACKAGED / "mnist"``)."""
+PACKAGED_ENV = "GLUONBENCH_PACKAGED_DATA"
 TRAIN_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")
 TEST_FILES = ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
 
@@ -89,6 +95,9 @@ def candidate_dirs(name: str, data_dir: str | Path | None = None) -> list[tuple[
         found.append(("$GLUONBENCH_DATA", Path(env) / name))
     found.append(("MXNet cache", mxnet_cache_dir(name)))
     found.extend(("system copy", Path(d)) for d in spec.system_dirs)
+    packaged = PACKAGED / name
+    if packaged.is_dir() and os.environ.get(PACKAGED_ENV, "1") != "0":
+        found.append(("packaged copy", packaged))
     return found
 
 
@@ -105,6 +114,11 @@ def locate(name: str, data_dir: str | Path | None = None, download: bool = True)
     candidates = candidate_dirs(name, data_dir)
     for origin, folder in candidates:
         if is_complete(folder):
+            if origin == "packaged copy" and not (
+                _sha1_matches(name, folder, TRAIN_FILES) and _sha1_matches(name, folder, TEST_FILES)
+            ):
+                log.warning("the copy of %s shipped in %s does not match gluon's SHA-1 list; not used", name, folder)
+                continue
             log.info("using %s from %s (%s)", name, folder, origin)
             return folder
     needed = ", ".join(TRAIN_FILES + TEST_FILES)

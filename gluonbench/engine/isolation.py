@@ -5,6 +5,11 @@ workers share its group. After the child ends, for whatever reason, the whole
 group is killed: a crash, hang or leak in one run cannot leave processes behind
 or stop the sweep. MXNet shared-memory segments (``/dev/shm/mx_*``) that the
 run's processes left are removed too.
+
+If the parent itself dies (``kill -9``), the child and its workers die with it
+(see :mod:`gluonbench.engine.child`: ``PR_SET_PDEATHSIG`` and a watchdog on a
+pipe whose write end only the parent holds), and the run's temporary folder
+``/tmp/gluonbench-run-*`` is removed by that watchdog.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from pathlib import Path
 
 import psutil
 
+from gluonbench.engine.child import PARENT_ENV
 from gluonbench.engine.run import PROGRESS_ENV, RunResult, RunSpec, utc_now
+from gluonbench.engine.watchdog import FIXES
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +95,15 @@ def clean_shm(before: set[str], pids: set[int]) -> list[str]:
     return removed
 
 
+def _read_result(path: Path) -> str | None:
+    try:
+        text = path.read_text()
+        json.loads(text)
+        return text
+    except (OSError, ValueError):
+        return None
+
+
 def run_isolated(
     spec: RunSpec,
     log_path: Path,
@@ -103,21 +119,37 @@ def run_isolated(
     shm_before = shm_entries()
     started = utc_now()
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="gluonbench-run-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="gluonbench-run-", ignore_cleanup_errors=True) as tmp:
         spec_path = Path(tmp) / "spec.json"
         result_path = Path(tmp) / "result.json"
         spec_path.write_text(json.dumps(spec.to_dict()))
         progress_path = Path(tmp) / "progress"
-        env = dict(os.environ, **{PROGRESS_ENV: str(progress_path)})
-        with open(log_path, "ab") as logf:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "gluonbench.engine.child", str(spec_path), str(result_path)],
-                stdin=subprocess.DEVNULL,
-                stdout=logf,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=env,
-            )
+        env = dict(os.environ, **{PROGRESS_ENV: str(progress_path), PARENT_ENV: str(os.getpid())})
+        # the lifeline: the child's watchdog reads end-of-file on it when this process dies, however it dies
+        lifeline_r, lifeline_w = os.pipe()
+        try:
+            with open(log_path, "ab") as logf:
+                proc = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "gluonbench.engine.child",
+                        str(spec_path),
+                        str(result_path),
+                        str(lifeline_r),
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=logf,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=env,
+                    pass_fds=(lifeline_r,),
+                )
+        except BaseException:
+            os.close(lifeline_w)
+            raise
+        finally:
+            os.close(lifeline_r)
         pids = {proc.pid}
         status, error = "ok", None
         try:
@@ -142,12 +174,16 @@ def run_isolated(
             removed = clean_shm(shm_before, pids)
             if removed:
                 log.warning("removed %d shared-memory segment(s) left by the run: %s", len(removed), ", ".join(removed))
-        if status == "ok" and result_path.exists():
-            result = RunResult.from_dict(json.loads(result_path.read_text()))
+            result_text = _read_result(result_path) if status == "ok" else None
+            os.close(lifeline_w)  # the group is dead already: the watchdog went with it
+        if result_text is not None:
+            result = RunResult.from_dict(json.loads(result_text))
         else:
             if status == "ok":
                 rc = proc.returncode
                 why = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
+                if rc == -signal.SIGBUS:
+                    why += f"; SIGBUS is mostly a full /dev/shm: {FIXES}"
                 status, error = "failed", f"child process died ({why}) without a result; see {log_path}"
             result = RunResult(spec=spec.to_dict(), status=status, error=error)
     result.started_utc = result.started_utc or started

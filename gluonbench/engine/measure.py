@@ -105,6 +105,8 @@ class Epochs:
     max_steps: int | None = None
     on_step: Callable[[int], None] | None = None
     """called with the number of steps done so far, after each step"""
+    wrap: Callable[[Any], Any] | None = None
+    """wraps each epoch's batches (e.g. a stall watchdog's ``watch``); the epoch itself is still closed"""
 
     def run(self, opened: Mapping[str, Running], **_: Any) -> Measurement:
         t0 = perf_counter()
@@ -120,10 +122,9 @@ class Epochs:
                 batches = running.epoch(epoch)
                 if running.repeats and left is None:
                     raise ValueError(f"{name}: a repeated batch has no epoch end; give max_steps")
+                fed = batches if self.wrap is None else self.wrap(batches)
                 try:
-                    times = run_steps(
-                        batches, running.pipeline.ctx, running.pipeline.step, max_steps=left, on_step=on_step
-                    )
+                    times = run_steps(fed, running.pipeline.ctx, running.pipeline.step, max_steps=left, on_step=on_step)
                 finally:
                     getattr(batches, "close", lambda: None)()  # a stream stopped early lets go of its input
                 rec.epochs.append(times)

@@ -17,6 +17,7 @@ import numpy as np
 from gluonbench.engine.loop import evaluate_accuracy
 from gluonbench.engine.measure import Epochs, measure
 from gluonbench.engine.scale import ScaleOut
+from gluonbench.engine.watchdog import StallWatchdog
 from gluonbench.env import utc_now
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor import SystemMonitor
@@ -211,6 +212,7 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
     scale = ScaleOut.for_spec(spec, ctx)  # plain single-device unless devices/gpus/kvstore ask for more
     monitor = SystemMonitor(interval=spec.monitor_interval).start()
     test: Any = None
+    dog: StallWatchdog | None = None
     try:
         net = workload.make_net()
         init = workload.init() if workload.init is not None else mx.init.Xavier(magnitude=2.24)
@@ -237,7 +239,10 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
             report(done)
 
         train_start = perf_counter()
-        schedule = Epochs(spec.epochs, spec.max_batches, on_step=after_step)
+        # a stalled loader (e.g. /dev/shm too small for the workers) fails the run in seconds
+        dog = StallWatchdog(spec.workers, spec.thread_pool).start()
+        watch = dog.watch if workload.train_batches is None else None
+        schedule = Epochs(spec.epochs, spec.max_batches, on_step=after_step, wrap=watch)
         record = measure(pipeline, schedule, on_open=lambda: monitor.sample()).records["run"]
         times = record.times
         # the train loader starts inside measure(): its start-up counts as loader start, not training
@@ -247,12 +252,14 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
         report(len(times), force=True)
         accuracy, eval_samples = float("nan"), 0
         if test is not None:
-            accuracy, eval_samples = evaluate_accuracy(test.epoch(0), net, scale.eval_ctx, spec.max_batches)
+            accuracy, eval_samples = evaluate_accuracy(dog.watch(test.epoch(0)), net, scale.eval_ctx, spec.max_batches)
         eval_end = perf_counter()
         if not scale.plain:
             result.extra.update(scale.finish(times, net))
         monitor.sample()  # workers still alive: their memory at the end of the run
     finally:
+        if dog is not None:
+            dog.stop()
         if test is not None:
             test.close()
         system = monitor.stop()

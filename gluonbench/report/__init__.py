@@ -54,7 +54,7 @@ def load(run_dir: str | Path) -> Report:
         raise GluonbenchError(
             f"{run_dir} has no runs.jsonl; pass a run folder made by gluonbench sweep, io or diagnose"
         )
-    records = store.records()
+    records = store.require_records()  # none valid: refuse, leaving the existing exports as they are
     kinds = {r.get("kind", "run") for r in records}
     for report_type in reversed(report_types()):  # io and diagnosis folders first; a sweep's records may lack kind
         if report_type.kind in kinds:

@@ -1,19 +1,31 @@
 """The results store: a folder per sweep with ``runs.jsonl``, one JSON line per finished run.
 
 A line is written with one ``write`` of the whole line, flushed and fsynced as
-soon as the run ends, so a crash or Ctrl-C loses nothing that had finished; a
-torn last line (power loss mid-write) is skipped with a warning on reading.
+soon as the run ends, so a crash or Ctrl-C loses nothing that had finished. A
+torn last line (a writer killed mid-write, power loss) is set aside in
+``runs.jsonl.torn`` before the next append, so a new record never lands on it.
 ``sweep.json`` holds the settings, so ``--resume`` can finish the sweep; every
 export is a pure function of ``runs.jsonl`` and is written atomically.
+
+A sweep locks its folder (``fcntl.flock`` on ``.lock``), so two ``--resume`` of
+one folder cannot run the same runs twice, and reserves disk space for its
+records up front (``fallocate`` with ``FALLOC_FL_KEEP_SIZE``): a disk that fills
+during the sweep cannot cost the record of a run that has been measured. Any
+write that fails for lack of space says ``disk full at PATH``.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import fcntl
 import json
 import logging
 import math
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +36,44 @@ log = logging.getLogger(__name__)
 
 RUNS = "runs.jsonl"
 SETTINGS = "sweep.json"
+TORN = "runs.jsonl.torn"
+LOCK = ".lock"
+RESERVE_PER_RECORD = 64 * 1024
+"""Bytes of disk reserved per run still to record (a record is 1-30 KB, diagnosis included)."""
+
+_FALLOC_FL_KEEP_SIZE = 1
+
+
+def write_error(path: str | Path, exc: OSError) -> GluonbenchError:
+    """A failed write as one line naming the path and the fix (disk full, read-only, no permission)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return GluonbenchError(f"disk full at {path}: free some space (records already written are kept)")
+    if exc.errno == errno.EROFS:
+        return GluonbenchError(f"cannot write {path}: read-only file system; choose a writable --out")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return GluonbenchError(f"cannot write {path}: permission denied; choose a writable folder")
+    if exc.errno == errno.EISDIR:
+        return GluonbenchError(f"cannot write {path}: it is a folder; give a file name")
+    if exc.errno == errno.ENOTDIR:
+        return GluonbenchError(f"cannot write {path}: a parent of it is a file, not a folder")
+    return GluonbenchError(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def check_writable_file(path: str | Path, what: str) -> Path:
+    """Fail now, before any measurement, if ``path`` cannot be written as a file (folder, read-only, missing)."""
+    path = Path(path)
+    if path.is_dir():
+        raise GluonbenchError(f"{what} {path} is a folder; give a file name, e.g. {path / 'diagnosis.json'}")
+    parent = path.resolve().parent
+    if not parent.is_dir():
+        raise GluonbenchError(f"{what} {path}: folder {parent} does not exist; create it or choose another")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
+    except OSError as exc:
+        raise GluonbenchError(f"{what} {path}: {write_error(parent, exc)}") from None
+    os.close(fd)
+    os.unlink(tmp)
+    return path
 
 
 def _umask() -> int:
@@ -35,7 +85,10 @@ def _umask() -> int:
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and ``os.replace``."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise write_error(path, exc) from None
     try:
         # mkstemp makes the file private (0600); a results file gets the mode an ordinary one would
         os.fchmod(fd, 0o666 & ~_umask())
@@ -44,11 +97,13 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from None
         raise
 
 
@@ -91,6 +146,8 @@ def new_run_dir(out: str | Path, name: str) -> Path:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise GluonbenchError(f"cannot create --out {out}: {exc.strerror}; choose a writable folder") from exc
+    if not out.is_dir():
+        raise GluonbenchError(f"--out {out} is not a folder; choose a folder for the run folders")
     for n in range(100):
         path = out / (f"{stamp}-{name}" if n == 0 else f"{stamp}-{name}-{n}")
         try:
@@ -98,6 +155,8 @@ def new_run_dir(out: str | Path, name: str) -> Path:
             return path
         except FileExistsError:
             continue
+        except OSError as exc:
+            raise GluonbenchError(f"cannot create a run folder in --out {out}: {write_error(path, exc)}") from None
     raise GluonbenchError(f"cannot create a fresh run folder under {out}")
 
 
@@ -119,32 +178,228 @@ class RunStore:
         if not path.is_file():
             raise GluonbenchError(f"{self.path} has no {SETTINGS}; is it a gluonbench run folder?")
         try:
-            return json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise GluonbenchError(f"{path} is not valid JSON ({exc.msg}); restore it or start a new sweep") from exc
+            data = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise GluonbenchError(f"{path} is not valid JSON ({exc}); restore it or start a new sweep") from None
+        except OSError as exc:
+            raise GluonbenchError(f"cannot read {path}: {exc.strerror}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("settings", {}), dict):
+            raise GluonbenchError(f"{path} is not a gluonbench {SETTINGS} (no settings table); restore it")
+        return data
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold this folder for one sweep; another process gets a one-line error instead of running twice."""
+        path = self.path / LOCK
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise write_error(path, exc) from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                raise GluonbenchError(
+                    f"{self.path} is in use by another gluonbench sweep (pid {holder}); "
+                    "wait for it to finish, then --resume"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def reserve(self, records: int) -> None:
+        """Reserve disk space for ``records`` more lines of ``runs.jsonl`` (size unchanged).
+
+        Fails with ``disk full at PATH`` now, before anything is measured, when the
+        space is not there. File systems without ``fallocate`` are used as they are.
+        """
+        if records <= 0:
+            return
+        try:
+            fd = os.open(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise write_error(self.runs_path, exc) from None
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fallocate = libc.fallocate
+            fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+            size = os.fstat(fd).st_size
+            if fallocate(fd, _FALLOC_FL_KEEP_SIZE, size, records * RESERVE_PER_RECORD) != 0:
+                err = ctypes.get_errno()
+                if err in (errno.ENOSPC, errno.EDQUOT):
+                    need = records * RESERVE_PER_RECORD // 1024
+                    raise GluonbenchError(
+                        f"disk full at {self.runs_path}: the records of {records} run(s) need about {need} KiB "
+                        "free; free some space or choose another --out"
+                    )
+                log.debug("cannot reserve space for %s: %s", self.runs_path, os.strerror(err))
+        except AttributeError:  # pragma: no cover - a libc without fallocate
+            pass
+        finally:
+            os.close(fd)
+
+    def recover_tail(self) -> int:
+        """Set a torn last line aside in ``runs.jsonl.torn`` and cut it off; return the bytes set aside."""
+        try:
+            fd = os.open(self.runs_path, os.O_RDWR)
+        except FileNotFoundError:
+            return 0
+        except OSError as exc:
+            raise write_error(self.runs_path, exc) from None
+        try:
+            size = os.fstat(fd).st_size
+            if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+                return 0
+            data = os.pread(fd, size, 0)
+            keep = data.rfind(b"\n") + 1
+            torn = data[keep:]
+            aside = self.path / TORN
+            try:
+                with open(aside, "ab") as f:
+                    f.write(torn + b"\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.ftruncate(fd, keep)
+                os.fsync(fd)
+            except OSError as exc:
+                raise write_error(aside, exc) from None
+        finally:
+            os.close(fd)
+        log.warning(
+            "%s ended in a torn line (%d bytes, a writer killed mid-write); set aside in %s, the %s complete "
+            "line(s) before it are kept",
+            self.runs_path,
+            len(torn),
+            aside,
+            data[:keep].count(b"\n"),
+        )
+        return len(torn)
 
     def append(self, record: Any) -> None:
+        """Append one record as one line, fsynced; a failed write leaves the file as it was."""
         line = (dumps(record) + "\n").encode("utf-8")
-        fd = os.open(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.recover_tail()
         try:
-            os.write(fd, line)
+            fd = os.open(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise write_error(self.runs_path, exc) from None
+        size = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(errno.ENOSPC, "short write")
             os.fsync(fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, size)  # no torn line for the next reader
+            except OSError:
+                pass
+            raise write_error(self.runs_path, exc) from None
         finally:
             os.close(fd)
 
     def records(self) -> list[dict[str, Any]]:
-        """Every complete line of ``runs.jsonl``; a torn or corrupt line is skipped with a warning."""
+        """Every valid record of ``runs.jsonl``.
+
+        A torn or corrupt line, or one that is not a gluonbench record (not a JSON
+        object, a run without ``spec.workers``, a figure that is not a number), is
+        skipped; one warning names them all.
+        """
+        out, skipped = self._read()
+        if skipped:
+            stat = os.stat(self.runs_path)
+            seen = (str(self.runs_path.resolve()), stat.st_size, stat.st_mtime_ns)
+            if seen not in _WARNED:
+                _WARNED.add(seen)
+                shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+                log.warning(
+                    "%s: skipped %d line(s) that are incomplete or corrupt (not gluonbench records): line %s",
+                    self.runs_path,
+                    len(skipped),
+                    shown,
+                )
+        return out
+
+    def _read(self) -> tuple[list[dict[str, Any]], list[str]]:
         if not self.runs_path.is_file():
             if not self.path.is_dir():
                 raise GluonbenchError(f"{self.path} does not exist; pass a run folder made by gluonbench sweep")
-            return []
+            return [], []
         out = []
-        with open(self.runs_path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError:
-                    log.warning("%s line %d is incomplete or corrupt; skipped", self.runs_path, n)
-        return out
+        skipped: list[str] = []
+        try:
+            with open(self.runs_path, "rb") as f:
+                lines = f.read().split(b"\n")
+        except OSError as exc:
+            raise GluonbenchError(f"cannot read {self.runs_path}: {exc.strerror}") from None
+        for n, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+                skipped.append(f"{n} (not JSON)")
+                continue
+            why = invalid_record(record)
+            if why:
+                skipped.append(f"{n} ({why})")
+                continue
+            out.append(record)
+        return out, skipped
+
+    def require_records(self) -> list[dict[str, Any]]:
+        """:meth:`records`, refusing a file with none (so a report never overwrites good summaries with nothing)."""
+        if not self.runs_path.is_file():
+            raise GluonbenchError(f"{self.path} has no {RUNS}; pass a run folder made by gluonbench sweep")
+        records, skipped = self._read()
+        if not records:
+            bad = f" ({len(skipped)} line(s), none a valid record)" if skipped else " (it is empty)"
+            raise GluonbenchError(
+                f"{self.runs_path} holds no valid record{bad}; nothing rebuilt, the existing summaries are left as "
+                f"they were (restore {RUNS} or re-run the sweep)"
+            )
+        return self.records()
+
+
+_WARNED: set[tuple[str, int, int]] = set()
+"""runs.jsonl versions already warned about (a report reads the file more than once)."""
+
+_NUMBERS = ("train_s", "eval_s", "accuracy", "samples_per_s", "first_batch_s", "loader_start_s", "wall_s")
+_TABLES = ("steady", "system", "extra", "env", "source")
+
+
+def invalid_record(record: Any) -> str | None:
+    """Why ``record`` is not a usable line of ``runs.jsonl``, or None."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    kind = record.get("kind", "run")
+    if not isinstance(kind, str):
+        return "kind is not a string"
+    if kind != "run":
+        return None
+    spec = record.get("spec")
+    if not isinstance(spec, dict):
+        return "no spec object"
+    for key in ("workers", "repeat"):
+        value = spec.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return f"spec.{key} is not a whole number"
+    if not isinstance(record.get("status", "ok"), str):
+        return "status is not a string"
+    for key in _NUMBERS:
+        value = record.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            return f"{key} is not a number"
+    for key in _TABLES:
+        value = record.get(key)
+        if value is not None and not isinstance(value, dict):
+            return f"{key} is not an object"
+    for key, names in (("steady", ("samples_per_s", "wait_frac")), ("system", ("peak_mem_bytes", "cpu_util_pct"))):
+        for name in names:
+            value = (record.get(key) or {}).get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+                return f"{key}.{name} is not a number"
+    return None

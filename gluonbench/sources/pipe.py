@@ -36,6 +36,7 @@ import errno
 import fcntl
 import gzip
 import logging
+import math
 import os
 import random
 import select
@@ -147,6 +148,12 @@ class StreamOptions:
             )
         if self.threads < 1:
             raise GluonbenchError(f"--threads must be at least 1 (got {self.threads})")
+        for flag, value in (("--open-timeout", self.open_timeout), ("--write-timeout", self.write_timeout)):
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise GluonbenchError(f"{flag} must be a positive, finite number of seconds (got {value!r})")
+        from gluonbench.validate import check_seed
+
+        check_seed(self.seed)
         return self
 
 
@@ -235,8 +242,12 @@ class Producer:
         if path.exists() or path.is_symlink():
             if not stat.S_ISFIFO(path.lstat().st_mode):
                 raise DataError(f"{path} exists and is not a FIFO; remove it or choose another --channel-dir")
-            path.unlink()  # a stale FIFO left by a killed producer
-        os.mkfifo(path, 0o600)
+            # a stale FIFO left by a killed producer: reuse it rather than replace it, so a reader already
+            # blocked in open() on it (a SageMaker-style training job) is connected to this producer
+            os.chmod(path, 0o600)
+            log.info("%s: reusing a stale FIFO (a previous producer was killed)", path)
+        else:
+            os.mkfifo(path, 0o600)
         self._current = path
 
     def _open_writer(self, path: Path) -> int:
@@ -462,9 +473,14 @@ class PipeChannel:
                     continue
                 if n == 0:
                     # a producer that finished unlinked the FIFO before closing it; one that died did not
-                    why = self._producer_died() if path.exists() else None
+                    why = None
+                    if path.exists():
+                        why = self._producer_died() if self.producer is not None else "killed or crashed"
                     if why:
-                        raise PipeError(f"the producer died mid-epoch ({why}) after {got} bytes of {path}")
+                        raise PipeError(
+                            f"the producer died mid-epoch ({why}) after {got} bytes of {path}: it closed the FIFO "
+                            "without finishing the epoch; restart it (gluonbench stream reuses the stale FIFO)"
+                        )
                     return
                 got += n
                 self.bytes_read += n

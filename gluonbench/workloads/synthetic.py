@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import math
 import os
 import shutil
 import tempfile
@@ -77,7 +78,7 @@ class SyntheticKnobs:
                 raise GluonbenchError(f"synthetic option {name} must be a whole number >= {low} (got {value!r})")
         for name in ("record_kb", "read_ms", "cpu_ms"):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0 or value != value:
+            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0 or not math.isfinite(value):
                 raise GluonbenchError(f"synthetic option {name} must be a number >= 0 (got {value!r})")
         if self.record_kb > 64 * 1024:
             raise GluonbenchError(f"synthetic option record_kb={self.record_kb:g} is over 64 MiB a sample; lower it")
@@ -283,6 +284,11 @@ def _coerce_knobs(options: dict[str, Any]) -> SyntheticKnobs:
             raw = float(raw)
         values[name] = raw
     return SyntheticKnobs(**values).check()
+
+
+def check_options(options: dict[str, Any]) -> SyntheticKnobs:
+    """The synthetic workload's options, validated (in the parent, before any run starts)."""
+    return _coerce_knobs(options)
 
 
 @register("synthetic")

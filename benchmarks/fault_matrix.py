@@ -1,0 +1,588 @@
+"""Bad inputs and faults across every subcommand, and how many gluonbench handles well.
+
+The cases are generated from the CLI's own parser: every option of every
+subcommand gets the bad values of its kind (a whole number gets ``x``, ``1.5``
+and ``-1``; a time gets ``nan``, ``inf`` and ``-1``; a path to read gets a
+missing path, a file where a folder belongs and the reverse; a path to write
+gets a file, a path under a file and a folder nothing may write in; a name gets
+``../x`` and ``a/b``; ...), then a list of faults is added: torn and empty
+``runs.jsonl``, broken ``sweep.json`` and configs, a folder in use, a 64 KB
+``/dev/shm``, a full disk, an S3 endpoint that never answers, a ``.jpg`` that is
+not an image, ``kill -9`` of a sweep.
+
+Each case runs ``python -m gluonbench ...`` in a fresh folder (its own
+``TMPDIR``) and is *handled well* when:
+
+* the exit code is 2 (or the code the case documents: 137 for ``kill -9``);
+* stderr is exactly one non-empty line, naming the option (or the path) at fault,
+  with no ``Traceback``;
+* nothing is left behind: no new file in the case's folder or ``TMPDIR``, no
+  process of the case still running; and, once for the whole matrix (cases run
+  side by side), no new MXNet segment in ``/dev/shm``.
+
+    python benchmarks/fault_matrix.py                    # all cases, 3 at a time (about 6 minutes on 2 cores)
+    python benchmarks/fault_matrix.py --only sweep --jobs 1 --json results/benchmarks/fault_matrix.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+MARK = "GLUONBENCH_FAULT_CASE"
+SILENT_S3_TIMEOUT = "1"
+CREDS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+@dataclass
+class Case:
+    """One bad input or fault: the command, the documented exit code and what its one line must name."""
+
+    id: str
+    args: list[str]
+    needle: str
+    """what the one line must name (case-insensitive; ``|`` separates alternatives: the flag or the bad value)"""
+    code: int = 2
+    setup: str = ""
+    """a named preparation of the case folder (see ``prepare``)"""
+    mounts: dict[str, str] = field(default_factory=dict)
+    """tmpfs mounts (point -> size) in a private mount namespace"""
+    env: dict[str, str] = field(default_factory=dict)
+    kill_after_workers: bool = False
+
+
+@dataclass
+class Outcome:
+    id: str
+    command: str
+    ok: bool
+    why: str
+    code: int | None
+    seconds: float
+    stderr: str
+
+
+# -- shared fixtures (made once) ----------------------------------------------------------------
+
+
+def make_fixtures(root: Path) -> dict[str, Path]:
+    from gluonbench.data.images import make_jpeg_folder
+    from gluonbench.data.recordio import pack
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from _io_common import mnist_dir
+
+    fx = {"root": root}
+    fx["jpegs"] = root / "jpegs"
+    make_jpeg_folder(fx["jpegs"], 200_000, 10_000, mnist_dir())
+    fx["packed"] = root / "packed"
+    pack(fx["jpegs"], fx["packed"], shard_size=100_000)
+    fx["mnist"] = Path(mnist_dir())
+    fx["file"] = root / "a-file.txt"
+    fx["file"].write_text("not a folder\n")
+    fx["binary"] = root / "binary.bin"
+    fx["binary"].write_bytes(bytes(range(256)) * 4)
+    fx["empty"] = root / "empty-folder"
+    fx["empty"].mkdir()
+    fx["under_file"] = fx["file"] / "sub"
+    fx["locked"] = root / "locked"
+    fx["locked"].mkdir()
+    fx["locked"].chmod(0o555)
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "+i", str(fx["locked"])], capture_output=True)
+    return fx
+
+
+def release_fixtures(fx: dict[str, Path]) -> None:
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "-i", str(fx["locked"])], capture_output=True)
+    fx["locked"].chmod(0o755)
+
+
+# -- cases generated from the parser -----------------------------------------------------------
+
+BASE = {
+    "sweep": ["--workers", "0", "--max-batches", "2", "--out", "{case}/out"],
+    "diagnose": ["--budget", "2"],
+    "pack": ["{jpegs}", "{case}/out"],
+    "verify": ["{packed}"],
+    "stream": ["{packed}", "--channel", "train", "--channel-dir", "{case}/ch", "--open-timeout", "2"],
+    "io": [
+        "--modes",
+        "file",
+        "--sizes",
+        "small",
+        "--layouts",
+        "files",
+        "--small",
+        "200KB",
+        "--large",
+        "400KB",
+        "--file-size",
+        "20KB",
+        "--epochs",
+        "1",
+        "--out",
+        "{case}/out",
+        "--work-dir",
+        "{case}/work",
+        "--mnist-dir",
+        "{mnist}",
+    ],
+    "report": [],
+}
+
+INT_BAD = ["x", "-1"]
+FLOAT_BAD = ["nan", "inf", "-1"]
+SIZE_BAD = ["nan", "-5MB", "1XB", "0", "inf"]
+NAME_BAD = ["../x", "a/b", ".."]
+READ_DIR_BAD = ["{case}/missing", "{file}", "{binary}"]
+WRITE_DIR_BAD = ["{file}", "{under_file}", "{locked}/x"]
+WRITE_FILE_BAD = ["{empty}", "{under_file}", "{locked}/x.json", "{case}/missing/x.json"]
+URL_BAD = ["ftp://127.0.0.1", "http://:9000", "not a url", "http//127.0.0.1:9000"]
+
+STRING_BAD: dict[tuple[str, str], list[str]] = {
+    ("sweep", "workers"): ["8..0", "a,b", "0..8:0", "-1"],
+    ("sweep", "workload"): ["cifar", ""],
+    ("diagnose", "workload"): ["cifar", ""],
+    ("sweep", "ctx"): ["tpu", "gpu:x", "gpu:-1"],
+    ("diagnose", "ctx"): ["tpu", "gpu:x"],
+    ("sweep", "data_dir"): READ_DIR_BAD,
+    ("diagnose", "data_dir"): READ_DIR_BAD,
+    ("sweep", "uri"): ["{case}/missing", "{file}", "s3://"],
+    ("diagnose", "uri"): ["{case}/missing", "{file}", "s3://"],
+    ("sweep", "endpoint_url"): URL_BAD,
+    ("diagnose", "endpoint_url"): URL_BAD[:2],
+    ("stream", "endpoint_url"): URL_BAD,
+    ("io", "endpoint_url"): URL_BAD[:2],
+    ("sweep", "cache_dir"): ["{file}", "{under_file}"],
+    ("sweep", "name"): [*NAME_BAD, ""],
+    ("io", "name"): NAME_BAD,
+    ("pack", "name"): NAME_BAD,
+    ("sweep", "out"): WRITE_DIR_BAD,
+    ("io", "out"): WRITE_DIR_BAD,
+    ("sweep", "resume"): ["{case}/missing", "{file}", "{empty}"],
+    ("sweep", "config"): ["{case}/missing", "{empty}", "{binary}"],
+    ("sweep", "overrides"): [
+        "nokey",
+        "bogus=1",
+        "batch_size=x",
+        "timeout_s=nan",
+        "timeout_s=inf",
+        "workers=8..0",
+        "name=../x",
+        "epochs=0",
+        "seed=-1",
+    ],
+    ("diagnose", "json"): WRITE_FILE_BAD,
+    ("diagnose", "cache_dir"): ["{file}"],
+    ("diagnose", "thresholds"): ["x", "bogus=1", "rel_ci=nan", "secondary_share=2", "min_blocks=0", "rel_ci=inf"],
+    ("pack", "src"): ["{case}/missing", "{file}", "{empty}"],
+    ("pack", "out_dir"): ["{jpegs}", "{jpegs}/packed", "{file}", "{packed}"],
+    ("pack", "shard_size"): SIZE_BAD,
+    ("verify", "out_dir"): ["{case}/missing", "{file}", "{empty}", "{jpegs}"],
+    ("stream", "src"): ["{case}/missing", "{file}", "{empty}"],
+    ("stream", "channel"): [*NAME_BAD, ""],
+    ("stream", "channel_dir"): ["{file}", "{under_file}"],
+    ("io", "modes"): ["bogus", ""],
+    ("io", "sizes"): ["bogus", ""],
+    ("io", "layouts"): ["bogus", ""],
+    ("io", "small"): SIZE_BAD,
+    ("io", "large"): SIZE_BAD[:3],
+    ("io", "file_size"): SIZE_BAD[:3],
+    ("io", "shard_size"): SIZE_BAD[:3],
+    ("io", "src"): ["{case}/missing", "{file}"],
+    ("io", "s3_uri"): ["http://x", "s3://"],
+    ("io", "work_dir"): ["{file}", "{under_file}"],
+    ("io", "mnist_dir"): ["{case}/missing", "{file}"],
+    ("report", "run_dir"): ["{case}/missing", "{file}", "{empty}"],
+}
+"""Bad values of options that take a string, by (subcommand, dest)."""
+
+CONTEXT = {
+    # options that only mean something beside others
+    ("sweep", "uri"): ["--source", "file"],
+    ("diagnose", "uri"): ["--source", "file"],
+    ("sweep", "endpoint_url"): ["--source", "file", "--uri", "s3://bucket/x"],
+    ("diagnose", "endpoint_url"): ["--source", "file", "--uri", "s3://bucket/x"],
+    ("io", "endpoint_url"): ["--s3-uri", "s3://bucket/x"],
+    ("sweep", "cache_dir"): ["--source", "file", "--uri", "{packed}"],
+    ("diagnose", "cache_dir"): ["--source", "file", "--uri", "{packed}"],
+    ("sweep", "samples"): ["--dataset", "synthetic"],
+    ("stream", "shard_index"): ["--shard-count", "2"],
+    ("stream", "shard_count"): ["--shard-index", "0"],
+}
+SYNTHETIC = {"samples", "record_kb", "read_ms", "cpu_ms", "width", "depth"}
+SKIP = {("sweep", "resume")}  # resume cases replace the base command: generated with the faults below
+
+
+def _flag(action) -> str:
+    return action.option_strings[-1] if action.option_strings else action.dest
+
+
+def _needle(action) -> str:
+    """What the one line must name: the flag without dashes and a trailing -s, or the positional's value."""
+    flag = _flag(action).lstrip("-")
+    return flag.removesuffix("-s") if flag.endswith("-s") else flag
+
+
+def parser_cases() -> list[Case]:
+    from gluonbench.cli import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    cases: list[Case] = []
+    for command, sp in sub.choices.items():
+        for action in sp._actions:
+            if action.dest in ("help",) or action.nargs == 0 or (command, action.dest) in SKIP:
+                continue
+            key = (command, action.dest)
+            if action.choices:
+                values = ["bogus"]
+            elif key in STRING_BAD:
+                values = STRING_BAD[key]
+            elif action.type is int:
+                values = INT_BAD + (["4294967296"] if action.dest == "seed" else [])
+            elif action.type is float:
+                values = FLOAT_BAD
+            else:
+                print(f"no bad values for {command} {_flag(action)}", file=sys.stderr)
+                continue
+            context = list(CONTEXT.get(key, []))
+            if command in ("sweep", "diagnose") and action.dest in SYNTHETIC and action.dest != "samples":
+                context = ["--dataset", "synthetic", "--samples", "256"]
+            for n, value in enumerate(values):
+                base = list(BASE[command])
+                if not action.option_strings:  # a positional: replace the base's
+                    positionals = [a.dest for a in sp._actions if not a.option_strings and a.dest != "help"]
+                    i = positionals.index(action.dest)
+                    base = ([*base[:i], value, *base[i + 1 :]]) if base else [value]
+                    args = [command, *base, *context]
+                    needle = "{value}"
+                else:
+                    if action.dest == "out" and "--out" in base:
+                        j = base.index("--out")
+                        del base[j : j + 2]
+                    args = [command, *base, *context, f"{_flag(action)}={value}"]
+                    needle = _needle(action) + (f"|{value}" if value.strip() else "")
+                    if action.dest in ("overrides", "thresholds") and "=" in value:
+                        needle += "|" + value.split("=")[0]
+                if action.dest == "config":
+                    needle = "config"
+                cases.append(Case(f"{command}:{_flag(action)}:{n}", args, needle.replace("{value}", value)))
+    return cases
+
+
+def fault_cases() -> list[Case]:
+    s = BASE["sweep"]
+    cases = [
+        Case("report:torn-only", ["report", "{case}/run"], "runs.jsonl", setup="run:torn-only"),
+        Case("report:not-objects", ["report", "{case}/run"], "no valid record", setup="run:not-objects"),
+        Case("report:empty-runs", ["report", "{case}/run"], "no valid record", setup="run:empty"),
+        Case("report:no-runs", ["report", "{case}/run"], "runs.jsonl", setup="run:no-runs"),
+        Case("resume:corrupt-settings", ["sweep", "--resume", "{case}/run"], "sweep.json", setup="run:bad-json"),
+        Case("resume:settings-not-object", ["sweep", "--resume", "{case}/run"], "sweep.json", setup="run:list"),
+        Case("resume:settings-bad-value", ["sweep", "--resume", "{case}/run"], "batch_size", setup="run:bad-value"),
+        Case("resume:settings-nan", ["sweep", "--resume", "{case}/run"], "timeout", setup="run:nan"),
+        Case("resume:folder-in-use", ["sweep", "--resume", "{case}/run"], "in use", setup="run:locked"),
+        Case("config:invalid-toml", ["sweep", *s, "--config", "{case}/c.toml"], "config", setup="toml:invalid"),
+        Case("config:nan", ["sweep", *s, "--config", "{case}/c.toml"], "timeout", setup="toml:nan"),
+        Case("config:inf", ["sweep", *s, "--config", "{case}/c.toml"], "timeout", setup="toml:inf"),
+        Case("config:sweep-not-table", ["sweep", *s, "--config", "{case}/c.toml"], "config", setup="toml:scalar"),
+        Case("config:string-number", ["sweep", *s, "--config", "{case}/c.toml"], "batch_size", setup="toml:string"),
+        Case("config:float-workers", ["sweep", *s, "--config", "{case}/c.toml"], "workers", setup="toml:workers"),
+        Case("config:options-not-table", ["sweep", *s, "--config", "{case}/c.toml"], "options", setup="toml:options"),
+        Case("shm:sweep-64k", ["sweep", "--workers", "2", "--max-batches", "2", "--out", "{case}/out"], "/dev/shm",
+             mounts={"/dev/shm": "64k"}),
+        Case("shm:diagnose-64k", ["diagnose", "--workers", "2", "--budget", "5"], "/dev/shm", mounts={"/dev/shm": "64k"}),
+        Case("shm:thread-pool-64k", ["sweep", "--workers", "2", "--thread-pool", "--max-batches", "2", "--out",
+             "{case}/out"], "/dev/shm", mounts={"/dev/shm": "64k"}),
+        Case("disk-full:sweep", ["sweep", *s[:-1], "{case}/full"], "disk full", setup="fill:{case}/full",
+             mounts={"{case}/full": "256k"}),
+        Case("disk-full:pack", ["pack", "{jpegs}", "{case}/full/out"], "disk full", setup="fill:{case}/full",
+             mounts={"{case}/full": "256k"}),
+        Case("s3:silent-endpoint-stream", ["stream", "s3://bucket/x", "--channel", "train", "--channel-dir",
+             "{case}/ch", "--endpoint-url", "{silent}"], "did not answer",
+             env={"GLUONBENCH_S3_TIMEOUT_S": SILENT_S3_TIMEOUT, **CREDS}),
+        Case("s3:silent-endpoint-sweep", ["sweep", *s, "--source", "file", "--uri", "s3://bucket/x",
+             "--endpoint-url", "{silent}"], "did not answer", env={"GLUONBENCH_S3_TIMEOUT_S": SILENT_S3_TIMEOUT, **CREDS}),
+        Case("pack:jpg-not-an-image", ["pack", "{case}/src", "{case}/out"], "not one", setup="src:bad-jpg"),
+        Case("verify:truncated-shard", ["verify", "{case}/packed"], ".rec", setup="packed:truncated"),
+        Case("verify:bad-manifest", ["verify", "{case}/packed"], "manifest", setup="packed:bad-manifest"),
+        Case("stream:stale-fifo-no-consumer", ["stream", "{packed}", "--channel", "train", "--channel-dir",
+             "{case}/ch", "--open-timeout", "2"], "no consumer", setup="fifo:stale"),
+        Case("sweep:kill-9", ["sweep", "--workers", "2", "--epochs", "5", "--out", "{case}/out"], "", code=-9,
+             kill_after_workers=True),
+    ]  # fmt: skip
+    return cases
+
+
+# -- running one case ---------------------------------------------------------------------------
+
+
+def prepare(case: Case, folder: Path, fx: dict[str, Path]) -> None:
+    kind, _, arg = case.setup.partition(":")
+    if kind == "run":
+        run = folder / "run"
+        run.mkdir()
+        good = {"settings": {"workers": [0], "max_batches": 2}, "command": "fault_matrix"}
+        settings = {
+            "bad-json": '{"settings": {',
+            "list": "[1, 2]",
+            "bad-value": json.dumps({"settings": {"workers": [0], "batch_size": "x"}}),
+            "nan": '{"settings": {"workers": [0], "timeout_s": NaN}}',
+        }.get(arg, json.dumps(good))
+        (run / "sweep.json").write_text(settings)
+        runs = {"torn-only": '{"spec": {"workers": 0', "not-objects": '[1]\n"x"\n3\n', "empty": ""}
+        if arg in runs:
+            (run / "runs.jsonl").write_text(runs[arg])
+        if arg == "locked":
+            import fcntl
+
+            fd = os.open(run / ".lock", os.O_RDWR | os.O_CREAT)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            case.env["_LOCK_FD"] = str(fd)
+    elif kind == "toml":
+        text = {
+            "invalid": "[sweep\nworkers =",
+            "nan": "timeout_s = nan",
+            "inf": "timeout_s = inf",
+            "scalar": "sweep = 3",
+            "string": "batch_size = 'sixty-four'",
+            "workers": "workers = [1.5]",
+            "options": "options = 3",
+        }[arg]
+        (folder / "c.toml").write_text(text + "\n")
+    elif kind == "src":
+        shutil.copytree(fx["jpegs"], folder / "src")
+        next((folder / "src").glob("*/*.jpg")).write_bytes(b"<html>404</html>")
+    elif kind == "packed":
+        shutil.copytree(fx["packed"], folder / "packed")
+        if arg == "truncated":
+            rec = next((folder / "packed").glob("*.rec"))
+            rec.write_bytes(rec.read_bytes()[:-100])
+        else:
+            (folder / "packed" / "manifest.json").write_text("{")
+    elif kind == "fifo":
+        (folder / "ch").mkdir(mode=0o700)
+        os.mkfifo(folder / "ch" / "train_0", 0o600)
+
+
+def _fill(mounts: dict[str, str]) -> str:
+    return "; ".join(f"dd if=/dev/zero of={shlex.quote(p)}/.fill bs=1k count=240 2>/dev/null" for p in mounts)
+
+
+def _names(line: str, needle: str) -> bool:
+    line = line.lower()
+    return any(n.lower() in line or n.replace("-", "_").lower() in line for n in needle.split("|") if n)
+
+
+def _snapshot(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def _shm() -> set[str]:
+    try:
+        return {n for n in os.listdir("/dev/shm") if n.startswith("mx_")}
+    except OSError:
+        return set()
+
+
+def _ours(case_id: str) -> list[str]:
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if p.environ().get(MARK) == case_id and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(f"{p.pid} {' '.join(p.info['cmdline'] or [])[:80]}")
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def run_case(case: Case, fx: dict[str, Path], work: Path, silent: str, timeout: float) -> Outcome:
+    folder = work / case.id.replace(":", "_").replace("/", "_")
+    folder.mkdir(parents=True)
+    tmp = folder / "tmp"
+    tmp.mkdir()
+    subst = {k: str(v) for k, v in fx.items()} | {"case": str(folder), "silent": silent}
+
+    def fill(text: str) -> str:
+        for k, v in subst.items():
+            text = text.replace("{" + k + "}", v)
+        return text
+
+    case.args = [fill(a) for a in case.args]
+    case.needle = fill(case.needle)
+    mounts = {fill(k): v for k, v in case.mounts.items()}
+    prepare(case, folder, fx)
+    lock_fd = case.env.pop("_LOCK_FD", None)
+    before = _snapshot(folder)
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONUNBUFFERED="1", **{MARK: case.id}, **case.env)
+    env.pop("GLUONBENCH_PROGRESS", None)
+    argv = [sys.executable, "-m", "gluonbench", *case.args]
+    if mounts:
+        script = "set -e; " + "".join(
+            f"mkdir -p {shlex.quote(p)}; mount -t tmpfs -o size={s} tmpfs {shlex.quote(p)}; " for p, s in mounts.items()
+        )
+        if case.setup.startswith("fill:"):
+            script += _fill(mounts) + "; "
+        argv = ["unshare", "-m", "sh", "-c", script + "exec " + shlex.join(argv)]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        argv, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        if case.kill_after_workers:
+            me = psutil.Process(proc.pid)
+            deadline = time.monotonic() + timeout
+            while len(me.children(recursive=True)) < 4 and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.2)
+            os.kill(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _out, err = proc.communicate()
+        err += f"\n[fault_matrix: no answer within {timeout:g} s]"
+    finally:
+        if lock_fd is not None:
+            os.close(int(lock_fd))
+    seconds = time.monotonic() - t0
+    time.sleep(0.5 if not case.kill_after_workers else 3)  # a killed run's watchdog needs a moment
+    why = []
+    lines = [line for line in err.splitlines() if line.strip()]
+    if proc.returncode != case.code:
+        why.append(f"exit {proc.returncode}, expected {case.code}")
+    if "Traceback" in err:
+        why.append("traceback")
+    if case.code == 2:
+        if len(lines) != 1:
+            why.append(f"{len(lines)} lines on stderr")
+        elif case.needle and not _names(lines[0], case.needle):
+            why.append(f"the line does not name {case.needle!r}")
+    left = sorted(_snapshot(folder) - before - {"tmp"})
+    left = [p for p in left if not p.startswith("full")]  # the tmpfs mount point itself
+    if case.kill_after_workers:
+        left = [p for p in left if not p.startswith("out")]  # the sweep's results folder is kept, as documented
+    if left:
+        why.append(f"left behind: {', '.join(left[:3])}")
+    alive = _ours(case.id)
+    if alive:
+        why.append(f"processes left: {alive[:2]}")
+        for line in alive:
+            try:
+                os.kill(int(line.split()[0]), signal.SIGKILL)
+            except OSError:
+                pass
+    return Outcome(
+        case.id, shlex.join(["gluonbench", *case.args]), not why, "; ".join(why), proc.returncode, seconds, err[-600:]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--jobs", type=int, default=3, help="cases run at once (default 3)")
+    ap.add_argument("--only", help="run only cases whose id contains this text")
+    ap.add_argument("--timeout", type=float, default=120, help="seconds a case may take (default 120)")
+    ap.add_argument("--json", help="also write every outcome as JSON")
+    ap.add_argument("--markdown", help="also write the printed report as Markdown")
+    args = ap.parse_args(argv)
+
+    cases = parser_cases() + fault_cases()
+    if args.only:
+        cases = [c for c in cases if args.only in c.id]
+    root = Path(tempfile.mkdtemp(prefix="gb-fault-matrix-"))
+    silent = _silent_endpoint()
+    fx = make_fixtures(root / "fixtures")
+    shm_before = _shm()
+    t0 = time.monotonic()
+    try:
+        with ThreadPoolExecutor(args.jobs) as pool:
+            outcomes = list(pool.map(lambda c: run_case(c, fx, root / "cases", silent[0], args.timeout), cases))
+    finally:
+        release_fixtures(fx)
+        silent[1].close()
+        shutil.rmtree(root, ignore_errors=True)
+    elapsed = time.monotonic() - t0
+    time.sleep(2)
+    shm_left = sorted(_shm() - shm_before)
+    if shm_left:  # checked once for the whole matrix: cases run side by side
+        outcomes.append(Outcome("matrix:/dev/shm", "(all cases)", False, f"/dev/shm left: {shm_left[:3]}", None, 0, ""))
+    good = sum(o.ok for o in outcomes)
+    by_command: dict[str, list[int]] = {}
+    for o in outcomes:
+        tally = by_command.setdefault(o.id.split(":")[0], [0, 0])
+        tally[0] += o.ok
+        tally[1] += 1
+    report = [
+        "# gluonbench fault matrix",
+        "",
+        f"- Command: `python benchmarks/fault_matrix.py {' '.join(argv or sys.argv[1:])}`".rstrip(),
+        f"- Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        f", {platform.platform()}",
+        f"- Date (UTC): {datetime.now(UTC).isoformat(timespec='seconds')}; {elapsed:.0f} s for {len(outcomes)} cases "
+        f"({args.jobs} at a time; the machine was shared with other work)",
+        "",
+        f"**Handled well: {good} / {len(outcomes)} ({100 * good / max(len(outcomes), 1):.0f} %)** "
+        "(one line on stderr naming the problem, exit 2 or the documented code, no traceback, nothing left behind)",
+        "",
+        "| command | handled well | cases |",
+        "|---|---:|---:|",
+        *[f"| {c} | {t[0]} | {t[1]} |" for c, t in sorted(by_command.items())],
+        "",
+    ]
+    failures = [o for o in outcomes if not o.ok]
+    if failures:
+        report += ["## Not handled well", ""]
+        for o in failures:
+            tail = o.stderr.strip().splitlines()[-1:] or [""]
+            report.append(f"- `{o.id}`: {o.why}. `{o.command}` -> {tail[0][:200]}")
+        report.append("")
+    report += ["## Every case", "", "| case | exit | s | the line |", "|---|---:|---:|---|"]
+    for o in outcomes:
+        line = (o.stderr.strip().splitlines() or [""])[-1].replace("|", "\\|")[:160]
+        report.append(f"| `{o.id}` {'' if o.ok else '**(not handled)**'} | {o.code} | {o.seconds:.1f} | {line} |")
+    text = "\n".join(report) + "\n"
+    print(text)
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(text)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(
+            json.dumps(
+                {"handled_well": good, "cases": len(outcomes), "outcomes": [asdict(o) for o in outcomes]}, indent=1
+            )
+        )
+    return 0 if good == len(outcomes) else 1
+
+
+def _silent_endpoint():
+    """An endpoint that accepts TCP connections and never answers (kept open for the whole matrix)."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    return f"http://127.0.0.1:{server.getsockname()[1]}", server
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Small checks shared by the commands: names that must stay names, files that must be what they claim."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gluonbench.errors import DataError, GluonbenchError
+
+_IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\xff\xd8\xff", "JPEG"),
+    (b"\x89PNG\r\n\x1a\n", "PNG"),
+    (b"BM", "BMP"),
+    (b"GIF87a", "GIF"),
+    (b"GIF89a", "GIF"),
+    (b"II*\x00", "TIFF"),
+    (b"MM\x00*", "TIFF"),
+)
+
+
+def plain_name(name: str, what: str, example: str) -> str:
+    """``name`` if it is a plain file-name part: no ``/``, ``\\``, ``..``, leading ``.`` or ``-``, control characters."""
+    if (
+        not isinstance(name, str)
+        or not name
+        or "/" in name
+        or "\\" in name
+        or ".." in name
+        or name.startswith((".", "-"))
+        or any(ord(c) < 32 for c in name)
+        or len(name) > 100
+    ):
+        raise GluonbenchError(
+            f"{what} {name!r} must be a plain name (letters, digits, -, _; no '/', '..' or leading '.'), e.g. {example}"
+        )
+    return name
+
+
+def check_seed(seed: int, what: str = "--seed") -> int:
+    """A random seed numpy and MXNet both take: a whole number in 0 .. 2**32 - 1."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise GluonbenchError(f"{what} must be a whole number from 0 to 4294967295 (got {seed!r})")
+    return seed
+
+
+def image_kind(data: bytes | memoryview) -> str | None:
+    """The image format ``data`` starts with (JPEG, PNG, BMP, GIF, TIFF, WebP), or None."""
+    head = bytes(data[:12])
+    for magic, kind in _IMAGE_MAGIC:
+        if head.startswith(magic):
+            return kind
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WebP"
+    return None
+
+
+def check_image_bytes(data: bytes | memoryview, where: str) -> None:
+    """:class:`DataError` when a file named like an image does not hold one."""
+    if image_kind(data) is None:
+        shown = bytes(data[:8]).hex(" ") or "nothing (empty)"
+        raise DataError(
+            f"{where} is named like an image but is not one (starts with {shown}); remove or replace it, then re-run"
+        )
+
+
+def outside_of(out_dir: Path, src: Path, what: str) -> None:
+    """Refuse ``out_dir`` equal to or inside ``src`` (writing there changes the source for the next run)."""
+    out, source = out_dir.resolve(), src.resolve()
+    if out == source or source in out.parents:
+        raise GluonbenchError(
+            f"{what} {out_dir} is inside the source {src}; its shards would become part of the source. "
+            "Choose a folder outside it"
+        )

@@ -1,0 +1,67 @@
+"""Faults, class 2 (orphans): nothing outlives a run, even when the parent is killed with SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+from conftest import REPO
+
+
+def _wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _alive(pids: set[int]) -> set[int]:
+    out = set()
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                out.add(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def test_sweep_killed_with_sigkill_leaves_no_child_worker_or_temp_folder(tmp_path, no_leaks):
+    """kill -9 of the sweep: the run's child, its DataLoader workers and /tmp/gluonbench-run-* all go."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONUNBUFFERED="1")
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "gluonbench", "sweep", "--workers", "2", "--epochs", "20", "--out", str(tmp_path)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        me = psutil.Process(sweep.pid)
+        # the child and the workers of its train and eval loaders, once the loaders have started
+        tree = _wait_for(
+            lambda: [p for p in me.children(recursive=True)] if len(me.children(recursive=True)) >= 4 else None,
+            120,
+            "the run's workers",
+        )
+        pids = {p.pid for p in tree}
+        run_dirs = list(tmp.glob("gluonbench-run-*"))
+        assert run_dirs, "the run's temporary folder should exist while it runs"
+        os.kill(sweep.pid, signal.SIGKILL)
+        sweep.wait()
+        _wait_for(lambda: not _alive(pids), 10, f"the run's processes {pids} to die with the parent")
+        _wait_for(lambda: not list(tmp.glob("gluonbench-run-*")), 10, "the run's temporary folder to be removed")
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
