@@ -95,6 +95,10 @@ class SystemMonitor:
         self._cpu_by_pid: dict[int, float] = {}
         self._io_by_pid: dict[int, tuple[int, int]] = {}
         self._procs: dict[int, psutil.Process] = {}
+        self.last_pids: list[int] = []
+        """the tree's processes at the latest sample, the root first"""
+        self.mem_by_pid: dict[int, int] = {}
+        """latest PSS (or RSS) per process of the tree, bytes; updated when memory is sampled"""
         self._next_mem = 0.0
         self._lock = threading.Lock()
 
@@ -142,6 +146,7 @@ class SystemMonitor:
             self.pids_seen.add(p.pid)
             self._cpu_by_pid[p.pid] = times.user + times.system
             if memory:
+                self.mem_by_pid[p.pid] = mem
                 mem_total += mem
                 if p.pid == self.pid:
                     mem_main = mem
@@ -157,6 +162,7 @@ class SystemMonitor:
             s.peak_mem_main_bytes = max(s.peak_mem_main_bytes, mem_main)
             s.peak_mem_workers_bytes = max(s.peak_mem_workers_bytes, mem_total - mem_main)
         s.peak_processes = max(s.peak_processes, len(procs))
+        self.last_pids = [p.pid for p in procs]
         cpu = _cpu_vector()
         busy = _busy_pct(cpu, self._last_cpu)
         s.per_core_max_pct = (
