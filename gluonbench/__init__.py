@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["Diagnosis", "__version__", "diagnose", "io_benchmark", "run_once", "sweep"]
+__all__ = ["Diagnosis", "__version__", "diagnose", "io_benchmark", "profile", "run_once", "sweep"]
 
 
 def __getattr__(name: str):
@@ -13,4 +13,8 @@ def __getattr__(name: str):
         from gluonbench import api
 
         return getattr(api, name)
+    if name == "profile":  # the profiler never imports MXNet
+        from gluonbench.profiler.session import profile
+
+        return profile
     raise AttributeError(f"module 'gluonbench' has no attribute {name!r}")
