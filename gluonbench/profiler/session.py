@@ -148,11 +148,11 @@ class Profiler:
 
     def stop(self, exit_code: int | None, interrupted: bool = False) -> ProfileResult:
         """Stop sampling, flush everything, then run the rules and write the report."""
-        end = time.time()
         if self.monitor is not None:
             summary = self.monitor.stop()
             self.meta["sampler_cpu_s"] = round(summary.monitor_cpu_s, 4)
             self.meta["samples"] = summary.samples
+        end = time.time()
         self.writer.close(end)
         self.meta.update(end=end, exit_code=exit_code, interrupted=interrupted)
         self._write_meta()
