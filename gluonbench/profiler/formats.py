@@ -97,7 +97,8 @@ class SystemWriter:
 def read_system(root: Path) -> list[dict[str, Any]]:
     """Every system row under ``root`` (a ``profiler-output`` folder), sorted by time."""
     rows = []
-    for path in sorted((Path(root) / SYSTEM_DIR).glob("*/*.json")):
+    # <YYYYMMDDHH>/<minute>.<node>.json; early Debugger releases wrote the files without the hour folder
+    for path in sorted((Path(root) / SYSTEM_DIR).rglob("*.json")):
         with open(path, encoding="utf-8", errors="replace") as f:
             for n, line in enumerate(f, 1):
                 if not line.strip():
@@ -149,14 +150,35 @@ def parse_trace(text: str) -> list[dict[str, Any]]:
     return events
 
 
+def _epoch_offset_us(events: list[dict[str, Any]]) -> float:
+    """Debugger's timelines hold ``ts`` relative to ``start_time_since_epoch_in_micros`` (a metadata
+    event's argument); gluonbench's and MXNet's hold microseconds since the epoch (offset 0)."""
+    for e in events:
+        if e.get("ph") == "M":
+            start = (e.get("args") or {}).get("start_time_since_epoch_in_micros")
+            if start is not None:
+                return float(start)
+    return 0.0
+
+
 def read_framework(root: Path) -> list[dict[str, Any]]:
-    """Every trace event under ``root/framework`` (gluonbench's, Debugger's and MXNet's dumps)."""
+    """Every trace event under ``root/framework`` (gluonbench's, Debugger's and MXNet's dumps),
+    with ``ts`` in microseconds since the epoch."""
     events = []
     for path in sorted((Path(root) / "framework").rglob("*.json")):
         try:
-            events.extend(e for e in parse_trace(path.read_text(errors="replace")) if isinstance(e, dict))
+            found = [e for e in parse_trace(path.read_text(errors="replace")) if isinstance(e, dict)]
         except OSError as exc:
             log.warning("cannot read %s: %s", path, exc)
+            continue
+        offset = _epoch_offset_us(found)
+        for e in found:
+            if offset and "ts" in e:
+                try:
+                    e["ts"] = float(e["ts"]) + offset
+                except (TypeError, ValueError):
+                    continue
+            events.append(e)
     return events
 
 
