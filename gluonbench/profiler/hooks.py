@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import sys
 import threading
@@ -40,6 +41,20 @@ FLUSH_S = 5.0
 FLUSH_EVENTS = 2048
 
 _perf = time.perf_counter
+
+
+def _text(s: str) -> str:
+    return f'"{s}"' if s.isprintable() and '"' not in s and "\\" not in s else json.dumps(s)
+
+
+def _value(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    return json.dumps(v)
 
 
 class _Recorder:
@@ -86,18 +101,16 @@ class _Recorder:
         with self.lock:
             events, self.events = self.events, []
             self.next_flush = _perf() + FLUSH_S
-            off = self.offset_us
-            out = []
-            for name, cat, t0, t1, args in events:
-                e = {"name": name, "cat": cat, "ph": "X", "ts": round(t0 * 1e6 + off, 1)}
-                e["dur"] = round((t1 - t0) * 1e6, 1)
-                e["pid"] = self.pid
-                e["tid"] = 0
-                if args:
-                    e["args"] = args
-                out.append(e)
+            off, pid = self.offset_us, self.pid
+            # one f-string per event, no json.dumps: names are plain, args are small numbers
+            lines = [
+                f'{{"name":{_text(name)},"cat":"{cat}","ph":"X","ts":{t0 * 1e6 + off:.1f},'
+                f'"dur":{(t1 - t0) * 1e6:.1f},"pid":{pid},"tid":0'
+                + (',"args":{' + ",".join(f'"{k}":{_value(v)}' for k, v in args.items()) + "}}" if args else "}")
+                for name, cat, t0, t1, args in events
+            ]
             try:
-                self.writer.write(out)
+                self.writer.write_lines(lines)
             except OSError as exc:
                 print(f"gluonbench.profiler: cannot write the trace ({exc}); events dropped", file=sys.stderr)
 

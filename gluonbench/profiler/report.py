@@ -67,7 +67,7 @@ def line_chart(
     series = [(n, np.asarray(x, float), np.asarray(y, float)) for n, x, y in series if len(x)]
     if not series:
         return f'<p class="note">{_esc(title)}: no data.</p>'
-    left, right, top, bottom = 60, 150, 22, 30
+    left, right, top, bottom = 60, 200, 22, 30
     pw, ph = width - left - right, height - top - bottom
     x0 = min(float(x.min()) for _, x, _ in series)
     x1 = max(float(x.max()) for _, x, _ in series)

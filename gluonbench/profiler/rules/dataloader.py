@@ -73,4 +73,8 @@ class Dataloader(Rule):
                 "More DataLoader workers than twice the cores: they compete for the CPU and memory; lower "
                 "num_workers to about the core count."
             )
+        if not self.details:
+            return (
+                f"Too few samples while training (need more than patience={self.patience}) to judge the worker count."
+            )
         return "The worker count is in proportion to the cores."
