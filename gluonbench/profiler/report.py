@@ -332,6 +332,33 @@ def _dataloader_section(data: ProfileData, reports: list[RuleReport]) -> str:
     return f"<table>{body}</table>" + "".join(f"<p>{_esc(a)}</p>" for a in advice)
 
 
+def operator_times(events: list[dict[str, Any]], top: int = 15) -> list[tuple[str, int, float]]:
+    """(operator, calls, total seconds) from MXNet profiler ``B``/``E`` pairs, largest first."""
+    open_: dict[tuple[Any, Any, str], list[float]] = {}
+    totals: dict[str, list[float]] = {}
+    for e in events:
+        if e.get("cat") != "operator" or e.get("ph") not in ("B", "E"):
+            continue
+        key = (e.get("pid"), e.get("tid"), str(e.get("name")))
+        if e["ph"] == "B":
+            open_.setdefault(key, []).append(float(e["ts"]))
+        elif open_.get(key):
+            t = totals.setdefault(key[2], [0, 0.0])
+            t[0] += 1
+            t[1] += (float(e["ts"]) - open_[key].pop()) / 1e6
+    return sorted(((k, int(v[0]), v[1]) for k, v in totals.items()), key=lambda r: -r[2])[:top]
+
+
+def _operators_section(data: ProfileData) -> str:
+    ops = operator_times(data.events)
+    if not ops:
+        return '<p class="note">No operator events (run with <code>gluonbench profile --mxnet-profiler</code>).</p>'
+    rows = "".join(
+        f'<tr><td>{_esc(n)}</td><td class="num">{c}</td><td class="num">{1e3 * t:.2f}</td></tr>' for n, c, t in ops
+    )
+    return f"<table><tr><th>Operator</th><th>Calls</th><th>Total ms</th></tr>{rows}</table>"
+
+
 def render_html(data: ProfileData, reports: list[RuleReport]) -> str:
     """The whole report as one HTML string."""
     title = data.root.name
@@ -352,6 +379,8 @@ def render_html(data: ProfileData, reports: list[RuleReport]) -> str:
         _steps_section(data, reports),
         "<h2>DataLoader analysis</h2>",
         _dataloader_section(data, reports),
+        "<h2>Operators (MXNet profiler)</h2>",
+        _operators_section(data),
         "<h2>Timelines</h2>",
     ]
     for node in data.nodes.values():

@@ -172,6 +172,9 @@ def build_report(folder: str | Path, rules: dict[str, dict[str, Any]] | None = N
         target.mkdir(parents=True, exist_ok=True)
         atomic_write_text(target / "rules.json", json.dumps([r.to_dict() for r in reports], indent=2, default=str))
         atomic_write_text(target / "report.html", render_html(data, reports))
+        if any(e.get("cat") == "operator" for e in data.events):
+            # gluonbench's step events and MXNet's operators in one file for Perfetto / chrome://tracing
+            atomic_write_text(target / "trace.json", json.dumps({"traceEvents": data.events}))
     except OSError as exc:
         raise GluonbenchError(f"cannot write the report into {target}: {exc.strerror}; pass a writable --out") from exc
     return reports
