@@ -10,12 +10,40 @@ cache, system copies); nothing is downloaded with --no-download.
 from __future__ import annotations
 
 import argparse
+import mmap
+import os
 import time
 
 from gluonbench import profiler
 from gluonbench._mx import autograd, gluon, mx, nd
 from gluonbench.data import vision
 from gluonbench.workloads.mnist import seed_init, seed_loss, seed_net, seed_transform
+
+
+class DiskBacked:
+    """A dataset whose every sample first reads its 4 KiB record from ``path`` with O_DIRECT (no page
+    cache), as a job reading from cold storage would; the sample itself comes from ``base``."""
+
+    def __init__(self, base, path: str) -> None:
+        self.base, self.path = base, path
+        self.blocks = max(os.path.getsize(path) // 4096, 1)
+        self._pid, self._fd, self._buf = None, -1, None
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __getstate__(self) -> dict:  # workers open their own descriptor
+        return {**self.__dict__, "_pid": None, "_fd": -1, "_buf": None}
+
+    def __getitem__(self, i):
+        if self._pid != os.getpid():  # one descriptor and aligned buffer per (worker) process
+            self._pid, self._fd, self._buf = (
+                os.getpid(),
+                os.open(self.path, os.O_RDONLY | os.O_DIRECT),
+                mmap.mmap(-1, 4096),
+            )
+        os.preadv(self._fd, [self._buf], (i * 7919 % self.blocks) * 4096)
+        return self.base[i]
 
 
 def main() -> int:
@@ -26,11 +54,14 @@ def main() -> int:
     p.add_argument("--eval-batches", type=int, default=20, help="evaluation batches (default 20)")
     p.add_argument("--data-dir", help="folder with the MNIST IDX files")
     p.add_argument("--no-download", action="store_true")
+    p.add_argument("--disk-file", help="read a 4 KiB record per sample from this file with O_DIRECT (cold storage)")
     args = p.parse_args()
 
     mx.random.seed(1)
     folder = vision.locate("mnist", args.data_dir, download=not args.no_download)
     train = vision.load("mnist", folder, train=True).transform(seed_transform)
+    if args.disk_file:
+        train = DiskBacked(train, args.disk_file)
     test = vision.load("mnist", folder, train=False).transform(seed_transform)
     train_loader = gluon.data.DataLoader(train, args.batch_size, shuffle=True, num_workers=args.workers)
     test_loader = gluon.data.DataLoader(test, args.batch_size, shuffle=False, num_workers=args.workers)

@@ -221,3 +221,23 @@ def test_killed_parent_takes_the_program_with_it(scripts, tmp_path, no_leaks):
     assert not alive, alive
     proc.stdout.close()
     proc.stderr.close()
+
+
+def test_python_api_context_manager(tmp_path, no_leaks):
+    import gluonbench
+    from gluonbench import profiler
+
+    with gluonbench.profile(name="api", interval_ms=100, out=str(tmp_path)) as p:
+        assert profiler.enabled()
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
+        for _ in profiler.wrap(range(20)):
+            with profiler.step():
+                time.sleep(0.01)
+        child.wait()
+    assert not profiler.enabled()  # the hooks are off again after the block
+    result = p.result
+    assert result.exit_code == 0 and result.profile_dir.name.endswith("-profile-api")
+    rules = {r.rule: r for r in result.rules}
+    assert rules["StepOutlier"].datapoints == 20
+    assert (result.profile_dir / "report.html").is_file()
+    assert "InputBound" not in result.triggered  # the wait (range) is nothing next to the 10 ms steps

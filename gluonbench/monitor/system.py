@@ -55,6 +55,9 @@ def _cpu_vector() -> list[tuple[float, float, float]]:
     return out
 
 
+SCAN_BUDGET = 0.003
+"""Most of the wall time the scans for new processes in the tree may cost."""
+
 MEMORY_BUDGET = 0.005
 """Most of the wall time the PSS readings may cost; the rest of a sample is far cheaper."""
 
@@ -100,17 +103,27 @@ class SystemMonitor:
         self.mem_by_pid: dict[int, int] = {}
         """latest PSS (or RSS) per process of the tree, bytes; updated when memory is sampled"""
         self._next_mem = 0.0
+        self._next_scan = 0.0
+        self._members: list[psutil.Process] = []
         self._lock = threading.Lock()
 
     # -- sampling ---------------------------------------------------------
-    def _tree(self) -> list[psutil.Process]:
+    def _tree(self, scan: bool = True) -> list[psutil.Process]:
+        """The root and its descendants. ``scan=False`` keeps the members found by the last scan
+        (dropping the dead): finding new descendants reads every process's ``/proc/PID/stat``."""
+        if not scan and self._members:
+            alive = [p for p in self._members if p.is_running()]
+            if alive and alive[0].pid == self.pid:
+                self._members = alive
+                return alive
         try:
             root = self._procs.setdefault(self.pid, psutil.Process(self.pid))
             procs = [root, *root.children(recursive=True)]
         except psutil.Error:
             return []
         # keep Process objects so cpu/io deltas stay per process identity
-        return [self._procs.setdefault(p.pid, p) for p in procs]
+        self._members = [self._procs.setdefault(p.pid, p) for p in procs]
+        return self._members
 
     def sample(self, memory: bool = True) -> None:
         """Take one sample now, e.g. while a short-lived DataLoader's workers are alive."""
@@ -126,7 +139,12 @@ class SystemMonitor:
         if memory is None:
             memory = now >= self._next_mem
         mem_total = mem_main = 0
-        procs = self._tree()
+        # a scan for new descendants reads every process's stat file (milliseconds on a busy
+        # machine): spaced like PSS, to cost at most SCAN_BUDGET of wall time; always with memory
+        scan = memory or now >= self._next_scan
+        procs = self._tree(scan)
+        if scan:
+            self._next_scan = now + max(self.interval, (time.perf_counter() - now) / SCAN_BUDGET)
         for p in procs:
             try:
                 with p.oneshot():

@@ -120,6 +120,8 @@ class Profiler:
             raise GluonbenchError(f"cannot write into {self.dir}: {exc.strerror}; choose a writable --out") from exc
         self.writer = SystemWriter(self.output, settings.node_id, flush_s=min(FLUSH_S, 60.0))
         self.monitor: NodeMonitor | None = None
+        self.result: ProfileResult | None = None
+        """set when the profile is stopped (the ``with gluonbench.profile()`` block has ended)"""
         self.meta: dict[str, Any] = {
             "node_id": settings.node_id,
             "interval_ms": settings.interval_ms,

@@ -31,6 +31,27 @@ def _mean_over(series: list) -> np.ndarray:
     return np.mean([s.values[:n] for s in series], axis=0)
 
 
+def cpu_outside_job(node) -> np.ndarray | None:
+    """Per snapshot, the node's CPU busy % (mean over cores) minus the profiled process tree's share:
+    what other programs on the machine took. None without gluonbench's per-process rows."""
+    procs = list(node.by_dimension("ProcessCPUPercent").values())
+    cores = list(node.by_dimension("CPUUtilization").values())
+    if not procs or not cores:
+        return None
+    n = len(node.snapshots)
+    busy = np.zeros(n)
+    count = np.zeros(n)
+    for s in cores:
+        i = node.snapshot_index(s.ts)
+        np.add.at(busy, i, s.values)
+        np.add.at(count, i, 1)
+    tree = np.zeros(n)
+    for s in procs:
+        np.add.at(tree, node.snapshot_index(s.ts), s.values)
+    have = count > 0
+    return np.clip(busy[have] / count[have] - tree[have] / len(cores), 0.0, 100.0)
+
+
 class OverallSystemUsage(Rule):
     name = "OverallSystemUsage"
     description = "Statistics of system usage per node (per-device metrics averaged over devices); never fires."
@@ -53,6 +74,9 @@ class OverallSystemUsage(Rule):
                     matches = [s for (n, _), s in node.series.items() if n == name]
                     if matches:
                         table[label] = quantiles(matches[0].values)
+            outside = cpu_outside_job(node)
+            if outside is not None:
+                table["CPU % outside the job"] = quantiles(outside)
             for core, s in node.by_dimension("CPUUtilization").items():
                 table[f"CPU % {core}"] = quantiles(s.values)
             for gpu, s in node.by_dimension("GPUUtilization").items():
