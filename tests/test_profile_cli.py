@@ -241,3 +241,21 @@ def test_python_api_context_manager(tmp_path, no_leaks):
     assert rules["StepOutlier"].datapoints == 20
     assert (result.profile_dir / "report.html").is_file()
     assert "InputBound" not in result.triggered  # the wait (range) is nothing next to the 10 ms steps
+
+
+def test_buffered_events_are_written_while_the_script_stalls(tmp_path, monkeypatch):
+    from gluonbench.profiler import hooks
+    from gluonbench.profiler.data import load
+
+    monkeypatch.setattr(hooks, "FLUSH_S", 0.2)
+    monkeypatch.setenv(hooks.PROFILE_ENV, str(tmp_path / "profiler-output"))
+    hooks.reset()
+    try:
+        for _ in hooks.wrap(range(3)):
+            with hooks.step():
+                pass
+        time.sleep(1.0)  # no more events: only the flusher thread can write them
+        assert len(load(tmp_path).steps) == 3
+    finally:
+        monkeypatch.delenv(hooks.PROFILE_ENV)
+        hooks.reset()

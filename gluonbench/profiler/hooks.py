@@ -77,6 +77,14 @@ class _Recorder:
         self.mxnet_state = 0 if os.environ.get(MXNET_ENV) == "1" else -1
         self._open()
         atexit.register(self.close)
+        # a stalled script adds no events: a daemon thread still writes what is buffered
+        self._stop = threading.Event()
+        threading.Thread(target=self._flusher, name="gluonbench-profiler-flush", daemon=True).start()
+
+    def _flusher(self) -> None:
+        while not self._stop.wait(FLUSH_S):
+            if self.events and os.getpid() == self.pid:
+                self.flush()
 
     def _open(self) -> None:
         from datetime import UTC, datetime
@@ -133,6 +141,7 @@ class _Recorder:
     def close(self) -> None:
         if os.getpid() != self.pid:
             return
+        self._stop.set()
         if self.mxnet_state == 1:
             mx = sys.modules.get("mxnet")
             try:
