@@ -20,6 +20,7 @@ from gluonbench.engine.isolation import run_isolated
 from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
+from gluonbench.profiler.session import RunProfile
 from gluonbench.report.export import write_reports
 from gluonbench.report.store import RunStore, atomic_write_text, new_run_dir
 from gluonbench.report.summary import SweepSummary
@@ -74,8 +75,12 @@ def sweep(
     resume: str | Path | None = None,
     on_result: OnResult | None = None,
     on_progress: OnProgress | None = None,
+    profile: bool = False,
 ) -> tuple[Path, SweepSummary]:
     """Run every (worker count, repeat) in its own child process; return the run folder and summary.
+
+    ``profile``: profile each run (system metrics, the profiler rules, a report) into
+    ``RUN_DIR/profiles/``; each run's ``extra["profile"]`` names the rules that fired.
 
     Each finished run is appended to ``runs.jsonl`` at once. With ``resume``, the
     settings come from that folder's ``sweep.json`` (``settings`` is ignored) and
@@ -113,12 +118,16 @@ def sweep(
     try:
         for n, spec in enumerate(todo):
             base = n * (total_steps or 0)
-            result = run_isolated(
-                spec,
-                log_path=store.path / "logs" / f"w{spec.workers}-r{spec.repeat}.log",
-                timeout_s=settings.timeout_s,
-                progress=None if on_progress is None else lambda steps, base=base: on_progress(base + steps, planned),
-            )
+            with RunProfile(store.path / "profiles" if profile else None, f"w{spec.workers}-r{spec.repeat}") as prof:
+                result = run_isolated(
+                    spec,
+                    log_path=store.path / "logs" / f"w{spec.workers}-r{spec.repeat}.log",
+                    timeout_s=settings.timeout_s,
+                    progress=prof.progress(
+                        None if on_progress is None else lambda steps, base=base: on_progress(base + steps, planned)
+                    ),
+                )
+                prof.attach(result)
             result.command = command_line()
             if total_steps:
                 result.spec["steps_planned"] = total_steps

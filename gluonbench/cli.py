@@ -31,6 +31,7 @@ SWEEP_EXAMPLES = """examples:
   gluonbench sweep --config configs/p3.2xlarge.toml --set repeat=3
   gluonbench sweep --resume results/20261122T150000Z-sweep-mnist-cpu
   gluonbench sweep --workers 0,2,4 --diagnose     # the bottleneck (verdict, shares) at each worker count
+  gluonbench sweep --workers 0,2 --max-batches 100 --profile   # the profiler rules and a report per run
   gluonbench sweep --dataset synthetic --read-ms 1 --width 1024 --depth 3 --workers 0,2 --max-batches 40 --diagnose
   gluonbench sweep --source fastfile --uri packed/ --workers 0,2 --max-batches 100   # through an input mode
   gluonbench sweep --source file --uri s3://bucket/packed --endpoint-url http://127.0.0.1:9000
@@ -141,6 +142,11 @@ def _add_sweep(sub: Any) -> None:
         action="store_true",
         default=None,
         help="after each run, diagnose the bottleneck at that worker count (adds diagnosis time per run)",
+    )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile each run (system metrics, the profiler rules, report.html) into RUN_DIR/profiles/",
     )
     p.add_argument(
         "--diagnose-budget",
@@ -573,6 +579,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     def on_result(result) -> None:
         line = seed_line(result)
+        if "profile" in result.extra:
+            line += f"; rules fired: {', '.join(result.extra['profile']['triggered']) or 'none'}"
         if state["bar"] is not None:
             state["bar"].write(line, file=sys.stderr)
         else:
@@ -580,7 +588,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     try:
         run_dir, summary = api.sweep(
-            settings, out=args.out, resume=args.resume, on_result=on_result, on_progress=on_progress
+            settings,
+            out=args.out,
+            resume=args.resume,
+            on_result=on_result,
+            on_progress=on_progress,
+            profile=args.profile,
         )
     finally:
         if state["bar"] is not None:

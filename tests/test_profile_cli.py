@@ -103,6 +103,13 @@ def test_plain_program_layout_and_exit_code(cli, scripts, tmp_path, no_leaks):
     assert {r["rule"] for r in rules} >= {"CPUBottleneck", "InputBound", "OverallSystemUsage"}
     meta = json.loads((prof / "profile.json").read_text())
     assert meta["exit_code"] == 3 and meta["interval_ms"] == 100
+    from gluonbench.monitor.gpu import GpuSampler
+
+    gpus = GpuSampler.open()
+    if not gpus.handles:  # no GPU or driver: no GPU rows and exactly one note, never a crash
+        assert not any(r["Type"] == "gpu" for r in rows)
+        assert [n for n in meta["notes"] if "GPU" in n] == [gpus.note]
+    gpus.close()
     html = (prof / "report.html").read_text()
     assert "<svg" in html and "http" not in html.replace("http-equiv", "")  # self-contained: no links out
 

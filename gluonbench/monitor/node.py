@@ -53,8 +53,13 @@ class NodeMonitor(SystemMonitor):
     worker (``WorkerCount``). ``sink(rows)`` is called from the sampling thread.
     """
 
-    def __init__(self, pid: int, interval: float, sink: RowSink, gpus: GpuSampler | None = None) -> None:
+    def __init__(
+        self, pid: int, interval: float, sink: RowSink, gpus: GpuSampler | None = None, worker_depth: int = 1
+    ) -> None:
+        """``worker_depth=2`` when ``pid`` is an orchestrator (a sweep) whose children train: then only
+        their descendants count as DataLoader workers."""
         super().__init__(pid=pid, interval=interval)
+        self.worker_depth = worker_depth
         self.sink = sink
         self.gpus = gpus if gpus is not None else GpuSampler.open()
         self._prev: tuple | None = None
@@ -89,7 +94,7 @@ class NodeMonitor(SystemMonitor):
                     add(MetricRow(ts, "process", f"pid{pid}", "ProcessCPUPercent", round(100.0 * (cpu - prev) / dt, 2)))
         add(MetricRow(ts, "memory", "MemoryUsedPercent", "", psutil.virtual_memory().percent))
         add(MetricRow(ts, "process", "ProcessCount", "Training", float(len(self.last_pids))))
-        add(MetricRow(ts, "process", "WorkerCount", "Training", float(max(len(self.last_pids) - 1, 0))))
+        add(MetricRow(ts, "process", "WorkerCount", "Training", float(self._workers())))
         if self.summary.memory_samples > mem_samples:
             for pid in self.last_pids:
                 if pid in self.mem_by_pid:
@@ -102,6 +107,17 @@ class NodeMonitor(SystemMonitor):
         self._prev = (mono, disk, net)
         self._prev_cpu_pid = {pid: self._cpu_by_pid[pid] for pid in self.last_pids if pid in self._cpu_by_pid}
         self.sink(rows)
+
+    def _workers(self) -> int:
+        if self.worker_depth <= 1:
+            return max(len(self.last_pids) - 1, 0)
+        trainers = 0
+        for pid in self.last_pids[1:]:
+            try:
+                trainers += self._procs[pid].ppid() == self.pid
+            except (KeyError, psutil.Error):
+                continue
+        return max(len(self.last_pids) - 1 - trainers, 0)
 
     def stop(self):  # type: ignore[override]
         summary = super().stop()

@@ -90,12 +90,24 @@ class ProfileData:
     end: float
     hooks_seen: bool
 
+    def _loop_marks(self) -> list[tuple[float, float]]:
+        """``TrainingLoop`` events (a sweep's progress marks where the script has no step hooks)."""
+        return [
+            (float(e["ts"]) / 1e6, (float(e["ts"]) + float(e.get("dur", 0))) / 1e6)
+            for e in self.events
+            if e.get("name") == "TrainingLoop" and e.get("ph") == "X"
+        ]
+
     @property
     def first_step(self) -> float | None:
+        if not self.steps:
+            return min((a for a, _ in self._loop_marks()), default=None)
         return min((s.start_s for s in self.steps), default=None)
 
     @property
     def last_step_end(self) -> float | None:
+        if not self.steps:
+            return max((b for _, b in self._loop_marks()), default=None)
         return max((s.start_s + s.dur_s for s in self.steps), default=None)
 
     def train_steps(self) -> list[StepRecord]:
@@ -186,6 +198,7 @@ def load(folder: str | Path) -> ProfileData:
         or max([r["Timestamp"] for r in rows[-1:]] + [s.start_s + s.dur_s for s in steps] + [start])
     )
     hooks_seen = any(e.get("ph") == "M" and (e.get("args") or {}).get("name") == "gluonbench hooks" for e in events)
+    hooks_seen = hooks_seen or any(e.get("name") == "TrainingLoop" for e in events)
     return ProfileData(
         root=profile_dir,
         nodes=_node_metrics(rows),

@@ -17,9 +17,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -136,13 +136,13 @@ class Profiler:
             env[hooks.MXNET_ENV] = "1"
         return env
 
-    def start(self, pid: int, command: list[str] | None = None) -> None:
+    def start(self, pid: int, command: list[str] | None = None, worker_depth: int = 1) -> None:
         gpus = GpuSampler.open()
         if gpus.note:
             self.meta["notes"].append(gpus.note)
         self.meta.update(start=time.time(), command=command, pid=pid)
         self._write_meta()
-        self.monitor = NodeMonitor(pid, self.settings.interval_ms / 1000.0, self.writer.add, gpus)
+        self.monitor = NodeMonitor(pid, self.settings.interval_ms / 1000.0, self.writer.add, gpus, worker_depth)
         self.monitor.start()
 
     def _write_meta(self) -> None:
@@ -273,6 +273,79 @@ def profile(
                 os.environ[k] = v
         code = 0 if failed is None else 130 if isinstance(failed, KeyboardInterrupt) else 1
         prof.result = prof.stop(code, isinstance(failed, KeyboardInterrupt))
+
+
+class RunProfile:
+    """One sweep run profiled from the sweep's process (``sweep --profile``): the run's child and its
+    workers are this process's descendants. :meth:`attach` stops it and records the rules in the run's
+    ``extra["profile"]``; a disabled one does nothing."""
+
+    def __init__(self, parent: Path | None, name: str, settings: ProfileSettings | None = None) -> None:
+        self.prof: Profiler | None = None
+        self.loop: list[float] = []  # wall times at which the run's step count grew
+        self.steps = 0
+        if parent is not None:
+            self.prof = Profiler(replace(settings or ProfileSettings(), out=str(parent), name=name))
+            self.prof.start(os.getpid(), [sys.executable, "-m", "gluonbench", "sweep"], worker_depth=2)
+
+    def progress(self, callback: Callable[[int], None] | None) -> Callable[[int], None] | None:
+        """Wrap the sweep's progress callback (the run's step count, polled every 0.5 s) to mark the
+        training loop: the run's child has no hooks, so this is where the loop starts and ends."""
+        if self.prof is None:
+            return callback
+
+        def on_steps(steps: int) -> None:
+            if steps > self.steps:
+                self.steps = steps
+                self.loop.append(time.time())
+            if callback is not None:
+                callback(steps)
+
+        return on_steps
+
+    def _write_loop(self) -> None:
+        if self.prof is None or not self.loop:
+            return
+        from gluonbench.profiler.formats import FRAMEWORK_DIR, TraceWriter
+
+        t0, t1 = self.loop[0], self.loop[-1]
+        writer = TraceWriter(self.prof.output / FRAMEWORK_DIR / f"{int(t0 * 1e6)}_{os.getpid()}-sweep_progress.json")
+        writer.write(
+            [
+                {
+                    "name": "TrainingLoop",
+                    "cat": "phase",
+                    "ph": "X",
+                    "ts": t0 * 1e6,
+                    "dur": (t1 - t0) * 1e6,
+                    "pid": os.getpid(),
+                    "tid": 0,
+                    "args": {"steps": self.steps, "source": "sweep progress", "dataloader": True},
+                }
+            ]
+        )
+        writer.close()
+
+    def attach(self, result: Any) -> None:
+        if self.prof is None:
+            return
+        self._write_loop()
+        status = getattr(result, "status", "ok")
+        res = self.prof.stop(0 if status == "ok" else 1)
+        self.prof = None
+        result.extra["profile"] = {
+            "dir": str(res.profile_dir),
+            "triggered": res.triggered,
+            "not_applicable": [r.rule for r in res.rules if not r.applicable],
+        }
+
+    def __enter__(self) -> RunProfile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.prof is not None:  # the run did not finish (Ctrl-C): keep what was sampled
+            self.prof.stop(None, interrupted=True)
+            self.prof = None
 
 
 def result_dict(result: ProfileResult) -> dict[str, Any]:

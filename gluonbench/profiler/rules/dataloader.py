@@ -23,7 +23,8 @@ class Dataloader(Rule):
         if all(c is None for c in counts):
             return "no worker counts (gluonbench's process rows; SageMaker Debugger does not record them)"
         has_workers = any(c is not None and c.values.max(initial=0) > 0 for c in counts)
-        if not has_workers and not any(e.get("cat") == "dataloader" for e in data.events):
+        loader_seen = any(e.get("cat") == "dataloader" or (e.get("args") or {}).get("dataloader") for e in data.events)
+        if not has_workers and not loader_seen:
             return "no DataLoader seen: no worker processes and no gluonbench.profiler.wrap() events"
         return ""
 
