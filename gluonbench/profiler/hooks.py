@@ -162,7 +162,11 @@ def _active() -> _Recorder | None:
     r = _recorder
     if r is None:
         root = os.environ.get(PROFILE_ENV)
-        r = _Recorder(Path(root), os.environ.get(NODE_ENV, "algo-1")) if root else False
+        try:
+            r = _Recorder(Path(root), os.environ.get(NODE_ENV, "algo-1")) if root else False
+        except OSError as exc:  # never break the training script over its profile
+            print(f"gluonbench.profiler: cannot write to {root} ({exc.strerror}); hooks disabled", file=sys.stderr)
+            r = False
         _recorder = r
     return r or None
 

@@ -142,8 +142,18 @@ class Profiler:
             self.meta["notes"].append(gpus.note)
         self.meta.update(start=time.time(), command=command, pid=pid)
         self._write_meta()
-        self.monitor = NodeMonitor(pid, self.settings.interval_ms / 1000.0, self.writer.add, gpus, worker_depth)
+        self.monitor = NodeMonitor(pid, self.settings.interval_ms / 1000.0, self._sink, gpus, worker_depth)
         self.monitor.start()
+
+    def _sink(self, rows: list) -> None:
+        """The sampler's rows to the writer; a write error (disk full, folder removed) is logged once
+        and sampling goes on, so the profiled program is never disturbed."""
+        try:
+            self.writer.add(rows)
+        except OSError as exc:
+            if not self.meta.get("write_error"):
+                self.meta["write_error"] = str(exc)
+                log.warning("cannot write system metrics under %s: %s", self.output, exc)
 
     def _write_meta(self) -> None:
         atomic_write_text(self.dir / META, json.dumps(self.meta, indent=2, sort_keys=True))
@@ -155,9 +165,14 @@ class Profiler:
             self.meta["sampler_cpu_s"] = round(summary.monitor_cpu_s, 4)
             self.meta["samples"] = summary.samples
         end = time.time()
-        self.writer.close(end)
         self.meta.update(end=end, exit_code=exit_code, interrupted=interrupted)
-        self._write_meta()
+        try:
+            self.writer.close(end)
+            self._write_meta()
+        except OSError as exc:
+            raise GluonbenchError(
+                f"cannot write the profile into {self.dir}: {exc.strerror}; the program exited with {exit_code}"
+            ) from exc
         return ProfileResult(self.dir, exit_code, build_report(self.dir, self.settings.rules), interrupted)
 
 
