@@ -266,3 +266,11 @@ def test_buffered_events_are_written_while_the_script_stalls(tmp_path, monkeypat
     finally:
         monkeypatch.delenv(hooks.PROFILE_ENV)
         hooks.reset()
+
+
+def test_killed_program_exit_code_is_128_plus_signal(cli, tmp_path, no_leaks):
+    proc = cli(
+        "profile", "--out", str(tmp_path / "r"), "--", sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"
+    )
+    assert proc.returncode == 128 + 9, proc.stderr
+    assert json.loads((only_profile(tmp_path / "r") / "profile.json").read_text())["exit_code"] == 137

@@ -136,6 +136,15 @@ def test_report_from_stored_files_alone(tmp_path):
     assert json.dumps(first, default=str) == json.dumps(second, default=str)
 
 
+def test_report_reads_the_early_layout_without_hour_folders(tmp_path):
+    out = debugger_output(tmp_path / "job")
+    inc = out / "system" / "incremental"
+    for f in list(inc.glob("*/*.json")):
+        f.rename(inc / f.name)
+    reports = {r.rule: r for r in build_report(out)}
+    assert reports["CPUBottleneck"].datapoints == 1300 and reports["CPUBottleneck"].triggered
+
+
 def test_report_bad_folders(cli, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
