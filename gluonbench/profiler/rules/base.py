@@ -139,11 +139,11 @@ def quantiles(values: Any) -> dict[str, float]:
     if not len(v):
         return {}
     return {
-        "min": round(float(v.min()), 3),
-        "p50": round(float(np.quantile(v, 0.5)), 3),
-        "p95": round(float(np.quantile(v, 0.95)), 3),
-        "p99": round(float(np.quantile(v, 0.99)), 3),
-        "max": round(float(v.max()), 3),
+        "min": round(float(v.min()), 6),
+        "p50": round(float(np.quantile(v, 0.5)), 6),
+        "p95": round(float(np.quantile(v, 0.95)), 6),
+        "p99": round(float(np.quantile(v, 0.99)), 6),
+        "max": round(float(v.max()), 6),
     }
 
 
