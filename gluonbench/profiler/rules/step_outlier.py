@@ -28,20 +28,28 @@ class StepOutlier(Rule):
     def not_applicable(self, data) -> str:
         return "" if data.steps else "no step events: the script does not use gluonbench.profiler.step()"
 
+    def _groups(self, data) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per (node, phase): start times, durations and step numbers as arrays, in start order."""
+        if not hasattr(self, "_arrays"):
+            groups: dict[tuple[str, str], list] = defaultdict(list)
+            for st in data.steps:
+                if self.mode is None or st.phase == str(self.mode).upper():
+                    groups[(st.node_id, st.phase)].append((st.start_s, st.dur_s, st.step_num))
+            self._arrays = {k: tuple(np.array(c) for c in zip(*v, strict=True)) for k, v in groups.items()}
+        return self._arrays
+
     def invoke(self, data, t0: float, t1: float) -> None:
-        groups: dict[tuple[str, str], list] = defaultdict(list)
-        for s in data.steps:
-            if s.start_s < t1 and (self.mode is None or s.phase == str(self.mode).upper()):
-                groups[(s.node_id, s.phase)].append(s)
-        self.datapoints = sum(len(v) for v in groups.values())
+        # the steps seen by the end of this window, as Debugger evaluates a live job
         fired = False
-        total = 0
-        for (node_id, phase), steps in groups.items():
-            if len(steps) < MIN_STEPS:
+        total = seen = 0
+        for (node_id, phase), (starts, durs, nums) in self._groups(data).items():
+            n = int(np.searchsorted(starts, t1, side="left"))
+            seen += n
+            if n < MIN_STEPS:
                 continue
-            d = np.array([s.dur_s for s in steps])
+            d = durs[:n]
             limit = float(d.mean() + self.stddev * d.std())
-            out = [s.step_num for s, v in zip(steps, d, strict=True) if v > limit]
+            out = nums[:n][d > limit].astype(int).tolist()
             total += len(out)
             self.details[f"{node_id}/{phase}"] = {
                 "limit_s": round(limit, 6),
@@ -53,6 +61,7 @@ class StepOutlier(Rule):
             }
             if len(out) > self.n_outliers:
                 fired = True
+        self.datapoints = seen
         self.violations = total
         if fired:
             self.times_triggered += 1
