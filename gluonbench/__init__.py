@@ -5,7 +5,7 @@ from __future__ import annotations
 from gluonbench import compat as _compat
 from gluonbench.version import __version__
 
-__all__ = ["Diagnosis", "__version__", "diagnose", "io_benchmark", "run_diagnosis", "run_once", "sweep"]
+__all__ = ["Diagnosis", "__version__", "diagnose", "io_benchmark", "profile", "run_diagnosis", "run_once", "sweep"]
 
 # MXNet 1.9.1 needs numpy's removed aliases and (Python 3.12) distutils: applied here without
 # importing MXNet, so a user's `import gluonbench` then `from mxnet import gluon` works
@@ -18,4 +18,8 @@ def __getattr__(name: str):
         from gluonbench import api
 
         return getattr(api, name)
+    if name == "profile":  # the profiler never imports MXNet
+        from gluonbench.profiler.session import profile
+
+        return profile
     raise AttributeError(f"module 'gluonbench' has no attribute {name!r}")

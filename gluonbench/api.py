@@ -23,6 +23,7 @@ from gluonbench.engine.isolation import run_isolated
 from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
+from gluonbench.profiler.session import RunProfile
 from gluonbench.report import load
 from gluonbench.report.store import RunStore, atomic_write_text, new_run_dir
 from gluonbench.report.summary import SweepSummary
@@ -117,11 +118,14 @@ def sweep(
     resume: str | Path | None = None,
     on_result: OnResult | None = None,
     on_progress: OnProgress | None = None,
+    profile: bool = False,
 ) -> tuple[Path, SweepSummary]:
     """Run every (worker count, repeat) in its own child process; return the run folder and summary.
 
     With a ``dist_*`` kvstore, each setting is a distributed job instead (scheduler, servers and
     ``hosts`` workers, see :mod:`gluonbench.distributed`); the summary is then a ``ScalingSummary``.
+    ``profile``: profile each run (system metrics, the profiler rules, a report) into
+    ``RUN_DIR/profiles/``; each run's ``extra["profile"]`` names the rules that fired.
 
     Each finished run is appended to ``runs.jsonl`` at once. With ``resume``, the
     settings come from that folder's ``sweep.json`` (``settings`` is ignored) and
@@ -154,7 +158,7 @@ def sweep(
             shutil.rmtree(store.path, ignore_errors=True)  # a folder this call made and nothing was measured in
             raise
     with store.lock():
-        return _sweep_locked(store, settings, sizes, resume is not None, on_result, on_progress)
+        return _sweep_locked(store, settings, sizes, resume is not None, on_result, on_progress, profile)
 
 
 def check_out(out: str | Path) -> Path:
@@ -179,6 +183,7 @@ def _sweep_locked(
     resuming: bool,
     on_result: OnResult | None,
     on_progress: OnProgress | None,
+    profile: bool = False,
 ) -> tuple[Path, SweepSummary]:
     done: set[tuple[int, int]] = set()
     if resuming:
@@ -199,12 +204,16 @@ def _sweep_locked(
     try:
         for n, spec in enumerate(todo):
             base = n * (total_steps or 0)
-            result = run_isolated(
-                spec,
-                log_path=store.path / "logs" / f"w{spec.workers}-r{spec.repeat}.log",
-                timeout_s=settings.timeout_s,
-                progress=None if on_progress is None else lambda steps, base=base: on_progress(base + steps, planned),
-            )
+            with RunProfile(store.path / "profiles" if profile else None, f"w{spec.workers}-r{spec.repeat}") as prof:
+                result = run_isolated(
+                    spec,
+                    log_path=store.path / "logs" / f"w{spec.workers}-r{spec.repeat}.log",
+                    timeout_s=settings.timeout_s,
+                    progress=prof.progress(
+                        None if on_progress is None else lambda steps, base=base: on_progress(base + steps, planned)
+                    ),
+                )
+                prof.attach(result)
             result.command = command_line()
             if total_steps:
                 result.spec["steps_planned"] = total_steps

@@ -31,6 +31,7 @@ SWEEP_EXAMPLES = """examples:
   gluonbench sweep --config configs/p3.2xlarge.toml --set repeat=3
   gluonbench sweep --resume results/20261122T150000Z-sweep-mnist-cpu
   gluonbench sweep --workers 0,2,4 --diagnose     # the bottleneck (verdict, shares) at each worker count
+  gluonbench sweep --workers 0,2 --max-batches 100 --profile   # the profiler rules and a report per run
   gluonbench sweep --dataset synthetic --read-ms 1 --width 1024 --depth 3 --workers 0,2 --max-batches 40 --diagnose
   gluonbench sweep --source fastfile --uri packed/ --workers 0,2 --max-batches 100   # through an input mode
   gluonbench sweep --source file --uri s3://bucket/packed --endpoint-url http://127.0.0.1:9000
@@ -91,6 +92,9 @@ REPORT_EXAMPLES = """examples:
   gluonbench report results/20261122T150000Z-sweep-mnist-cpu   # rebuild csv, md, json, png from runs.jsonl
   gluonbench report results/20261122T160000Z-io-local-read      # an io benchmark's folder
   gluonbench report results/20261122T170000Z-diagnose-mnist-w0  # a folder of gluonbench diagnose --out
+  gluonbench report results/20261123T130000Z-profile-train     # rebuild a profile's rules.json, report.html
+  gluonbench report ~/Downloads/my-job/profiler-output --out /tmp/my-job   # a folder SageMaker Debugger wrote
+  gluonbench report results/<profile> --rule StepOutlier.stddev=4
 """
 
 
@@ -155,6 +159,11 @@ def _add_sweep(sub: Any) -> None:
         action="store_true",
         default=None,
         help="after each run, diagnose the bottleneck at that worker count (adds diagnosis time per run)",
+    )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile each run (system metrics, the profiler rules, report.html) into RUN_DIR/profiles/",
     )
     p.add_argument(
         "--diagnose-budget",
@@ -316,7 +325,12 @@ def _add_report(sub: Any) -> None:
         epilog=REPORT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("run_dir", help="a run folder made by gluonbench sweep, io or diagnose --out")
+    p.add_argument(
+        "run_dir",
+        help="a run folder made by gluonbench sweep, io or diagnose --out, a profile folder, or a profiler-output folder",
+    )
+    p.add_argument("--out", help="profiles: write rules.json and report.html here (default: beside profiler-output)")
+    p.add_argument("--rule", action="append", metavar="RULE.PARAM=VALUE", help="profiles: override a rule parameter")
     p.set_defaults(func=cmd_report)
 
 
@@ -459,6 +473,91 @@ def _add_io(sub: Any) -> None:
     p.set_defaults(func=cmd_io)
 
 
+# -- gluonbench profile (issue 8): the profiler package does the work ------------------------------
+PROFILE_EXAMPLES = """examples:
+  gluonbench profile -- python train.py --epochs 1          # system metrics of any program, rules, report
+  gluonbench profile --interval 100 --name mnist-w2 -- python examples/train_mnist.py --workers 2
+  gluonbench profile --rule CPUBottleneck.threshold=30 --rule StepOutlier.stddev=4 -- python train.py
+  gluonbench profile --mxnet-profiler -- python examples/train_mnist.py   # merge MXNet's operator trace
+
+In the script (optional, framework metrics; no-ops when not profiled):
+  from gluonbench import profiler
+  for data, label in profiler.wrap(loader):      # data wait per batch
+      with profiler.step():                      # step duration
+          ...
+
+writes OUT/<UTC>-profile-NAME/: profiler-output/ (SageMaker Debugger's layout: system/incremental/...,
+framework/ Chrome traces), profile.json, rules.json, report.html. Exit code: the program's own.
+"""
+
+
+def _add_profile(sub: Any) -> None:
+    p = sub.add_parser(
+        "profile",
+        help="run a training program and profile it: system and framework metrics, rules, HTML report",
+        description="Run CMD as a child process (its own process group), sample the machine and its process "
+        "tree every --interval ms, record the gluonbench.profiler hooks' step events, then run SageMaker "
+        "Debugger's profiler rules and gluonbench's InputBound and write report.html.",
+        epilog=PROFILE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--interval", type=int, default=500, metavar="MS", help="100, 200, 500 (default), 1000, 5000, 60000")
+    p.add_argument("--out", default="results", help="parent folder of the profile folder (default results/)")
+    p.add_argument("--name", help="suffix of the profile folder (default: the script's name)")
+    p.add_argument("--rule", action="append", metavar="RULE.PARAM=VALUE", help="override a rule parameter")
+    p.add_argument("--mxnet-profiler", action="store_true", help="also run MXNet's profiler; merge its dump")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the program and its arguments")
+    p.set_defaults(func=cmd_profile)
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from gluonbench.profiler.rules import parse_overrides
+    from gluonbench.profiler.session import ProfileSettings, run_command
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    settings = ProfileSettings(
+        interval_ms=args.interval,
+        out=args.out,
+        name=args.name,
+        rules=parse_overrides(args.rule),
+        mxnet_profiler=args.mxnet_profiler,
+    ).check()
+    result = run_command(cmd, settings)
+    _print_rules(result.rules)
+    if result.interrupted:
+        print(f"gluonbench: interrupted; the profile so far is kept: {result.profile_dir}", file=sys.stderr)
+    print(f"profile: {result.profile_dir}/report.html (exit code {result.exit_code})")
+    return result.exit_code if result.exit_code is not None else 1
+
+
+def _print_rules(reports: list) -> None:
+    for r in reports:
+        status = "TRIGGERED" if r.triggered else "ok" if r.applicable else "n/a"
+        print(f"{r.rule:<22} {status:<10} {r.violations:>6} / {r.datapoints:<6} {r.reason if not r.applicable else ''}")
+
+
+def _is_profile(folder: Any) -> bool:
+    return (
+        (folder / "profiler-output").is_dir()
+        or (folder / "system" / "incremental").is_dir()
+        or (folder.name == "profiler-output" and folder.is_dir())
+    )
+
+
+def _report_profile(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gluonbench.profiler.data import find_output
+    from gluonbench.profiler.rules import parse_overrides
+    from gluonbench.profiler.session import build_report
+
+    reports = build_report(args.run_dir, parse_overrides(args.rule), args.out)
+    _print_rules(reports)
+    target = args.out or find_output(Path(args.run_dir))[0]
+    print(f"rebuilt: {target}/rules.json, report.html")
+    return 0
+
+
 SUBCOMMANDS: list[Callable[[Any], None]] = [
     _add_sweep,
     _add_report,
@@ -467,6 +566,7 @@ SUBCOMMANDS: list[Callable[[Any], None]] = [
     _add_verify,
     _add_stream,
     _add_io,
+    _add_profile,
 ]
 
 
@@ -478,7 +578,8 @@ def build_parser() -> argparse.ArgumentParser:
         "  gluonbench report results/<run>\n"
         "  gluonbench pack data/images packed/ && gluonbench verify packed/\n"
         "  gluonbench stream packed/ --channel train --channel-dir /tmp/ch --epochs 2\n"
-        "  gluonbench io\n\n"
+        "  gluonbench io\n"
+        "  gluonbench profile -- python train.py\n\n"
         "Run 'gluonbench COMMAND --help' for a command's options and examples.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -576,6 +677,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             line = worker_line(result)
         else:
             line = seed_line(result)
+        if "profile" in result.extra:
+            line += f"; rules fired: {', '.join(result.extra['profile']['triggered']) or 'none'}"
         if state["bar"] is not None:
             state["bar"].write(line, file=sys.stderr)
         else:
@@ -583,7 +686,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     try:
         run_dir, summary = api.sweep(
-            settings, out=args.out, resume=args.resume, on_result=on_result, on_progress=on_progress
+            settings,
+            out=args.out,
+            resume=args.resume,
+            on_result=on_result,
+            on_progress=on_progress,
+            profile=args.profile,
         )
     finally:
         if state["bar"] is not None:
@@ -655,8 +763,16 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from gluonbench.report import rebuild
 
+    if _is_profile(Path(args.run_dir)):
+        return _report_profile(args)
+    if args.out or args.rule:
+        raise GluonbenchError(
+            "--out and --rule apply to profile folders only; pass a folder made by gluonbench profile"
+        )
     written = rebuild(args.run_dir)
     for path in written:
         if path.suffix == ".md":

@@ -55,6 +55,9 @@ def _cpu_vector() -> list[tuple[float, float, float]]:
     return out
 
 
+SCAN_BUDGET = 0.003
+"""Most of the wall time the scans for new processes in the tree may cost."""
+
 MEMORY_BUDGET = 0.005
 """Most of the wall time the PSS readings may cost; the rest of a sample is far cheaper."""
 
@@ -95,18 +98,32 @@ class SystemMonitor:
         self._cpu_by_pid: dict[int, float] = {}
         self._io_by_pid: dict[int, tuple[int, int]] = {}
         self._procs: dict[int, psutil.Process] = {}
+        self.last_pids: list[int] = []
+        """the tree's processes at the latest sample, the root first"""
+        self.mem_by_pid: dict[int, int] = {}
+        """latest PSS (or RSS) per process of the tree, bytes; updated when memory is sampled"""
         self._next_mem = 0.0
+        self._next_scan = 0.0
+        self._members: list[psutil.Process] = []
         self._lock = threading.Lock()
 
     # -- sampling ---------------------------------------------------------
-    def _tree(self) -> list[psutil.Process]:
+    def _tree(self, scan: bool = True) -> list[psutil.Process]:
+        """The root and its descendants. ``scan=False`` keeps the members found by the last scan
+        (dropping the dead): finding new descendants reads every process's ``/proc/PID/stat``."""
+        if not scan and self._members:
+            alive = [p for p in self._members if p.is_running()]
+            if alive and alive[0].pid == self.pid:
+                self._members = alive
+                return alive
         try:
             root = self._procs.setdefault(self.pid, psutil.Process(self.pid))
             procs = [root, *root.children(recursive=True)]
         except psutil.Error:
             return []
         # keep Process objects so cpu/io deltas stay per process identity
-        return [self._procs.setdefault(p.pid, p) for p in procs]
+        self._members = [self._procs.setdefault(p.pid, p) for p in procs]
+        return self._members
 
     def sample(self, memory: bool = True) -> None:
         """Take one sample now, e.g. while a short-lived DataLoader's workers are alive."""
@@ -122,7 +139,12 @@ class SystemMonitor:
         if memory is None:
             memory = now >= self._next_mem
         mem_total = mem_main = 0
-        procs = self._tree()
+        # a scan for new descendants reads every process's stat file (milliseconds on a busy
+        # machine): spaced like PSS, to cost at most SCAN_BUDGET of wall time; always with memory
+        scan = memory or now >= self._next_scan
+        procs = self._tree(scan)
+        if scan:
+            self._next_scan = now + max(self.interval, (time.perf_counter() - now) / SCAN_BUDGET)
         for p in procs:
             try:
                 with p.oneshot():
@@ -142,6 +164,7 @@ class SystemMonitor:
             self.pids_seen.add(p.pid)
             self._cpu_by_pid[p.pid] = times.user + times.system
             if memory:
+                self.mem_by_pid[p.pid] = mem
                 mem_total += mem
                 if p.pid == self.pid:
                     mem_main = mem
@@ -157,6 +180,7 @@ class SystemMonitor:
             s.peak_mem_main_bytes = max(s.peak_mem_main_bytes, mem_main)
             s.peak_mem_workers_bytes = max(s.peak_mem_workers_bytes, mem_total - mem_main)
         s.peak_processes = max(s.peak_processes, len(procs))
+        self.last_pids = [p.pid for p in procs]
         cpu = _cpu_vector()
         busy = _busy_pct(cpu, self._last_cpu)
         s.per_core_max_pct = (

@@ -1,0 +1,369 @@
+"""Run a profile: the sampler, the writers, the child process, and the rules and report at the end.
+
+``gluonbench profile -- CMD`` runs CMD as a child in its own process group (a new session): the
+terminal's Ctrl-C reaches only gluonbench, which forwards it to the whole group, waits up to
+``GRACE_S`` and then kills the group. A watchdog process holds a pipe from gluonbench; if
+gluonbench itself is killed (even with SIGKILL), the pipe closes and the watchdog kills the
+group, DataLoader workers included. Nothing here imports MXNet.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from gluonbench.errors import GluonbenchError
+from gluonbench.monitor.gpu import GpuSampler
+from gluonbench.monitor.node import NodeMonitor
+from gluonbench.profiler import hooks
+from gluonbench.profiler.data import META
+from gluonbench.profiler.formats import SystemWriter
+from gluonbench.report.store import atomic_write_text, new_run_dir
+
+log = logging.getLogger(__name__)
+
+INTERVALS_MS = (100, 200, 500, 1000, 5000, 60000)
+"""Sampling intervals Debugger allows; so does gluonbench."""
+GRACE_S = 10.0
+FLUSH_S = 10.0
+
+WATCHDOG = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "sys.stdin.buffer.read()\n"
+    "try:\n    os.killpg(int(sys.argv[1]), signal.SIGKILL)\n"
+    "except OSError:\n    pass\n"
+)
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """What to sample and where to write (validated by :meth:`check`)."""
+
+    interval_ms: int = 500
+    out: str = "results"
+    name: str | None = None
+    node_id: str = "algo-1"
+    rules: dict[str, dict[str, Any]] = field(default_factory=dict)
+    mxnet_profiler: bool = False
+
+    def check(self) -> ProfileSettings:
+        if self.interval_ms not in INTERVALS_MS:
+            raise GluonbenchError(
+                f"--interval {self.interval_ms}: choose one of {', '.join(map(str, INTERVALS_MS))} ms (as Debugger)"
+            )
+        if self.name is not None and (not self.name or "/" in self.name):
+            raise GluonbenchError(f"--name {self.name!r}: use a non-empty name without '/'")
+        return self
+
+
+@dataclass
+class ProfileResult:
+    """Where the profile is and how the job ended."""
+
+    profile_dir: Path
+    exit_code: int | None
+    rules: list[Any] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def triggered(self) -> list[str]:
+        return [r.rule for r in self.rules if r.triggered]
+
+
+def _default_name(cmd: list[str]) -> str:
+    for arg in cmd[1:] if Path(cmd[0]).name.startswith("python") else cmd:
+        if not arg.startswith("-"):
+            stem = Path(arg).stem
+            return "".join(c if c.isalnum() or c in "-_." else "-" for c in stem) or "job"
+    return "job"
+
+
+def check_command(cmd: list[str]) -> list[str]:
+    """Refuse a command that cannot start: empty, not found, or ``python SCRIPT`` with no SCRIPT."""
+    if not cmd:
+        raise GluonbenchError("no command to profile; e.g. gluonbench profile -- python train.py")
+    exe = cmd[0]
+    if shutil.which(exe) is None:
+        raise GluonbenchError(f"command not found: {exe}; give a program on PATH or a path to an executable")
+    if Path(exe).name.startswith("python") and len(cmd) > 1:
+        script = cmd[1]
+        if not script.startswith("-") and not Path(script).is_file():
+            raise GluonbenchError(f"script not found: {script}; check the path (relative to {os.getcwd()})")
+    return cmd
+
+
+class Profiler:
+    """One profile: samples the tree rooted at a pid, writes the Debugger layout, builds the report."""
+
+    def __init__(self, settings: ProfileSettings, name: str = "job") -> None:
+        self.settings = settings.check()
+        self.dir = new_run_dir(settings.out, f"profile-{settings.name or name}")
+        self.output = self.dir / "profiler-output"
+        try:
+            self.output.mkdir()
+        except OSError as exc:
+            raise GluonbenchError(f"cannot write into {self.dir}: {exc.strerror}; choose a writable --out") from exc
+        self.writer = SystemWriter(self.output, settings.node_id, flush_s=min(FLUSH_S, 60.0))
+        self.monitor: NodeMonitor | None = None
+        self.result: ProfileResult | None = None
+        """set when the profile is stopped (the ``with gluonbench.profile()`` block has ended)"""
+        self.meta: dict[str, Any] = {
+            "node_id": settings.node_id,
+            "interval_ms": settings.interval_ms,
+            "cores": psutil.cpu_count() or 1,
+            "notes": [],
+        }
+
+    def env(self) -> dict[str, str]:
+        """What the hooks in the profiled process read."""
+        env = {hooks.PROFILE_ENV: str(self.output.resolve()), hooks.NODE_ENV: self.settings.node_id}
+        if self.settings.mxnet_profiler:
+            env[hooks.MXNET_ENV] = "1"
+        return env
+
+    def start(self, pid: int, command: list[str] | None = None, worker_depth: int = 1) -> None:
+        gpus = GpuSampler.open()
+        if gpus.note:
+            self.meta["notes"].append(gpus.note)
+        self.meta.update(start=time.time(), command=command, pid=pid)
+        self._write_meta()
+        self.monitor = NodeMonitor(pid, self.settings.interval_ms / 1000.0, self._sink, gpus, worker_depth)
+        self.monitor.start()
+
+    def _sink(self, rows: list) -> None:
+        """The sampler's rows to the writer; a write error (disk full, folder removed) is logged once
+        and sampling goes on, so the profiled program is never disturbed."""
+        try:
+            self.writer.add(rows)
+        except OSError as exc:
+            if not self.meta.get("write_error"):
+                self.meta["write_error"] = str(exc)
+                log.warning("cannot write system metrics under %s: %s", self.output, exc)
+
+    def _write_meta(self) -> None:
+        atomic_write_text(self.dir / META, json.dumps(self.meta, indent=2, sort_keys=True))
+
+    def stop(self, exit_code: int | None, interrupted: bool = False) -> ProfileResult:
+        """Stop sampling, flush everything, then run the rules and write the report."""
+        if self.monitor is not None:
+            summary = self.monitor.stop()
+            self.meta["sampler_cpu_s"] = round(summary.monitor_cpu_s, 4)
+            self.meta["samples"] = summary.samples
+        end = time.time()
+        self.meta.update(end=end, exit_code=exit_code, interrupted=interrupted)
+        try:
+            self.writer.close(end)
+            self._write_meta()
+        except OSError as exc:
+            raise GluonbenchError(
+                f"cannot write the profile into {self.dir}: {exc.strerror}; the program exited with {exit_code}"
+            ) from exc
+        return ProfileResult(self.dir, exit_code, build_report(self.dir, self.settings.rules), interrupted)
+
+
+def build_report(folder: str | Path, rules: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None):
+    """(Re)build ``rules.json`` and ``report.html`` from a profile's files alone; return the rule reports."""
+    from gluonbench.profiler.data import load
+    from gluonbench.profiler.report import render_html
+    from gluonbench.profiler.rules import run_rules
+
+    data = load(Path(folder))
+    reports = run_rules(data, rules)
+    target = Path(out) if out else data.root
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(target / "rules.json", json.dumps([r.to_dict() for r in reports], indent=2, default=str))
+        atomic_write_text(target / "report.html", render_html(data, reports))
+        if any(e.get("cat") == "operator" for e in data.events):
+            # gluonbench's step events and MXNet's operators in one file for Perfetto / chrome://tracing
+            atomic_write_text(target / "trace.json", json.dumps({"traceEvents": data.events}))
+    except OSError as exc:
+        raise GluonbenchError(f"cannot write the report into {target}: {exc.strerror}; pass a writable --out") from exc
+    return reports
+
+
+def _exit_code(rc: int) -> int:
+    return 128 - rc if rc < 0 else rc
+
+
+def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
+    """Profile ``cmd`` until it exits; return its exit code (128+N for signal N) with the profile."""
+    check_command(cmd)
+    prof = Profiler(settings, _default_name(cmd))
+    env = dict(os.environ, **prof.env())
+    try:
+        child = subprocess.Popen(cmd, env=env, start_new_session=True)
+    except OSError as exc:
+        raise GluonbenchError(f"cannot start {cmd[0]}: {exc.strerror}") from exc
+    watchdog = subprocess.Popen(
+        [sys.executable, "-c", WATCHDOG, str(child.pid)], stdin=subprocess.PIPE, start_new_session=True
+    )
+    interrupted = False
+    code: int | None = None
+    try:
+        prof.start(child.pid, cmd)
+        code = _exit_code(child.wait())
+    except KeyboardInterrupt:
+        interrupted = True
+        code = _exit_code(_stop_group(child))
+    finally:
+        _kill_group(child.pid)
+        watchdog.stdin.close()
+        watchdog.wait()
+        result = prof.stop(code, interrupted)
+    return result
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _stop_group(child: subprocess.Popen) -> int:
+    """Ctrl-C for the child's whole group, then SIGKILL after GRACE_S; the child's return code."""
+    try:
+        os.killpg(child.pid, signal.SIGINT)
+    except OSError:
+        pass
+    deadline = time.monotonic() + GRACE_S
+    while True:
+        try:
+            return child.wait(timeout=max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            _kill_group(child.pid)
+        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting
+            _kill_group(child.pid)
+
+
+@contextmanager
+def profile(
+    name: str = "python",
+    interval_ms: int = 500,
+    out: str = "results",
+    rules: dict[str, dict[str, Any]] | None = None,
+    node_id: str = "algo-1",
+) -> Iterator[Profiler]:
+    """Profile the code in the ``with`` block (this process and its children)::
+
+        with gluonbench.profile(name="mnist") as p:
+            train()
+        print(p.result.profile_dir, p.result.triggered)
+
+    The hooks (``gluonbench.profiler.step()``, ``wrap()``) in the block record into this profile.
+    """
+    prof = Profiler(ProfileSettings(interval_ms=interval_ms, out=out, name=name, node_id=node_id, rules=rules or {}))
+    saved = {k: os.environ.get(k) for k in prof.env()}
+    os.environ.update(prof.env())
+    hooks.reset()
+    prof.start(os.getpid(), None)
+    failed: BaseException | None = None
+    try:
+        yield prof
+    except BaseException as exc:
+        failed = exc
+        raise
+    finally:
+        hooks.reset()  # flush this process's events before the report reads them
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        code = 0 if failed is None else 130 if isinstance(failed, KeyboardInterrupt) else 1
+        prof.result = prof.stop(code, isinstance(failed, KeyboardInterrupt))
+
+
+class RunProfile:
+    """One sweep run profiled from the sweep's process (``sweep --profile``): the run's child and its
+    workers are this process's descendants. :meth:`attach` stops it and records the rules in the run's
+    ``extra["profile"]``; a disabled one does nothing."""
+
+    def __init__(self, parent: Path | None, name: str, settings: ProfileSettings | None = None) -> None:
+        self.prof: Profiler | None = None
+        self.loop: list[float] = []  # wall times at which the run's step count grew
+        self.steps = 0
+        if parent is not None:
+            self.prof = Profiler(replace(settings or ProfileSettings(), out=str(parent), name=name))
+            self.prof.start(os.getpid(), [sys.executable, "-m", "gluonbench", "sweep"], worker_depth=2)
+
+    def progress(self, callback: Callable[[int], None] | None) -> Callable[[int], None] | None:
+        """Wrap the sweep's progress callback (the run's step count, polled every 0.5 s) to mark the
+        training loop: the run's child has no hooks, so this is where the loop starts and ends."""
+        if self.prof is None:
+            return callback
+
+        def on_steps(steps: int) -> None:
+            if steps > self.steps:
+                self.steps = steps
+                self.loop.append(time.time())
+            if callback is not None:
+                callback(steps)
+
+        return on_steps
+
+    def _write_loop(self) -> None:
+        if self.prof is None or not self.loop:
+            return
+        from gluonbench.profiler.formats import FRAMEWORK_DIR, TraceWriter
+
+        t0, t1 = self.loop[0], self.loop[-1]
+        writer = TraceWriter(self.prof.output / FRAMEWORK_DIR / f"{int(t0 * 1e6)}_{os.getpid()}-sweep_progress.json")
+        writer.write(
+            [
+                {
+                    "name": "TrainingLoop",
+                    "cat": "phase",
+                    "ph": "X",
+                    "ts": t0 * 1e6,
+                    "dur": (t1 - t0) * 1e6,
+                    "pid": os.getpid(),
+                    "tid": 0,
+                    "args": {"steps": self.steps, "source": "sweep progress", "dataloader": True},
+                }
+            ]
+        )
+        writer.close()
+
+    def attach(self, result: Any) -> None:
+        if self.prof is None:
+            return
+        self._write_loop()
+        status = getattr(result, "status", "ok")
+        res = self.prof.stop(0 if status == "ok" else 1)
+        self.prof = None
+        result.extra["profile"] = {
+            "dir": str(res.profile_dir),
+            "triggered": res.triggered,
+            "not_applicable": [r.rule for r in res.rules if not r.applicable],
+        }
+
+    def __enter__(self) -> RunProfile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.prof is not None:  # the run did not finish (Ctrl-C): keep what was sampled
+            self.prof.stop(None, interrupted=True)
+            self.prof = None
+
+
+def result_dict(result: ProfileResult) -> dict[str, Any]:
+    d = asdict(result)
+    d["profile_dir"] = str(result.profile_dir)
+    return d
