@@ -473,7 +473,7 @@ def parse_thresholds(items: list[str], base: Any = None) -> Any:
 
     known = {f.name for f in fields(Thresholds)}
     changes: dict[str, Any] = {}
-    for key, raw in parse_overrides(items).items():
+    for key, raw in parse_overrides(items, "--threshold", "rel_ci=0.03").items():
         if key not in known:
             raise GluonbenchError(f"--threshold {key}: unknown; known: {', '.join(sorted(known))}")
         kind = int if key == "min_blocks" else float
@@ -482,7 +482,10 @@ def parse_thresholds(items: list[str], base: Any = None) -> Any:
         except ValueError:
             what = "whole number" if kind is int else "number"
             raise GluonbenchError(f"--threshold {key}={raw!r} must be a {what}") from None
-    return replace(base or Thresholds(), **changes)  # Thresholds validates itself (out of range, ...)
+    try:
+        return replace(base or Thresholds(), **changes)  # Thresholds validates itself (out of range, nan, ...)
+    except GluonbenchError as exc:
+        raise GluonbenchError(f"--{exc}") from None  # "--threshold KEY=VALUE ...": the flag the user typed
 
 
 # -- diagnose ------------------------------------------------------------------------------------

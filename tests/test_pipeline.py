@@ -80,13 +80,15 @@ def test_measure_epochs_runs_every_batch_and_closes_its_workers(small, no_leaks)
 
 
 def test_measure_rounds_interleaves_pipelines_until_the_budget(small, no_leaks):
-    m = measure({"a": small, "b": small.without_preprocessing()}, Rounds(budget_s=4.0, round_s=0.2, min_blocks=3))
+    m = measure(
+        {"a": small, "b": small.without_preprocessing()}, Rounds(budget_s=4.0, round_s=0.2, min_blocks=3, rel_ci=1e-6)
+    )
     assert set(m.records) == {"a", "b"} and m.rounds >= 2
     for rec in m.records.values():
         assert rec.rounds >= 2 and len(rec.blocks) >= 3
         lo, hi = rec.s_per_sample_ci
         assert lo <= rec.s_per_sample <= hi
-    assert m.stop_reason in ("converged", "budget")
+    assert m.stop_reason == "budget", "a CI of +-0.0001 % is never reached: the budget ends it"
 
 
 def _t(ms: float, rel: float = 0.01) -> ProbeTiming:
@@ -187,3 +189,6 @@ def test_a_probe_without_any_block_gives_no_verdict_but_shares_that_add_up():
     v = attribute({"full": _t(100), "no_preprocess": _t(60), "no_read": nan, "cached_batch": _t(50)})
     assert v.verdict == "inconclusive" and any("no_read" in n for n in v.notes)
     assert math.isclose(sum(v.shares.values()), 1.0) and math.isclose(sum(v.substages.values()), 1.0)
+    # nothing measured at all (a budget spent on start-up): still no crash, and no verdict
+    none = attribute({n: nan for n in CHAIN})
+    assert none.verdict == "inconclusive" and none.notes

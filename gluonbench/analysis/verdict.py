@@ -210,8 +210,11 @@ def attribute(
     """
     timing: dict[str, ProbeTiming] = {}
     measured: dict[str, bool] = {}
-    previous: ProbeTiming | None = None
     unmeasured = [n for n in CHAIN if (t := chain.get(n)) is not None and not math.isfinite(t.median)]
+    # a probe without a figure takes the one before it; a full probe without one, the first figure there is
+    previous: ProbeTiming | None = next(
+        (t for n in CHAIN if (t := chain.get(n)) is not None and math.isfinite(t.median)), ProbeTiming(0.0, 0.0, 0.0)
+    )
     for name in CHAIN:
         t = chain.get(name)
         if t is not None and not math.isfinite(t.median):
@@ -219,8 +222,6 @@ def attribute(
         if name != "full":
             measured[SUBSTAGES[name]] = t is not None
         if t is None:
-            if previous is None:
-                raise ValueError("the full probe's timing is required")
             t = previous
         timing[name] = previous = t
     full, no_preprocess, cached_batch = timing["full"], timing["no_preprocess"], timing["cached_batch"]

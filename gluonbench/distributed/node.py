@@ -23,7 +23,6 @@ import stat
 import sys
 import threading
 import time
-import traceback
 
 RESULT_MARK = "GLUONBENCH_RESULT "
 PR_SET_PDEATHSIG = 1
@@ -93,18 +92,10 @@ def main(argv: list[str]) -> int:
     if role != "worker":
         print(f"gluonbench node: DMLC_ROLE={role!r}; the launcher sets scheduler, server or worker", file=sys.stderr)
         return 2
-    from gluonbench.engine.run import RunResult, RunSpec, train_and_eval, utc_now
+    from gluonbench.engine.run import RunSpec, train_or_fail
 
     spec = RunSpec.from_dict(decode_spec(argv[0]))
-    try:
-        result = train_and_eval(spec)
-        code = 0
-    except BaseException as exc:
-        traceback.print_exc()
-        result = RunResult(
-            spec=spec.to_dict(), status="failed", error=f"{type(exc).__name__}: {exc}"[:500], finished_utc=utc_now()
-        )
-        code = 1
+    result, code = train_or_fail(spec)
     from gluonbench.report.store import dumps
 
     sys.stdout.write(RESULT_MARK + dumps(result) + "\n")

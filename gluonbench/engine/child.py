@@ -26,7 +26,6 @@ import os
 import shutil
 import signal
 import sys
-import traceback
 from pathlib import Path
 
 from gluonbench.report.store import atomic_write_text
@@ -79,7 +78,7 @@ def main(argv: list[str]) -> int:
         return 3  # the parent died before prctl took effect: nobody would read the result
     os.register_at_fork(after_in_child=die_with_parent)  # DataLoader workers die with this process
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from gluonbench.engine.run import RunResult, RunSpec, train_and_eval, utc_now
+    from gluonbench.engine.run import RunResult, RunSpec, train_or_fail, utc_now
     from gluonbench.engine.watchdog import LoaderStalledError, on_stall
 
     spec = RunSpec.from_dict(json.loads(spec_path.read_text()))
@@ -95,15 +94,7 @@ def main(argv: list[str]) -> int:
         atomic_write_text(result_path, json.dumps(failed.to_dict()))
 
     on_stall(stalled)
-    try:
-        result = train_and_eval(spec)
-        code = 0
-    except BaseException as exc:
-        traceback.print_exc()
-        result = RunResult(
-            spec=spec.to_dict(), status="failed", error=f"{type(exc).__name__}: {exc}"[:500], finished_utc=utc_now()
-        )
-        code = 1
+    result, code = train_or_fail(spec)
     atomic_write_text(result_path, json.dumps(result.to_dict()))
     return code
 

@@ -289,6 +289,21 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
     return result
 
 
+def train_or_fail(spec: RunSpec) -> tuple[RunResult, int]:
+    """:func:`train_and_eval` in a child process: the result and exit code 0, or a failed result
+    (the traceback printed to the run's log) and exit code 1."""
+    import traceback
+
+    try:
+        return train_and_eval(spec), 0
+    except BaseException as exc:
+        traceback.print_exc()
+        failed = RunResult(
+            spec=spec.to_dict(), status="failed", error=f"{type(exc).__name__}: {exc}"[:500], finished_utc=utc_now()
+        )
+        return failed, 1
+
+
 def diagnose_run(spec: RunSpec, workload: Any, ctx: Any) -> dict[str, Any]:
     """The diagnosis of one run's setting (same workload, workers, batch size, context), for ``extra``."""
     from gluonbench.engine.diagnosis import diagnose_workload
