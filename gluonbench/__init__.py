@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["Diagnosis", "__version__", "diagnose", "io_benchmark", "run_once", "sweep"]
+__all__ = ["Diagnosis", "__version__", "diagnose", "io_benchmark", "run_once", "sweep", "tune"]
 
 
 def __getattr__(name: str):
@@ -13,4 +13,9 @@ def __getattr__(name: str):
         from gluonbench import api
 
         return getattr(api, name)
+    if name == "tune":
+        # the package gluonbench.tune is callable: gluonbench.tune(dataset, ...) runs the tuner
+        import gluonbench.tune as tune
+
+        return tune
     raise AttributeError(f"module 'gluonbench' has no attribute {name!r}")

@@ -156,6 +156,12 @@ def _add_sweep(sub: Any) -> None:
         type=float,
         help="seconds of diagnosis per run with --diagnose (default 30)",
     )
+    p.add_argument("--prefetch", type=int, help="DataLoader(prefetch=N): batches prepared ahead (default 2 x workers)")
+    p.add_argument(
+        "--emulate-step-ms",
+        metavar="MS|TARGET",
+        help="swap the model step for a timed wait (ms per batch, or e.g. resnet50@v100): reports AU (DLIO)",
+    )
     _add_source_args(p)
     p.add_argument("--name", help="suffix of the run folder (default sweep-DATASET-CTX)")
     p.add_argument("--out", default="results", help="parent folder of run folders (default results/)")
@@ -382,6 +388,147 @@ def _add_io(sub: Any) -> None:
     p.set_defaults(func=cmd_io)
 
 
+# -- tune (issue 11) -------------------------------------------------------------------------
+
+TUNE_EXAMPLES = """examples:
+  gluonbench tune                                        # the seed's MNIST pipeline: best DataLoader setting
+  gluonbench tune --workers 2 --budget 120 --json tune.json --toml tuned.toml
+  gluonbench sweep --config tuned.toml                   # then train at the recommendation
+  gluonbench tune --dataset synthetic --read-ms 2        # slow reads: more workers than cores pay
+  gluonbench tune --dataset synthetic --cpu-ms 1         # CPU-heavy transform: about the core count
+  gluonbench tune --emulate-step-ms resnet50@v100        # would this loader keep a V100 fed? (AU, DLIO's 90 %)
+  gluonbench tune --batch-sizes 64,128,256               # also other batch sizes (learning-rate note)
+  gluonbench tune --source fastfile --uri packed/        # a RecordIO data set packed by gluonbench pack
+
+how: the model ceiling (one cached batch stepped) once; the loader alone (no model step) at a few worker
+counts, chosen by a model of how it grows with workers (linearly until the cores, or the read latency,
+saturate; CPU use per worker from psutil); stop once the loader clearly outruns the model; then the full
+pipelines of the top candidates and the current setting in interleaved rounds with 95 % CIs; the cheapest
+(fewest workers, then least memory) within noise of the best is recommended.
+"""
+
+
+def _add_tune(sub: Any) -> None:
+    p = sub.add_parser(
+        "tune",
+        help="find the cheapest DataLoader setting that keeps the model fed, in a fraction of a sweep",
+        description="Search num_workers, thread_pool, prefetch (and pin_memory on a GPU) with short steady-state "
+        "measurements and a model of the loader, confirm the top candidates against each other, and print the "
+        "DataLoader line to paste with the evidence.",
+        epilog=TUNE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--dataset", dest="workload", default="mnist", help="mnist (default), fashion-mnist or synthetic")
+    p.add_argument("--data-dir", help="folder of the data set's files (synthetic: where its files are written)")
+    p.add_argument("--no-download", dest="download", action="store_false", help="never download")
+    p.add_argument("--workers", type=int, default=0, help="the current num_workers, the baseline (default 0)")
+    p.add_argument("--thread-pool", action="store_true", help="the current setting uses thread_pool=True")
+    p.add_argument("--prefetch", type=int, help="the current setting's prefetch (default: MXNet's 2 x workers)")
+    p.add_argument("--batch-size", type=int, default=64, help="default 64, as the seed")
+    p.add_argument("--batch-sizes", help="also tune these batch sizes, e.g. 64,128,256 (budget shared)")
+    p.add_argument("--max-workers", type=int, help="most workers tried (default max(16, 4 x cores))")
+    p.add_argument("--ctx", help="cpu, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
+    p.add_argument(
+        "--emulate-step-ms",
+        metavar="MS|TARGET",
+        help="swap the model step for a timed wait: ms per batch, or "
+        "resnet50@v100, resnet50@a100, resnet50@h100 (DLIO's published per-batch times)",
+    )
+    p.add_argument("--budget", dest="budget_s", type=float, default=60.0, help="seconds for the search (default 60)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    _add_source_args(p, modes=("file", "fastfile"))
+    p.add_argument("--json", metavar="FILE", help="also write the whole result as JSON (atomically)")
+    p.add_argument(
+        "--toml", metavar="FILE", help="write the recommendation as a sweep config (gluonbench sweep --config)"
+    )
+    _add_synthetic_knobs(p)
+    p.set_defaults(func=cmd_tune)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gluonbench.engine.context import check_ctx
+    from gluonbench.ranges import parse_int_list
+
+    if args.batch_size < 1:
+        raise GluonbenchError(f"--batch-size must be at least 1 (got {args.batch_size})")
+    if args.workers < 0:
+        raise GluonbenchError(f"--workers must be 0 or more (got {args.workers})")
+    if args.max_workers is not None and args.max_workers < 0:
+        raise GluonbenchError(f"--max-workers must be 0 or more (got {args.max_workers})")
+    if args.prefetch is not None and args.prefetch < 0:
+        raise GluonbenchError(f"--prefetch must be 0 or more (got {args.prefetch})")
+    if not args.budget_s >= 10:
+        raise GluonbenchError(f"--budget must be at least 10 seconds (got {args.budget_s:g}); e.g. --budget 60")
+    sizes = parse_int_list(args.batch_sizes, what="--batch-sizes") if args.batch_sizes else None
+    if sizes is not None and min(sizes) < 1:
+        raise GluonbenchError(f"--batch-sizes must be at least 1 each (got {args.batch_sizes})")
+    emulate = None
+    if args.emulate_step_ms is not None:
+        from gluonbench.tune.emulate import step_ms
+
+        emulate = step_ms(args.emulate_step_ms)
+    if args.ctx is not None:
+        check_ctx(args.ctx)
+    for flag, path in (("--json", args.json), ("--toml", args.toml)):
+        if path and not Path(path).resolve().parent.is_dir():
+            raise GluonbenchError(f"{flag} {path}: folder {Path(path).resolve().parent} does not exist; create it")
+    options = synthetic_options(args, args.workload)
+    source = _source_options(args, options)
+    if source is not None:
+        args.workload, options = "source", source
+    from gluonbench.workloads import workload_names
+
+    if args.workload not in workload_names():
+        raise GluonbenchError(f"unknown --dataset {args.workload!r}; choose one of {', '.join(workload_names())}")
+    from gluonbench.report.store import atomic_write_text
+    from gluonbench.tune import tune_workload
+
+    bar = _progress_bar(None, "tune", unit="s")
+    state = {"last": 0}
+
+    def on_progress(elapsed: float, budget: float, best: str) -> None:
+        if bar is not None:
+            bar.total = round(budget)
+            step = round(elapsed) - state["last"]
+            if step > 0:
+                bar.update(step)
+                state["last"] += step
+            bar.set_postfix_str(best, refresh=True)
+
+    try:
+        result = tune_workload(
+            args.workload,
+            args.batch_size,
+            args.ctx,
+            args.budget_s,
+            data_dir=args.data_dir,
+            download=args.download,
+            options=options,
+            num_workers=args.workers,
+            thread_pool=args.thread_pool,
+            prefetch=args.prefetch,
+            max_workers=args.max_workers,
+            batch_sizes=sizes,
+            emulate_step_ms=emulate,
+            seed=args.seed,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    print(result.to_text(), end="")
+    if args.json:
+        import json
+
+        atomic_write_text(args.json, json.dumps(result.to_dict(), indent=2))
+        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    if args.toml:
+        atomic_write_text(args.toml, result.to_toml())
+        print(f"gluonbench: wrote {args.toml} (gluonbench sweep --config {args.toml})", file=sys.stderr)
+    return 0
+
+
 SUBCOMMANDS: list[Callable[[Any], None]] = [
     _add_sweep,
     _add_report,
@@ -390,6 +537,7 @@ SUBCOMMANDS: list[Callable[[Any], None]] = [
     _add_verify,
     _add_stream,
     _add_io,
+    _add_tune,
 ]
 
 
@@ -439,6 +587,8 @@ def settings_from_args(args: argparse.Namespace):
             "diagnose",
             "diagnose_budget_s",
             "name",
+            "prefetch",
+            "emulate_step_ms",
         )
         if getattr(args, k) is not None
     }

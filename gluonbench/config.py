@@ -35,6 +35,11 @@ class SweepSettings:
     diagnose_budget_s: float = 30.0
     options: dict[str, Any] = field(default_factory=dict)
     """Passed to the workload factory of every run (``RunSpec.options``)."""
+    prefetch: int | None = None
+    """DataLoader(prefetch=...) of every run (None: MXNet's 2 x workers; ``gluonbench tune`` writes it)"""
+    emulate_step_ms: float | str | None = None
+    """swap the model step for a timed wait of this many ms per batch, or a named target such as
+    ``resnet50@v100`` (``--emulate-step-ms``; see :mod:`gluonbench.tune.emulate`)"""
 
     def specs(self) -> list[RunSpec]:
         """All runs, repeats interleaved (0, 2, 4, 0, 2, 4, ...) so drift spreads evenly."""
@@ -76,6 +81,8 @@ class SweepSettings:
             raise GluonbenchError(f"options must be a table of workload options (got {self.options!r})")
         if not self.workers:
             raise GluonbenchError("--workers names no worker count; e.g. --workers 0..8")
+        if self.prefetch is not None and self.prefetch < 0:
+            raise GluonbenchError(f"prefetch must be 0 or more (got {self.prefetch})")
         return self
 
 
@@ -97,7 +104,13 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise GluonbenchError(f"{source}: {name} must be true or false (got {raw!r})")
-    if name in ("batch_size", "epochs", "repeat", "seed", "max_batches", "eval_workers"):
+    if name == "emulate_step_ms":
+        if raw is None or str(raw).lower() in ("none", ""):
+            return None
+        from gluonbench.tune.emulate import step_ms
+
+        return step_ms(raw, what=_flag(name, source))
+    if name in ("batch_size", "epochs", "repeat", "seed", "max_batches", "eval_workers", "prefetch"):
         if raw is None or str(raw).lower() in ("none", ""):
             return None
         try:
