@@ -174,7 +174,7 @@ class _Search:
             self.skipped.append({"what": name, "reason": f"failed ({text}); recorded, the search went on"})
 
     def schedule(self, budget: float, rel_ci: float = 0.05) -> Rounds:
-        return Rounds(budget_s=max(1.5, budget), rel_ci=rel_ci, min_blocks=6, block_s=0.05)
+        return Rounds(budget_s=max(2.5, budget), rel_ci=rel_ci, min_blocks=6, block_s=0.05)
 
     def add_point(self, workers: int, rec: Record) -> Point:
         rate, ci = _rate(rec)
@@ -192,9 +192,17 @@ class _Search:
         for w in first_ws:
             s = Setting(w)
             named[f"loader: {s.label}"] = (s, self.loader_pipeline(s).without_step())
-        recs = self.run("ceiling + loader", named, self.schedule(SHARES["first"] * self.budget_s))
+        recs = self.run("ceiling + loader", named, self.schedule(max(SHARES["first"] * self.budget_s, 5.0)))
         if "ceiling" not in recs:
-            raise GluonbenchError("the model ceiling could not be measured (the model step yielded no block in time)")
+            # a slow model step: measure it alone, with a longer slice
+            log.info("the model ceiling gave no block alongside the loaders; measuring it alone")
+            recs.update(
+                self.run("ceiling", {"ceiling": named["ceiling"]}, self.schedule(max(0.15 * self.budget_s, 5.0)))
+            )
+        if "ceiling" not in recs:
+            raise GluonbenchError(
+                "the model ceiling could not be measured: the model step yielded no block in time; raise the budget"
+            )
         ceiling, _ = _rate(recs["ceiling"])
         for w in first_ws:
             name = f"loader: {Setting(w).label}"
