@@ -774,7 +774,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+_MAIN_PID = os.getpid()
+
+
 def _raise_interrupt(signum: int, frame: Any) -> None:
+    if os.getpid() != _MAIN_PID:
+        # a forked DataLoader worker inherits this handler: Pool.terminate() must kill it, not make it unwind
+        # (an interrupted worker can block on the pool's queue lock and hang terminate's join forever)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     raise KeyboardInterrupt
 
 
@@ -913,6 +922,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     # SIGTERM (a scheduler, `kill`) stops as cleanly as Ctrl-C: finished runs kept, report rebuilt
+    global _MAIN_PID
+    _MAIN_PID = os.getpid()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         return args.func(args)

@@ -32,17 +32,31 @@ def _in_memory(n: int = 1024):
 
 
 @pytest.mark.slow
-def test_heavy_model_zero_workers_is_the_cheapest(no_leaks):
-    """In-memory samples and a heavy model: workers cannot help, so the cheapest (0 workers) is chosen."""
+def test_heavy_step_zero_workers_is_the_cheapest(no_leaks):
+    """A heavy step (emulated: 150 ms per batch, a GPU-class model) and cheap in-memory samples: workers
+    cannot help, so the cheapest setting, 0 workers, is chosen and the search stops at once."""
+    import gluonbench
+
+    r = gluonbench.tune(_in_memory(), batch_size=64, ctx="cpu", budget_s=15, max_workers=4, emulate_step_ms=150)
+    assert r.recommended.num_workers == 0, r.to_text()
+    assert "num_workers=0" in r.dataloader
+    assert r.samples_per_s == pytest.approx(64 / 0.150, rel=0.1)
+    assert r.emulated["passes"] and r.emulated["au"] > 0.9
+    # the loader alone outran the model at once: no scan of further worker counts
+    assert not any(e.phase == "loader" for e in r.evidence), r.to_text()
+
+
+@pytest.mark.slow
+def test_heavy_model_stops_early(no_leaks):
+    """A real heavy model on cheap in-memory samples: the loader outruns it with at most one worker, so the
+    search measures no further worker count and recommends at most one worker (on a 2-core CPU, 0 workers
+    lose to 1: the main process's loading competes with the model's threads)."""
     import gluonbench
 
     r = gluonbench.tune(_in_memory(), net=_heavy_net(), batch_size=64, ctx="cpu", budget_s=15, max_workers=4)
-    assert r.recommended.num_workers == 0, r.to_text()
-    assert "num_workers=0" in r.dataloader
-    # the loader alone outruns the model, so the search stopped without a long worker scan
-    assert any(e.phase == "ceiling + loader" for e in r.evidence)
+    assert r.recommended.num_workers <= 1, r.to_text()
+    assert not any(e.phase == "loader" and not (e.setting or {}).get("thread_pool") for e in r.evidence), r.to_text()
     assert r.ceiling_samples_per_s > 0 and r.samples_per_s > 0
-    assert not any(e.phase == "loader" and (e.setting or {}).get("num_workers", 0) > 4 for e in r.evidence)
 
 
 @pytest.mark.slow

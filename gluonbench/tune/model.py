@@ -228,7 +228,8 @@ def next_workers(
     """
     measured = {p.workers for p in points}
     target = ceiling * (1 + margin)
-    outrun = sorted((p for p in points if p.low >= target), key=lambda p: p.workers)
+    # only workers overlap the model step: at zero workers the main process loads, then steps
+    outrun = sorted((p for p in points if p.workers > 0 and p.low >= target), key=lambda p: p.workers)
     if outrun:
         p = outrun[0]
         return Decision(
