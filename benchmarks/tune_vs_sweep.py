@@ -76,22 +76,22 @@ def cases(work: Path, quick: bool) -> list[Case]:
     synth = str(work / "synthetic")
     n = 2048 if quick else 4096
     return [
-        Case("latency", "synthetic", {"read_ms": 4.0, "samples": n, "data_dir": synth}, 24, "more workers than cores"),
-        Case("cpu", "synthetic", {"cpu_ms": 1.5, "samples": n, "data_dir": synth}, 24, "about the core count"),
+        Case("latency", "synthetic", {"read_ms": 4.0, "samples": n, "data_dir": synth}, 32, "more workers than cores"),
+        Case("cpu", "synthetic", {"cpu_ms": 1.5, "samples": n, "data_dir": synth}, 32, "about the core count"),
         Case(
             "heavy",
             "synthetic",
             {"width": 1024, "depth": 2, "samples": n, "data_dir": synth},
-            16,
+            24,
             "0 workers as good as any",
         ),
-        Case("mnist", "mnist", {"data_dir": mnist, "download": False}, 60, "the seed's pipeline"),
-        Case("recordio", "source", {"mode": "fastfile", "uri": str(packed)}, 40, "PNG decode from RecordIO shards"),
+        Case("mnist", "mnist", {"data_dir": mnist, "download": False}, 100, "the seed's pipeline"),
+        Case("recordio", "source", {"mode": "fastfile", "uri": str(packed)}, 100, "PNG decode from RecordIO shards"),
         Case(
             "emulated",
             "synthetic",
             {"read_ms": 4.0, "samples": n, "data_dir": synth},
-            16,
+            24,
             "fewest workers with AU >= 90 % (resnet50@v100)",
             emulate="resnet50@v100",
         ),
@@ -139,7 +139,8 @@ def run_grid_setting(
     pipeline = workload_pipeline(workload, spec, ctx, ModelStep(net, workload.make_loss(), trainer))
     # steady state: the steps that find batches prefetched while the first one was awaited are left out
     skip = 1 + (0 if workers == 0 else (2 * workers if prefetch is None else prefetch))
-    rec = measure(pipeline, Epochs(1, max_steps=case.steps + skip)).records["run"]
+    # as many epochs as the steps need (each epoch restarts the loader's iterator, as training does)
+    rec = measure(pipeline, Epochs(1000, max_steps=case.steps + skip)).records["run"]
     wall = time.perf_counter() - t0
     return rec.times.split(skip=skip).samples_per_s, wall
 

@@ -187,11 +187,15 @@ class _Search:
     def first(self, ceiling_pipeline: Pipeline) -> float:
         """The model ceiling, and the loader alone at 0 and 1 workers, in one interleaved measurement."""
         t0 = perf_counter()
-        named: dict[str, tuple[Setting | None, Pipeline]] = {"ceiling": (None, ceiling_pipeline)}
         first_ws = [0] + ([1] if self.max_workers >= 1 else [])
+        named: dict[str, tuple[Setting | None, Pipeline]] = {}
         for w in first_ws:
             s = Setting(w)
             named[f"loader: {s.label}"] = (s, self.loader_pipeline(s).without_step())
+            if w == 0:
+                # second in order: the rounds rotate, so the first round starts with it (a slow loader
+                # cannot use up a small budget before the ceiling gets a turn)
+                named["ceiling"] = (None, ceiling_pipeline)
         recs = self.run("ceiling + loader", named, self.schedule(max(SHARES["first"] * self.budget_s, 5.0)))
         if "ceiling" not in recs:
             # a slow model step: measure it alone, with a longer slice
@@ -216,7 +220,11 @@ class _Search:
     def search(self, ceiling: float) -> str:
         """Loader-only measurements where the model asks for them; returns why the search stopped."""
         t0 = perf_counter()
-        end = (SHARES["first"] + SHARES["search"]) * self.budget_s
+        # a slow first phase (slow reads) still leaves the search a share; the confirmation keeps the rest
+        end = min(
+            max((SHARES["first"] + SHARES["search"]) * self.budget_s, self.elapsed() + 0.3 * self.budget_s),
+            0.7 * self.budget_s,
+        )
         reason = "the search's share of the budget was spent"
         while True:
             ok = [p for p in self.points if p.workers not in self.failed]
