@@ -37,6 +37,8 @@ OUTRUN_MARGIN = 0.20
 """the loader 'clearly outruns' the model when its CI's lower end is this much above the ceiling"""
 NEAR_BEST = 0.97
 """confirmation: a setting within noise of the best must also reach this fraction of its median"""
+CPU_BOUND = 0.5
+"""cores per worker from which the loader counts as CPU-bound (its growth capped at ``cores / u``)"""
 DEFAULT_GRID = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
@@ -126,14 +128,18 @@ class LoaderModel:
 
     @property
     def cpu_workers(self) -> float:
-        """How many workers the cores can keep running at once (``cores / u``)."""
+        """How many workers the cores can keep running at once (``cores / u``); unbounded when latency-bound.
+
+        At low rates the process tree's CPU includes fixed costs (the main process's hand-off, the
+        sampler), so a small ``u`` overstates the CPU a worker needs: below :data:`CPU_BOUND` cores per
+        worker the model sets no CPU limit and lets a measured plateau end the growth."""
         u = self.cpu_per_worker
-        return self.cores / u if math.isfinite(u) and u > 0 else math.inf
+        return self.cores / u if math.isfinite(u) and u >= CPU_BOUND else math.inf
 
     @property
     def latency_bound(self) -> bool:
         """True when a worker keeps well under a core busy: more workers than cores can pay."""
-        return self.cpu_workers > 1.5 * self.cores
+        return math.isfinite(self.cpu_per_worker) and self.cpu_per_worker < CPU_BOUND
 
     def predict(self, workers: int) -> float:
         if workers == 0:

@@ -154,7 +154,11 @@ class TuneResult:
                 lines.append(
                     f"loader model: {m['per_worker']:.0f} samples/s per worker, "
                     f"{_num(m.get('cpu_per_worker'), '.2f')} cores busy per worker "
-                    f"(the cores run {_num(sat, '.1f')} at once"
+                    + (
+                        f"(the cores run {_num(sat, '.1f')} at once"
+                        if isinstance(sat, int | float) and math.isfinite(sat)
+                        else "(no CPU limit"
+                    )
                     + (", latency-bound: more workers than cores can pay" if m.get("latency_bound") else "")
                     + ")"
                     + (f", plateau {m['plateau']:.0f} samples/s" if m.get("plateau") else "")
