@@ -238,7 +238,13 @@ class _Search:
                 break
             # worker start-up grows with the count (fork, import): the slice grows with it
             budget = max(0.1 * self.budget_s, 2.0 + 0.3 * w)
-            if self.elapsed() + budget > end:
+            # a predicted large gain is worth more than a long confirmation: the search may then use up
+            # to 80 % of the budget
+            model = fit(ok, self.cores)
+            best_now = max((pipeline_rate(p.samples_per_s, ceiling, p.workers) for p in ok), default=0.0)
+            gain = pipeline_rate(model.predict(w), ceiling, w) / best_now if best_now > 0 else math.inf
+            limit = 0.8 * self.budget_s if gain >= 1.5 else end
+            if self.elapsed() + budget > limit:
                 self.skipped.append({"what": f"loader alone at {w} workers", "reason": "budget: " + decision.reason})
                 break
             s = Setting(w)
