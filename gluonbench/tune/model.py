@@ -267,12 +267,15 @@ def next_workers(
     # the loader cannot reach the ceiling: find where it stops growing
     best_pred = max(model.predict(w) for w in unmeasured)
     if best_pred <= best_measured * (1 + model.residual):
-        why = (
-            f"CPU-bound: each worker keeps {model.cpu_per_worker:.2f} cores busy, {cores} cores run "
-            f"{model.cpu_workers:.1f} at once"
-            if model.plateau is None and math.isfinite(model.cpu_per_worker)
-            else f"the loader saturates at about {best_measured:.0f} samples/s"
-        )
+        if model.plateau is not None:
+            why = f"the loader saturates at about {best_measured:.0f} samples/s"
+        elif math.isfinite(model.cpu_workers):
+            why = (
+                f"CPU-bound: each worker keeps {model.cpu_per_worker:.2f} cores busy, {cores} cores run "
+                f"{model.cpu_workers:.1f} at once"
+            )
+        else:
+            why = f"latency-bound, still growing at {model.max_measured} workers; the counts left are predicted lower"
         return Decision(None, f"no unmeasured worker count is predicted to beat the best measured ({why})")
     knee = next(w for w in unmeasured if model.predict(w) >= best_pred * (1 - model.residual / 2))
     if knee > reach:
