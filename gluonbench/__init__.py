@@ -5,7 +5,17 @@ from __future__ import annotations
 from gluonbench import compat as _compat
 from gluonbench.version import __version__
 
-__all__ = ["Diagnosis", "__version__", "diagnose", "io_benchmark", "profile", "run_diagnosis", "run_once", "sweep"]
+__all__ = [
+    "Diagnosis",
+    "__version__",
+    "diagnose",
+    "io_benchmark",
+    "profile",
+    "run_diagnosis",
+    "run_once",
+    "sweep",
+    "tune",
+]
 
 # MXNet 1.9.1 needs numpy's removed aliases and (Python 3.12) distutils: applied here without
 # importing MXNet, so a user's `import gluonbench` then `from mxnet import gluon` works
@@ -22,4 +32,9 @@ def __getattr__(name: str):
         from gluonbench.profiler.session import profile
 
         return profile
+    if name == "tune":
+        # the package gluonbench.tune is callable: gluonbench.tune(dataset, ...) runs the tuner
+        import gluonbench.tune as tune
+
+        return tune
     raise AttributeError(f"module 'gluonbench' has no attribute {name!r}")

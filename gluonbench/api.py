@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings, check_types
+from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings, TuneSettings, check_types
 from gluonbench.distributed import is_dist
 from gluonbench.engine.diagnosis import Diagnosis, diagnose, diagnose_workload
 from gluonbench.engine.isolation import run_isolated
@@ -500,3 +500,37 @@ def io_benchmark(
     if summary is None:
         raise GluonbenchError(f"no cell finished; see {store.path}")
     return store.path, summary
+
+
+# -- tune ----------------------------------------------------------------------------------------
+
+
+def run_tune(settings: TuneSettings, on_progress: Callable[[float, float, str], None] | None = None) -> Any:
+    """Tune a registered workload (``gluonbench tune``); write ``json_path``/``toml_path``; the ``TuneResult``."""
+    from gluonbench.pipeline.emulate import step_ms
+    from gluonbench.tune import tune_workload
+
+    settings.check()
+    check_loader_shm(settings.options, settings.batch_size, settings.max_workers or 0, settings.thread_pool)
+    result = tune_workload(
+        settings.workload,
+        settings.batch_size,
+        settings.ctx,
+        settings.budget_s,
+        data_dir=settings.data_dir,
+        download=settings.download,
+        options=settings.options,
+        num_workers=settings.workers,
+        thread_pool=settings.thread_pool,
+        prefetch=settings.prefetch,
+        max_workers=settings.max_workers,
+        batch_sizes=list(settings.batch_sizes) if settings.batch_sizes else None,
+        emulate_step_ms=None if settings.emulate_step_ms is None else step_ms(settings.emulate_step_ms),
+        seed=settings.seed,
+        on_progress=on_progress,
+    )
+    if settings.json_path:
+        atomic_write_text(settings.json_path, json.dumps(result.to_dict(), indent=2))
+    if settings.toml_path:
+        atomic_write_text(settings.toml_path, result.to_toml())
+    return result

@@ -171,6 +171,12 @@ def _add_sweep(sub: Any) -> None:
         type=float,
         help="seconds of diagnosis per run with --diagnose (default 30)",
     )
+    p.add_argument("--prefetch", type=int, help="DataLoader(prefetch=N): batches prepared ahead (default 2 x workers)")
+    p.add_argument(
+        "--emulate-step-ms",
+        metavar="MS|TARGET",
+        help="swap the model step for a timed wait (ms per batch, or e.g. resnet50@v100): reports AU (DLIO)",
+    )
     _add_source_args(p)
     p.add_argument("--name", help="suffix of the run folder (default sweep-DATASET-CTX)")
     p.add_argument("--out", default="results", help="parent folder of run folders (default results/)")
@@ -555,6 +561,113 @@ def _report_profile(args: argparse.Namespace) -> int:
     _print_rules(reports)
     target = args.out or find_output(Path(args.run_dir))[0]
     print(f"rebuilt: {target}/rules.json, report.html")
+
+
+# -- tune (issue 11) -------------------------------------------------------------------------
+
+TUNE_EXAMPLES = """examples:
+  gluonbench tune                                        # the seed's MNIST pipeline: best DataLoader setting
+  gluonbench tune --workers 2 --budget 120 --json tune.json --toml tuned.toml
+  gluonbench sweep --config tuned.toml                   # then train at the recommendation
+  gluonbench tune --dataset synthetic --read-ms 2        # slow reads: more workers than cores pay
+  gluonbench tune --dataset synthetic --cpu-ms 1         # CPU-heavy transform: about the core count
+  gluonbench tune --emulate-step-ms resnet50@v100        # would this loader keep a V100 fed? (AU, DLIO's 90 %)
+  gluonbench tune --batch-sizes 64,128,256               # also other batch sizes (learning-rate note)
+  gluonbench tune --source fastfile --uri packed/        # a RecordIO data set packed by gluonbench pack
+
+how: the model ceiling (one cached batch stepped) once; the loader alone (no model step) at a few worker
+counts, chosen by a model of how it grows with workers (linearly until the cores, or the read latency,
+saturate; CPU use per worker from psutil); stop once the loader clearly outruns the model; then the full
+pipelines of the top candidates and the current setting in interleaved rounds with 95 % CIs; the cheapest
+(fewest workers, then least memory) within noise of the best is recommended.
+"""
+
+
+def _add_tune(sub: Any) -> None:
+    p = sub.add_parser(
+        "tune",
+        help="find the cheapest DataLoader setting that keeps the model fed, in a fraction of a sweep",
+        description="Search num_workers, thread_pool, prefetch (and pin_memory on a GPU) with short steady-state "
+        "measurements and a model of the loader, confirm the top candidates against each other, and print the "
+        "DataLoader line to paste with the evidence.",
+        epilog=TUNE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--dataset", dest="workload", default="mnist", help="mnist (default), fashion-mnist or synthetic")
+    p.add_argument("--data-dir", help="folder of the data set's files (synthetic: where its files are written)")
+    p.add_argument("--no-download", dest="download", action="store_false", help="never download")
+    p.add_argument("--workers", type=int, default=0, help="the current num_workers, the baseline (default 0)")
+    p.add_argument("--thread-pool", action="store_true", help="the current setting uses thread_pool=True")
+    p.add_argument("--prefetch", type=int, help="the current setting's prefetch (default: MXNet's 2 x workers)")
+    p.add_argument("--batch-size", type=int, default=64, help="default 64, as the seed")
+    p.add_argument("--batch-sizes", help="also tune these batch sizes, e.g. 64,128,256 (budget shared)")
+    p.add_argument("--max-workers", type=int, help="most workers tried (default max(16, 4 x cores))")
+    p.add_argument("--ctx", help="cpu, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
+    p.add_argument(
+        "--emulate-step-ms",
+        metavar="MS|TARGET",
+        help="swap the model step for a timed wait: ms per batch, or "
+        "resnet50@v100, resnet50@a100, resnet50@h100 (DLIO's published per-batch times)",
+    )
+    p.add_argument("--budget", dest="budget_s", type=float, default=60.0, help="seconds for the search (default 60)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    _add_source_args(p, modes=("file", "fastfile"))
+    p.add_argument("--json", metavar="FILE", help="also write the whole result as JSON (atomically)")
+    p.add_argument(
+        "--toml", metavar="FILE", help="write the recommendation as a sweep config (gluonbench sweep --config)"
+    )
+    _add_synthetic_knobs(p)
+    p.set_defaults(func=cmd_tune)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from gluonbench import api
+    from gluonbench.config import TuneSettings
+    from gluonbench.ranges import parse_int_list
+
+    options = synthetic_options(args, args.workload)
+    source = _source_options(args, options)
+    settings = TuneSettings(
+        workload="source" if source is not None else args.workload,
+        data_dir=args.data_dir,
+        download=args.download,
+        workers=args.workers,
+        thread_pool=args.thread_pool,
+        prefetch=args.prefetch,
+        batch_size=args.batch_size,
+        batch_sizes=tuple(parse_int_list(args.batch_sizes, what="--batch-sizes")) if args.batch_sizes else None,
+        max_workers=args.max_workers,
+        ctx=args.ctx,
+        emulate_step_ms=args.emulate_step_ms,
+        budget_s=args.budget_s,
+        seed=args.seed,
+        options=source if source is not None else options,
+        json_path=args.json,
+        toml_path=args.toml,
+    ).check()
+
+    bar = _progress_bar(None, "tune", unit="s")
+    state = {"last": 0}
+
+    def on_progress(elapsed: float, budget: float, best: str) -> None:
+        if bar is not None:
+            bar.total = round(budget)
+            step = round(elapsed) - state["last"]
+            if step > 0:
+                bar.update(step)
+                state["last"] += step
+            bar.set_postfix_str(best, refresh=True)
+
+    try:
+        result = api.run_tune(settings, on_progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(result.to_text(), end="")
+    if args.json:
+        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    if args.toml:
+        print(f"gluonbench: wrote {args.toml} (gluonbench sweep --config {args.toml})", file=sys.stderr)
     return 0
 
 
@@ -567,6 +680,7 @@ SUBCOMMANDS: list[Callable[[Any], None]] = [
     _add_stream,
     _add_io,
     _add_profile,
+    _add_tune,
 ]
 
 
@@ -618,6 +732,8 @@ def settings_from_args(args: argparse.Namespace):
             "diagnose_budget_s",
             "name",
             *SCALE_FLAGS,
+            "prefetch",
+            "emulate_step_ms",
         )
         if getattr(args, k, None) is not None
     }
@@ -781,7 +897,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+_MAIN_PID = os.getpid()
+
+
 def _raise_interrupt(signum: int, frame: Any) -> None:
+    if os.getpid() != _MAIN_PID:
+        # a forked DataLoader worker inherits this handler: Pool.terminate() must kill it, not make it unwind
+        # (an interrupted worker can block on the pool's queue lock and hang terminate's join forever)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     raise KeyboardInterrupt
 
 
@@ -913,6 +1038,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     # SIGTERM (a scheduler, `kill`) stops as cleanly as Ctrl-C: finished runs kept, report rebuilt
+    global _MAIN_PID
+    _MAIN_PID = os.getpid()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         return args.func(args)

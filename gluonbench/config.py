@@ -72,6 +72,11 @@ class SweepSettings:
     port: int | None = None
     diagnose_rank: int = 0
     """with a dist kvstore and ``diagnose``: the worker rank that diagnoses its pipeline after training"""
+    prefetch: int | None = None
+    """DataLoader(prefetch=...) of every run (None: MXNet's 2 x workers; ``gluonbench tune`` writes it)"""
+    emulate_step_ms: float | str | None = None
+    """swap the model step for a timed wait of this many ms per batch, or a named target such as
+    ``resnet50@v100`` (``--emulate-step-ms``; see :mod:`gluonbench.pipeline.emulate`)"""
 
     def specs(self) -> list[RunSpec]:
         """All runs, repeats interleaved (0, 2, 4, 0, 2, 4, ...) so drift spreads evenly."""
@@ -143,6 +148,8 @@ class SweepSettings:
         from gluonbench.engine.scale import check_scale
 
         check_scale(self)
+        if self.prefetch is not None and self.prefetch < 0:
+            raise GluonbenchError(f"prefetch must be 0 or more (got {self.prefetch})")
         return self
 
 
@@ -240,6 +247,12 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise GluonbenchError(f"{source}: {name} must be true or false (got {raw!r})")
+    if name == "emulate_step_ms":
+        if raw is None or str(raw).lower() in ("none", ""):
+            return None
+        from gluonbench.pipeline.emulate import step_ms
+
+        return step_ms(raw, what=_flag(name, source))
     if name in (
         "batch_size",
         "epochs",
@@ -247,6 +260,7 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
         "seed",
         "max_batches",
         "eval_workers",
+        "prefetch",
         "classes",
         "image_size",
         "devices",
@@ -553,6 +567,84 @@ class DiagnoseSettings:
             from gluonbench.report.store import check_writable_file
 
             check_writable_file(self.json_path, "--json")  # before the measurement, not after it
+        if self.workload not in workload_names():
+            raise GluonbenchError(f"unknown --dataset {self.workload!r}; choose one of {', '.join(workload_names())}")
+        if self.workload == "synthetic":
+            from gluonbench.workloads.synthetic import check_options
+
+            check_options(self.options)
+        return self
+
+
+# -- tune ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """One search of the best DataLoader setting for a registered workload (``gluonbench tune``).
+
+    ``workers``/``thread_pool``/``prefetch`` are the current setting (the baseline); ``batch_sizes``
+    also searches those batch sizes; ``emulate_step_ms`` swaps the model step for a timed wait (ms per
+    batch or a named target such as ``resnet50@v100``). :meth:`check` validates everything before any
+    work starts.
+    """
+
+    workload: str = "mnist"
+    data_dir: str | None = None
+    download: bool = True
+    workers: int = 0
+    thread_pool: bool = False
+    prefetch: int | None = None
+    batch_size: int = 64
+    batch_sizes: tuple[int, ...] | None = None
+    max_workers: int | None = None
+    ctx: str | None = None
+    emulate_step_ms: float | str | None = None
+    budget_s: float = 60.0
+    seed: int = 1
+    options: dict[str, Any] = field(default_factory=dict)
+    json_path: str | None = None
+    toml_path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def check(self) -> TuneSettings:
+        """Raise :class:`GluonbenchError` naming the bad value and the fix; return self."""
+        from gluonbench.engine.context import check_ctx
+        from gluonbench.pipeline.emulate import step_ms
+        from gluonbench.workloads import workload_names
+
+        for name in ("batch_size", "workers", "seed"):
+            if not _whole(getattr(self, name)):
+                raise GluonbenchError(f"setting {name} must be a whole number (got {getattr(self, name)!r})")
+        for name in ("prefetch", "max_workers"):
+            if getattr(self, name) is not None and not _whole(getattr(self, name)):
+                raise GluonbenchError(f"setting {name} must be a whole number or None (got {getattr(self, name)!r})")
+        if isinstance(self.budget_s, bool) or not isinstance(self.budget_s, int | float):
+            raise GluonbenchError(f"setting budget_s must be a number of seconds (got {self.budget_s!r})")
+        if self.batch_size < 1:
+            raise GluonbenchError(f"--batch-size must be at least 1 (got {self.batch_size})")
+        if self.workers < 0:
+            raise GluonbenchError(f"--workers must be 0 or more (got {self.workers})")
+        if self.max_workers is not None and self.max_workers < 0:
+            raise GluonbenchError(f"--max-workers must be 0 or more (got {self.max_workers})")
+        if self.prefetch is not None and self.prefetch < 0:
+            raise GluonbenchError(f"--prefetch must be 0 or more (got {self.prefetch})")
+        if not 10 <= self.budget_s < math.inf:
+            raise GluonbenchError(f"--budget must be at least 10 seconds (got {self.budget_s:g}); e.g. --budget 60")
+        if self.batch_sizes is not None and (not self.batch_sizes or min(self.batch_sizes) < 1):
+            raise GluonbenchError(f"--batch-sizes must be at least 1 each (got {self.batch_sizes})")
+        if self.emulate_step_ms is not None:
+            step_ms(self.emulate_step_ms)
+        if self.ctx is not None:
+            check_ctx(self.ctx)
+        check_seed(self.seed)
+        for flag, path in (("--json", self.json_path), ("--toml", self.toml_path)):
+            if path:
+                from gluonbench.report.store import check_writable_file
+
+                check_writable_file(path, flag)  # before the search, not after it
         if self.workload not in workload_names():
             raise GluonbenchError(f"unknown --dataset {self.workload!r}; choose one of {', '.join(workload_names())}")
         if self.workload == "synthetic":

@@ -395,3 +395,11 @@ def diagnose_workload(
     finally:
         if owned and w.close is not None:
             w.close()
+
+
+# public names for the other entry points that take a user's pipeline (gluonbench.tune)
+resolve_ctx = _resolve_ctx
+as_dataset = _as_dataset
+prepare_net = _prepare_net
+restore_net = _restore_net
+checked_step = _checked

@@ -73,6 +73,10 @@ class RunSpec:
     servers: int = 1
     diagnose_rank: int = 0
     """with a dist kvstore and ``diagnose``: the worker rank that diagnoses its pipeline after training"""
+    prefetch: int | None = None
+    """DataLoader(prefetch=...): batches prepared ahead (None: MXNet's 2 x workers)"""
+    emulate_step_ms: float | str | None = None
+    """swap the model step for a timed wait of this many ms per batch (DLIO's emulated compute)"""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -144,7 +148,11 @@ def workload_pipeline(workload: Any, spec: RunSpec, ctx: Any, step: Any = None, 
     if workload.train_batches is not None:
         loader: Any = Stream(workload.train_batches, size, spec.workers)
     else:
-        loader = Loader(size, spec.workers, spec.thread_pool, shuffle=True)
+        loader = Loader(size, spec.workers, spec.thread_pool, spec.prefetch, shuffle=True)
+    if spec.emulate_step_ms is not None:
+        from gluonbench.pipeline.emulate import emulated_step
+
+        step = emulated_step(spec.emulate_step_ms, size)
     return Pipeline(
         dataset=workload.train,
         loader=loader,
@@ -275,6 +283,11 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
     result.steady = times.split(skip=1).to_dict()
     result.system = system.to_dict()
     result.source = dict(workload.info)
+    if spec.emulate_step_ms is not None and len(times):
+        from gluonbench.pipeline.emulate import seconds_per_batch, utilisation
+
+        per_batch = seconds_per_batch(spec.emulate_step_ms, spec.batch_size)
+        result.extra["emulated"] = utilisation(times, per_batch, spec.batch_size).to_dict()
     if len(times) == 0:
         raise GluonbenchError("the training loader yielded no batch; is the data set empty?")
     if spec.diagnose and scale.diagnoses(spec):

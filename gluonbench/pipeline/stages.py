@@ -16,7 +16,8 @@ stage          real                                         stand-in
 ``loader``     :class:`Loader`: DataLoader knobs, batchify  :class:`HostBatch`
                (or a :class:`Stream` of batches, Pipe)
 ``copy``       ``as_in_context(ctx)``, host to device       :class:`DeviceBatch`
-``step``       forward, backward, update (kvstore)          ``None`` (no model step)
+``step``       forward, backward, update (kvstore)          ``None`` (no model step), or
+                                                            :class:`EmulatedStep` (a timed wait)
 =============  ===========================================  =================================
 """
 
@@ -98,13 +99,21 @@ class Loader:
     prefetch: int | None = None
     """batches prepared ahead by the workers; MXNet's default is 2 x num_workers"""
     shuffle: bool = True
+    pin_memory: bool = False
+    """batches in page-locked memory (GPU only): faster host-to-device copies"""
+    timeout: int | None = None
+    """seconds a worker's batch may take before the loader raises (MXNet's default: 120)"""
 
     def make(self, dataset: Any, fn: SampleFn | None) -> Any:
         """The DataLoader the seed builds: ``DataLoader(dataset.transform(fn), ...)``."""
         from gluonbench._mx import gluon
 
         source = dataset.transform(fn) if fn else dataset
-        extra = {} if self.prefetch is None else {"prefetch": self.prefetch}
+        extra: dict[str, Any] = {} if self.prefetch is None else {"prefetch": self.prefetch}
+        if self.pin_memory:
+            extra["pin_memory"] = True
+        if self.timeout is not None:
+            extra["timeout"] = self.timeout
         return gluon.data.DataLoader(
             source,
             self.batch_size,
@@ -149,3 +158,35 @@ class DeviceBatch:
     @property
     def batch_size(self) -> int:
         return int(self.data.shape[0])
+
+
+class EmulatedStep:
+    """Stand-in for the model step: a timed wait of ``seconds_per_batch`` per batch (DLIO's emulated compute).
+
+    DLIO and MLPerf Storage replace the accelerator's work with a sleep of the measured
+    per-batch compute time, so a machine without the target GPU can answer "would this
+    input pipeline keep that GPU fed?". The wait scales with the batch it is given
+    (``seconds_per_batch * len(batch) / batch_size``), so a smaller last batch or another
+    batch size costs proportionally. The wait is synchronous, as DLIO's is: it does not
+    overlap with a zero-worker loader's work in the main thread (a real GPU step would,
+    by one batch), so at 0 workers it is conservative.
+    """
+
+    def __init__(self, seconds_per_batch: float, batch_size: int) -> None:
+        if not (seconds_per_batch >= 0 and batch_size >= 1):
+            raise ValueError("EmulatedStep needs seconds_per_batch >= 0 and batch_size >= 1")
+        self.seconds_per_batch = float(seconds_per_batch)
+        self.batch_size = int(batch_size)
+        self.__name__ = f"emulated step ({self.seconds_per_batch * 1000:g} ms per batch of {self.batch_size})"
+
+    def seconds_for(self, samples: int) -> float:
+        """The wait for a batch of ``samples``."""
+        return self.seconds_per_batch * samples / self.batch_size
+
+    def __call__(self, data: Any, label: Any) -> None:
+        import time
+
+        end = time.perf_counter() + self.seconds_for(int(data.shape[0]))
+        # sleep most of it, then spin the last fraction of a millisecond for precision
+        while (left := end - time.perf_counter()) > 0:
+            time.sleep(left - 0.0002 if left > 0.0005 else 0)

@@ -1,0 +1,300 @@
+"""``gluonbench tune`` against the full grid sweep, on workloads with different optima, in one run.
+
+Per case: ``tune`` (its own budget), then the grid: every setting (worker counts x processes or
+threads) as a full training pipeline for a fixed number of steady steps (after the batches the
+workers prefetched while the first one was awaited), through the same
+``measure(pipeline, Epochs(max_steps=...))`` path a sweep run takes, ``--repeat`` times interleaved.
+Tune's pick is measured the same way (the grid's figure when the grid has the same setting).
+
+Printed per case: tune's pick's throughput / the grid's best, and tune's wall time / the grid's.
+Targets: >= 95 % of the grid's best in every case; <= 25 % of the grid's time in total.
+
+Cases (real work: file reads with a latency, CPU work, a real model, MNIST, RecordIO shards):
+
+* ``latency``  synthetic reads with 4 ms latency each: the best is more workers than cores;
+* ``cpu``      a CPU-heavy transform (1.5 ms per sample): about the core count;
+* ``heavy``    a heavy model (2 x 1024 dense): 0 workers is as good as any;
+* ``mnist``    the seed's MNIST pipeline;
+* ``recordio`` MNIST packed into RecordIO shards (``gluonbench pack``), read through the ``source``
+  workload (fastfile mode), PNG-decoded per sample;
+* ``emulated`` reads with 4 ms latency and a ResNet-50 on V100 step emulated (DLIO's published
+  per-batch time): the fewest workers that keep AU >= 90 %.
+
+    python benchmarks/tune_vs_sweep.py --quick --out results/benchmarks/tune_vs_sweep.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gluonbench.report.store import atomic_write_text
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass
+class Case:
+    name: str
+    workload: str
+    options: dict[str, Any]
+    steps: int
+    """fixed steps per grid run"""
+    expect: str
+    emulate: str | float | None = None
+    batch_size: int = 64
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def mnist_dir() -> str:
+    for d in (os.environ.get("GLUONBENCH_DATA", ""), str(HERE.parents[1] / "shared" / "data")):
+        if d and (Path(d) / "mnist").is_dir():
+            return str(Path(d) / "mnist")
+    raise SystemExit("MNIST not found: set GLUONBENCH_DATA to a folder holding mnist/")
+
+
+def cases(work: Path, quick: bool) -> list[Case]:
+    from gluonbench.data.recordio import load_manifest, pack
+    from gluonbench.errors import GluonbenchError
+
+    mnist = mnist_dir()
+    packed = work / "mnist-rec"
+    try:
+        load_manifest(packed)
+    except GluonbenchError:
+        pack(mnist, packed, 8 * 1024 * 1024, shuffle=True, seed=0, split="train")
+    synth = str(work / "synthetic")
+    n = 2048 if quick else 4096
+    return [
+        Case("latency", "synthetic", {"read_ms": 4.0, "samples": n, "data_dir": synth}, 32, "more workers than cores"),
+        Case("cpu", "synthetic", {"cpu_ms": 1.5, "samples": n, "data_dir": synth}, 32, "about the core count"),
+        Case(
+            "heavy",
+            "synthetic",
+            {"width": 1024, "depth": 2, "samples": n, "data_dir": synth},
+            24,
+            "0 workers as good as any",
+        ),
+        Case("mnist", "mnist", {"data_dir": mnist, "download": False}, 100, "the seed's pipeline"),
+        Case("recordio", "source", {"mode": "fastfile", "uri": str(packed)}, 100, "PNG decode from RecordIO shards"),
+        Case(
+            "emulated",
+            "synthetic",
+            {"read_ms": 4.0, "samples": n, "data_dir": synth},
+            24,
+            "fewest workers with AU >= 90 % (resnet50@v100)",
+            emulate="resnet50@v100",
+        ),
+    ]
+
+
+def grid(quick: bool) -> list[tuple[int, bool]]:
+    workers = (0, 1, 2, 4, 8, 16) if quick else (0, 1, 2, 3, 4, 6, 8, 12, 16)
+    return [(w, tp) for w in workers for tp in (False, True) if not (w == 0 and tp)]
+
+
+def open_workload(case: Case) -> Any:
+    from gluonbench.workloads import get_workload
+
+    opts = dict(case.options)
+    data_dir = opts.pop("data_dir", None)
+    download = opts.pop("download", True)
+    return get_workload(case.workload, data_dir=data_dir, download=download, **opts)
+
+
+def run_grid_setting(
+    workload: Any, case: Case, workers: int, thread_pool: bool, prefetch: int | None
+) -> tuple[float, float]:
+    """One sweep-style run: the full pipeline at this setting for ``case.steps`` steps; (samples/s, wall s)."""
+    from gluonbench._mx import gluon, mx
+    from gluonbench.engine.loop import ModelStep
+    from gluonbench.engine.measure import Epochs, measure
+    from gluonbench.engine.run import RunSpec, workload_pipeline
+
+    ctx = mx.cpu()
+    t0 = time.perf_counter()
+    mx.random.seed(1)
+    net = workload.make_net()
+    init = workload.init() if workload.init is not None else mx.init.Xavier(magnitude=2.24)
+    net.collect_params().initialize(init, ctx=ctx, force_reinit=True)
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": workload.learning_rate})
+    spec = RunSpec(
+        workload=case.workload,
+        workers=workers,
+        thread_pool=thread_pool,
+        prefetch=prefetch,
+        batch_size=case.batch_size,
+        emulate_step_ms=case.emulate,
+    )
+    pipeline = workload_pipeline(workload, spec, ctx, ModelStep(net, workload.make_loss(), trainer))
+    # steady state: the steps that find batches prefetched while the first one was awaited are left out
+    skip = 1 + (0 if workers == 0 else (2 * workers if prefetch is None else prefetch))
+    # as many epochs as the steps need (each epoch restarts the loader's iterator, as training does)
+    rec = measure(pipeline, Epochs(1000, max_steps=case.steps + skip)).records["run"]
+    wall = time.perf_counter() - t0
+    return rec.times.split(skip=skip).samples_per_s, wall
+
+
+def run_case(case: Case, args: argparse.Namespace) -> dict[str, Any]:
+    from gluonbench.tune import tune_workload
+
+    opts = dict(case.options)
+    data_dir = opts.pop("data_dir", None)
+    download = opts.pop("download", True)
+    print(f"[{case.name}] tune ({args.budget:g} s budget) ...", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    result = tune_workload(
+        case.workload,
+        case.batch_size,
+        "cpu",
+        args.budget,
+        data_dir=data_dir,
+        download=download,
+        options=opts,
+        emulate_step_ms=case.emulate,
+        max_workers=16,
+        seed=1,
+    )
+    tune_s = time.perf_counter() - t0
+    pick = result.recommended
+    print(f"[{case.name}] tune picked {pick.label} in {tune_s:.1f} s; grid ...", file=sys.stderr, flush=True)
+    settings = grid(args.quick)
+    key = (pick.num_workers, pick.thread_pool and pick.num_workers > 0)
+    extra = [] if (key in settings and pick.prefetch is None) else [(*key, pick.prefetch)]
+    workload = open_workload(case)
+    runs: dict[tuple, list[float]] = {}
+    grid_s = 0.0
+    try:
+        for _ in range(args.repeat):
+            for w, tp in settings:
+                rate, wall = run_grid_setting(workload, case, w, tp, None)
+                runs.setdefault((w, tp, None), []).append(rate)
+                grid_s += wall
+            for w, tp, pf in extra:
+                rate, _ = run_grid_setting(workload, case, w, tp, pf)
+                runs.setdefault((w, tp, pf), []).append(rate)
+    finally:
+        if workload.close is not None:
+            workload.close()
+    rates = {k: statistics.median(v) for k, v in runs.items()}
+    in_grid = {k: v for k, v in rates.items() if k[2] is None and (k[0], k[1]) in settings}
+    best_key = max(in_grid, key=lambda k: in_grid[k])
+    pick_key = (pick.num_workers, key[1], pick.prefetch if extra else None)
+    pick_rate = rates[pick_key]
+    row = {
+        "case": case.name,
+        "expect": case.expect,
+        "pick": pick.label,
+        "pick_samples_per_s": pick_rate,
+        "grid_best": f"{best_key[0]} workers" + (", threads" if best_key[1] else ""),
+        "grid_best_samples_per_s": in_grid[best_key],
+        "ratio": pick_rate / in_grid[best_key],
+        "tune_s": tune_s,
+        "grid_s": grid_s,
+        "time_ratio": tune_s / grid_s,
+        "tune_expected_samples_per_s": result.samples_per_s,
+        "grid": {f"{k[0]}{'t' if k[1] else 'p'}": round(v, 1) for k, v in sorted(in_grid.items())},
+        "emulated": result.emulated,
+        "tune": result.to_dict(),
+    }
+    print(
+        f"[{case.name}] pick {pick.label}: {pick_rate:.0f} samples/s = {100 * row['ratio']:.0f} % of the grid's best "
+        f"({row['grid_best']}, {in_grid[best_key]:.0f}); time {tune_s:.0f} s vs grid {grid_s:.0f} s "
+        f"({100 * row['time_ratio']:.0f} %)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return row
+
+
+def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    total_tune = sum(r["tune_s"] for r in rows)
+    total_grid = sum(r["grid_s"] for r in rows)
+    lines = [
+        "# tune vs the grid sweep",
+        "",
+        f"`python benchmarks/tune_vs_sweep.py {' '.join(sys.argv[1:])}`, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.node()}, {os.cpu_count()} cores, CPU context, "
+        f"tune budget {args.budget:g} s per case, grid {len(grid(args.quick))} settings x {args.repeat} "
+        "repeat(s), fixed steps per run.",
+        "",
+        "Timings were taken on a shared 2-core machine while other jobs ran: throughput figures carry that noise.",
+        "",
+        "| case | expected optimum | tune's pick | pick samples/s | grid best | grid best samples/s | pick / best "
+        "| tune s | grid s | tune / grid time |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['case']} | {r['expect']} | {r['pick']} | {r['pick_samples_per_s']:.0f} | {r['grid_best']} | "
+            f"{r['grid_best_samples_per_s']:.0f} | {100 * r['ratio']:.1f} % | {r['tune_s']:.1f} | {r['grid_s']:.1f} | "
+            f"{100 * r['time_ratio']:.1f} % |"
+        )
+    worst = min(r["ratio"] for r in rows)
+    lines += [
+        "",
+        f"total: tune {total_tune:.0f} s, grid {total_grid:.0f} s: **{100 * total_tune / total_grid:.1f} %** of the "
+        f"grid's time (target <= 25 %); worst pick / best **{100 * worst:.1f} %** (target >= 95 % in every case).",
+        "",
+        "grid samples/s per setting (workers, p = processes, t = threads):",
+        "",
+    ]
+    for r in rows:
+        lines.append(f"- {r['case']}: " + ", ".join(f"{k} {v:.0f}" for k, v in r["grid"].items()))
+        if r["emulated"]:
+            e = r["emulated"]
+            lines.append(f"  - {e['text']}; AU of tune's pick {100 * e['au']:.0f} % (DLIO's pass line 90 %)")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="a smaller grid and data sets (a few minutes)")
+    ap.add_argument("--budget", type=float, default=None, help="tune's budget per case in s (default 20; quick 15)")
+    ap.add_argument("--repeat", type=int, default=None, help="grid repeats per setting (default 2; quick 1)")
+    ap.add_argument("--cases", help="comma-separated subset of: latency,cpu,heavy,mnist,recordio,emulated")
+    ap.add_argument("--work-dir", help="keep generated data here (default: a temporary folder)")
+    ap.add_argument("--out", help="write the markdown table here (and the JSON beside it)")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    args.budget = args.budget or (15.0 if args.quick else 20.0)
+    args.repeat = args.repeat or (1 if args.quick else 2)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
+    tmp = None if args.work_dir else tempfile.TemporaryDirectory(prefix="gluonbench-tune-")
+    work = Path(args.work_dir or tmp.name)
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        chosen = cases(work, args.quick)
+        if args.cases:
+            names = set(args.cases.split(","))
+            chosen = [c for c in chosen if c.name in names]
+        rows = []
+        for case in chosen:
+            rows.append(run_case(case, args))
+            text = report(rows, args)
+            if args.out:  # written after every case: nothing measured is lost
+                atomic_write_text(args.out, text)
+                atomic_write_text(str(Path(args.out).with_suffix(".json")), json.dumps(rows, indent=2, default=str))
+        print(text)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    ok = all(r["ratio"] >= 0.95 for r in rows) and sum(r["tune_s"] for r in rows) <= 0.25 * sum(
+        r["grid_s"] for r in rows
+    )
+    print(f"targets {'met' if ok else 'NOT met'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

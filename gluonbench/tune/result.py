@@ -1,0 +1,253 @@
+"""What ``tune`` found: :class:`TuneResult`, its text, JSON and ``tuned.toml``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gluonbench.tune.model import Setting
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN and infinities become None, tuples lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+@dataclass
+class Evidence:
+    """One measurement the tuner made (all through ``measure``): what, samples/s with its 95 % CI."""
+
+    phase: str
+    """``ceiling + loader``, ``loader`` (the loader alone) or ``confirm`` (the full pipeline)"""
+    label: str
+    setting: dict[str, Any] | None = None
+    samples_per_s: float = math.nan
+    ci: tuple[float, float] = (math.nan, math.nan)
+    cpu_cores: float = math.nan
+    """cores the process tree kept busy on average (psutil)"""
+    blocks: int = 0
+    steps: int = 0
+    elapsed_s: float = 0.0
+    """seconds of the measure() call it was part of"""
+    status: str = "ok"
+    error: str | None = None
+
+
+@dataclass
+class BatchSizeResult:
+    """The search at one batch size."""
+
+    batch_size: int
+    setting: dict[str, Any]
+    samples_per_s: float
+    ci: tuple[float, float]
+    within_noise: list[str] = field(default_factory=list)
+    confirmed: list[dict[str, Any]] = field(default_factory=list)
+    current_samples_per_s: float = math.nan
+    current_ci: tuple[float, float] = (math.nan, math.nan)
+    ceiling_samples_per_s: float = math.nan
+    ceiling_ci: tuple[float, float] = (math.nan, math.nan)
+    stop_reason: str = ""
+    model: dict[str, Any] = field(default_factory=dict)
+    phase_s: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class TuneResult:
+    """The recommended DataLoader setting, its expected throughput and the evidence; ``to_dict()`` is JSON."""
+
+    setting: dict[str, Any]
+    """the recommended knobs (:class:`~gluonbench.tune.model.Setting`)"""
+    batch_size: int
+    dataloader: str
+    """the line to paste: ``gluon.data.DataLoader(...)``"""
+    samples_per_s: float
+    ci: tuple[float, float]
+    current: dict[str, Any]
+    current_batch_size: int
+    current_samples_per_s: float
+    current_ci: tuple[float, float]
+    ceiling_samples_per_s: float
+    """the model step on one cached batch: what a perfect loader would give"""
+    ceiling_ci: tuple[float, float]
+    evidence: list[Evidence] = field(default_factory=list)
+    tried: list[str] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    batch_sizes: list[BatchSizeResult] = field(default_factory=list)
+    lr_note: str = ""
+    emulated: dict[str, Any] | None = None
+    """with emulated compute: the per-batch wait, its source, AU of the recommendation and of the current setting"""
+    elapsed_s: float = 0.0
+    budget_s: float = 0.0
+    cores: int = 0
+    ctx: str = "cpu"
+    started_utc: str = ""
+    label: str = ""
+    env: dict[str, Any] = field(default_factory=dict)
+    sweep: dict[str, Any] = field(default_factory=dict)
+    """settings for ``tuned.toml`` beyond the loader's (workload, data, options), set by the CLI"""
+
+    @property
+    def recommended(self) -> Setting:
+        return Setting.from_dict(self.setting)
+
+    @property
+    def speedup(self) -> float:
+        c = self.current_samples_per_s
+        return self.samples_per_s / c if c and c > 0 else math.nan
+
+    @property
+    def of_ceiling(self) -> float:
+        c = self.ceiling_samples_per_s
+        return self.samples_per_s / c if c and c > 0 else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.update(speedup=self.speedup, of_ceiling=self.of_ceiling)
+        return _clean(d)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TuneResult:
+        names = set(cls.__dataclass_fields__)
+        d = {k: v for k, v in data.items() if k in names}
+        d["evidence"] = [Evidence(**e) for e in d.get("evidence", [])]
+        d["batch_sizes"] = [BatchSizeResult(**b) for b in d.get("batch_sizes", [])]
+        return cls(**d)
+
+    def to_text(self) -> str:
+        """The report: recommendation, expected speed, evidence, what was tried and skipped, time."""
+        cur = Setting.from_dict(self.current)
+        lines = [f"recommended: {self.dataloader}"]
+        if self.lr_note:
+            lines.append(f"             {self.lr_note}")
+        lines.append(
+            f"expected:    {_rate(self.samples_per_s, self.ci)}; "
+            f"{_x(self.speedup)} the current setting ({cur.label}, batch {self.current_batch_size}: "
+            f"{_rate(self.current_samples_per_s, self.current_ci)}); "
+            f"{_pct(self.of_ceiling)} of the model ceiling ({_rate(self.ceiling_samples_per_s, self.ceiling_ci)})"
+        )
+        if self.emulated:
+            e = self.emulated
+            lines.append(f"emulated:    {e['text']}")
+            lines.append(
+                f"             accelerator utilisation AU {_pct(e['au'])} "
+                f"({'passes' if e['passes'] else 'fails'} DLIO's {_pct(e['pass_line'])} line); current setting: "
+                f"AU {_pct(e['au_current'])} ({'passes' if e['passes_current'] else 'fails'})"
+            )
+        for b in self.batch_sizes:
+            if len(self.batch_sizes) > 1:
+                lines.append(
+                    f"batch {b.batch_size}: {Setting.from_dict(b.setting).label} {_rate(b.samples_per_s, b.ci)}"
+                )
+            if b.within_noise and len(b.within_noise) > 1:
+                lines.append(f"within noise of the best (the cheapest wins): {'; '.join(b.within_noise)}")
+            m = b.model
+            if m.get("per_worker") is not None:
+                sat = m.get("cpu_workers")
+                lines.append(
+                    f"loader model: {m['per_worker']:.0f} samples/s per worker, "
+                    f"{_num(m.get('cpu_per_worker'), '.2f')} cores busy per worker "
+                    + (
+                        f"(the cores run {_num(sat, '.1f')} at once"
+                        if isinstance(sat, int | float) and math.isfinite(sat)
+                        else "(no CPU limit"
+                    )
+                    + (", latency-bound: more workers than cores can pay" if m.get("latency_bound") else "")
+                    + ")"
+                    + (f", plateau {m['plateau']:.0f} samples/s" if m.get("plateau") else "")
+                )
+            lines.append(f"search stopped: {b.stop_reason}")
+        lines.append("evidence (samples/s, median and 95 % CI):")
+        for e in self.evidence:
+            if e.status != "ok":
+                lines.append(f"  {e.phase:16s} {e.label:34s} FAILED: {e.error}")
+                continue
+            cpu = f"  {e.cpu_cores:.2f} cores busy" if e.cpu_cores == e.cpu_cores else ""
+            lines.append(f"  {e.phase:16s} {e.label:34s} {_rate(e.samples_per_s, e.ci)}{cpu}")
+        lines.append("tried: " + "; ".join(self.tried))
+        if self.skipped:
+            lines.append("skipped:")
+            lines.extend(f"  {s['what']}: {s['reason']}" for s in self.skipped)
+        lines.append(f"time: {self.elapsed_s:.1f} s of a {self.budget_s:g} s budget, {self.cores} cores, {self.ctx}")
+        return "\n".join(lines) + "\n"
+
+    def to_toml(self) -> str:
+        """A ``tuned.toml`` that ``gluonbench sweep --config`` reads: the recommended setting as a sweep."""
+        s = self.recommended
+        values: dict[str, Any] = {k: v for k, v in self.sweep.items() if k != "options" and v is not None}
+        values.update(workers=[s.num_workers], batch_size=self.batch_size, thread_pool=s.thread_pool)
+        if s.prefetch is not None and s.num_workers:
+            values["prefetch"] = s.prefetch
+        if self.emulated:
+            values["emulate_step_ms"] = self.emulated["setting"]
+        cur = Setting.from_dict(self.current)
+        lines = [
+            "# written by gluonbench tune: the recommended DataLoader setting, as a sweep config",
+            f"# {self.dataloader}",
+            f"# expected {self.samples_per_s:.0f} samples/s; the current setting ({cur.label}) "
+            f"{self.current_samples_per_s:.0f} samples/s",
+            f"# compare them: gluonbench sweep --config tuned.toml --set workers={cur.num_workers},{s.num_workers}",
+        ]
+        if s.pin_memory:
+            lines.append("# pin_memory=True is part of the recommendation; sweep runs do not set it")
+        lines += [f"{k} = {_toml(v)}" for k, v in values.items()]
+        options = self.sweep.get("options") or {}
+        if options:
+            lines += ["", "[options]"] + [f"{k} = {_toml(v)}" for k, v in options.items() if v is not None]
+        return "\n".join(lines) + "\n"
+
+
+def _toml(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    text = str(v).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+def _num(v: Any, fmt: str) -> str:
+    return format(v, fmt) if isinstance(v, int | float) and math.isfinite(v) else "?"
+
+
+def _rate(v: float, ci: Any) -> str:
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    lo, hi = ci if ci else (math.nan, math.nan)
+    if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
+        return f"{v:.0f} samples/s [{lo:.0f}, {hi:.0f}]"
+    return f"{v:.0f} samples/s"
+
+
+def _pct(v: Any) -> str:
+    return f"{100 * v:.0f} %" if isinstance(v, int | float) and math.isfinite(v) else "n/a"
+
+
+def _x(v: float) -> str:
+    return f"{v:.2f}x" if math.isfinite(v) else "n/a x"
+
+
+def dataloader_line(setting: Setting, batch_size: int) -> str:
+    """The ``gluon.data.DataLoader(...)`` line for a setting."""
+    kw = ", ".join(f"{k}={v!r}" for k, v in setting.loader_kwargs().items())
+    return f"gluon.data.DataLoader(dataset, batch_size={batch_size}, shuffle=True, {kw})"
+
+
+def lr_note(old: int, new: int, learning_rate: float) -> str:
+    """The linear learning-rate scaling rule for a batch-size change (Goyal et al., 2017)."""
+    if old == new:
+        return f"batch size {old} kept (other batch sizes were not faster by more than 5 %)"
+    lr = learning_rate * new / old
+    return (
+        f"batch size {old} -> {new}: scale the learning rate with it (linear scaling rule, Goyal et al. 2017), "
+        f"e.g. {learning_rate:g} -> {lr:g}, with a few epochs of warm-up for large changes"
+    )
