@@ -1,7 +1,7 @@
 """Reproducibility of ``diagnose``'s shares: the same pipeline diagnosed N times in a row.
 
-Runs ``gluonbench.diagnose`` on the seed's MNIST pipeline (seed transform, seed CNN, batch 64,
-CPU) ``--repeat`` times (default 5) and prints, per headline share and per sub-stage share,
+Runs ``gluonbench diagnose`` on the seed's MNIST pipeline (seed transform, seed CNN, batch 64,
+CPU) ``--repeat`` times (default 5), each in a fresh process as a user would, and prints, per headline share and per sub-stage share,
 each run's value and the largest distance of a run from the median of the runs, plus each
 run's time to a verdict.
 
@@ -22,7 +22,9 @@ import argparse
 import json
 import logging
 import statistics
+import subprocess
 import sys
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,21 +47,20 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
 
-    from gluonbench.workloads import get_workload
-
-    w = get_workload("mnist", data_dir=args.mnist_dir, download=False)
     runs = []
     for i in range(args.repeat):
-        d = gluonbench.diagnose(
-            w.train,
-            w.transform,
-            batch_size=args.batch_size,
-            num_workers=args.workers,
-            ctx="cpu",
-            budget_s=args.budget,
-            seed=1,
-            label=f"run {i + 1}",
-        )
+        # each diagnosis in a fresh process, as a user runs `gluonbench diagnose` again
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "d.json"
+            cmd = [sys.executable, "-m", "gluonbench", "diagnose", "--workers", str(args.workers), "--ctx", "cpu",
+                   "--batch-size", str(args.batch_size), "--budget", str(args.budget), "--json", str(out)]  # fmt: skip
+            if args.mnist_dir:
+                cmd += ["--data-dir", args.mnist_dir, "--no-download"]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                print(proc.stderr, file=sys.stderr)
+                return 2
+            d = gluonbench.Diagnosis.from_dict(json.loads(out.read_text()))
         runs.append(d)
         cells = " ".join(f"{k}={v * 100:4.1f}%" for k, v in {**d.shares, **d.stages}.items())
         settled = f"{d.settled_s:.1f}" if d.settled_s is not None else "-"
