@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any
@@ -114,7 +115,8 @@ def _resolve_ctx(ctx: Any):
     raise GluonbenchError(f"ctx={ctx!r} is not a context; pass mx.cpu(), mx.gpu(0) or a string such as 'gpu:0'")
 
 
-def _ctx_text(ctx: Any) -> str:
+def ctx_text(ctx: Any) -> str:
+    """``cpu`` or ``gpu:N``: a context as the command line writes it."""
     return "cpu" if ctx.device_type == "cpu" else f"gpu:{ctx.device_id}"
 
 
@@ -274,7 +276,7 @@ def diagnose(
         batch_size=batch_size,
         num_workers=num_workers,
         cores=os.cpu_count() or 1,
-        ctx=_ctx_text(ctx),
+        ctx=ctx_text(ctx),
         thread_pool=thread_pool,
         transform=pipeline.preprocesses,
         hybridized=bool(getattr(net, "_active", False)) if isinstance(net, gluon.HybridBlock) else None,
@@ -348,6 +350,41 @@ def _checked(step: Any, net: Any) -> Callable[[Any, Any], Any]:
     return run
 
 
+@contextmanager
+def opened_workload(
+    name: str,
+    ctx: Any,
+    *,
+    data_dir: str | None = None,
+    download: bool = True,
+    options: dict[str, Any] | None = None,
+    workload: Any = None,
+    stream_hint: str = "",
+    with_net: bool = True,
+) -> Iterator[tuple[Any, Any]]:
+    """A registered workload opened for measuring its ``dataset[i]`` pipeline: ``(workload, net)``.
+
+    The net (None without ``with_net``) is initialised on ``ctx``. A stream (Pipe mode) is refused
+    with ``stream_hint`` as the fix. A workload opened here is closed on leaving; a given ``workload``
+    is left open for its owner.
+    """
+    from gluonbench.workloads import get_workload
+
+    owned = workload is None
+    w = workload or get_workload(name, data_dir=data_dir, download=download, **(options or {}))
+    try:
+        if w.train is None:
+            raise GluonbenchError(f"{name}: the data arrive as a stream (Pipe mode), {stream_hint}")
+        net = None
+        if with_net:
+            net = w.make_net()
+            net.collect_params().initialize(w.initializer(), ctx=ctx)
+        yield w, net
+    finally:
+        if owned and w.close is not None:
+            w.close()
+
+
 def diagnose_workload(
     name: str,
     batch_size: int = 64,
@@ -362,21 +399,14 @@ def diagnose_workload(
     **kwargs: Any,
 ) -> Diagnosis:
     """:func:`diagnose` on a registered workload (``mnist``, ``fashion-mnist``, ``synthetic``)."""
-    from gluonbench._mx import mx
-    from gluonbench.workloads import get_workload
-
     ctx = _resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
-    owned = workload is None
-    w = workload or get_workload(name, data_dir=data_dir, download=download, **(options or {}))
-    try:
-        if w.train is None:
-            raise GluonbenchError(
-                f"{name}: the data arrive as a stream (Pipe mode), but the probes need dataset[i]; diagnose the "
-                "same data through --source file or fastfile, or time the stream with sweep --source pipe"
-            )
-        net = w.make_net()
-        init = w.init() if w.init is not None else mx.init.Xavier(magnitude=2.24)
-        net.collect_params().initialize(init, ctx=ctx)
+    hint = (
+        "but the probes need dataset[i]; diagnose the same data through --source file or fastfile, or time the "
+        "stream with sweep --source pipe"
+    )
+    with opened_workload(
+        name, ctx, data_dir=data_dir, download=download, options=options, workload=workload, stream_hint=hint
+    ) as (w, net):
         return diagnose(
             w.train,
             w.transform,
@@ -392,9 +422,6 @@ def diagnose_workload(
             label=kwargs.pop("label", None) or name,
             **kwargs,
         )
-    finally:
-        if owned and w.close is not None:
-            w.close()
 
 
 # public names for the other entry points that take a user's pipeline (gluonbench.tune)

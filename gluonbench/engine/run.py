@@ -223,7 +223,7 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
     dog: StallWatchdog | None = None
     try:
         net = workload.make_net()
-        init = workload.init() if workload.init is not None else mx.init.Xavier(magnitude=2.24)
+        init = workload.initializer()
         # one device: the seed's step; several devices or a kvstore: the data-parallel step (engine/scale.py)
         step = scale.make_step(net, init, workload.make_loss, workload.learning_rate)
         pipeline = workload_pipeline(

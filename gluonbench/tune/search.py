@@ -577,24 +577,15 @@ def tune_workload(
     **kwargs: Any,
 ) -> TuneResult:
     """:func:`tune` on a registered workload (``mnist``, ``synthetic``, ``source``...); fills ``result.sweep``."""
-    from gluonbench._mx import mx
-    from gluonbench.engine.diagnosis import resolve_ctx
-    from gluonbench.workloads import get_workload
+    from gluonbench.engine.diagnosis import ctx_text, opened_workload, resolve_ctx
 
     ctx = resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
-    w = get_workload(name, data_dir=data_dir, download=download, **(options or {}))
-    try:
-        if w.train is None:
-            raise GluonbenchError(
-                f"{name}: the data arrive as a stream (Pipe mode) whose workers are not DataLoader workers; tune the "
-                "same data through --source file or fastfile"
-            )
-        net = loss = None
-        if kwargs.get("emulate_step_ms") is None:
-            net = w.make_net()
-            init = w.init() if w.init is not None else mx.init.Xavier(magnitude=2.24)
-            net.collect_params().initialize(init, ctx=ctx)
-            loss = w.make_loss()
+    hint = "whose workers are not DataLoader workers; tune the same data through --source file or fastfile"
+    emulated = kwargs.get("emulate_step_ms") is not None
+    with opened_workload(
+        name, ctx, data_dir=data_dir, download=download, options=options, stream_hint=hint, with_net=not emulated
+    ) as (w, net):
+        loss = None if emulated else w.make_loss()
         result = tune(
             w.train,
             w.transform,
@@ -609,17 +600,13 @@ def tune_workload(
             label=kwargs.pop("label", None) or name,
             **kwargs,
         )
-    finally:
-        if w.close is not None:
-            w.close()
-    ctx_text = "cpu" if ctx.device_type == "cpu" else f"gpu:{ctx.device_id}"
     from pathlib import Path
 
     result.sweep = {
         "workload": name,
         "data_dir": str(Path(data_dir).resolve()) if data_dir else None,
         "download": None if download else False,
-        "ctx": ctx_text,
+        "ctx": ctx_text(ctx),
         "options": dict(options or {}),
     }
     return result

@@ -42,6 +42,14 @@ class Workload:
     decode: Callable[[Any, Any], tuple[Any, Any]] | None = None
     """per-sample decode of the raw record, applied in the loader before ``transform``"""
 
+    def initializer(self) -> Any:
+        """The net's initializer: the workload's own, else the seed's Xavier (magnitude 2.24)."""
+        if self.init is not None:
+            return self.init()
+        from gluonbench.workloads.mnist import seed_init
+
+        return seed_init()
+
 
 WorkloadFactory = Callable[..., Workload]
 _REGISTRY: dict[str, WorkloadFactory] = {}
