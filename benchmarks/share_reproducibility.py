@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import statistics
 import subprocess
 import sys
@@ -48,8 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
 
     runs = []
+    loads: list[float] = []
     for i in range(args.repeat):
         # each diagnosis in a fresh process, as a user runs `gluonbench diagnose` again
+        load = os.getloadavg()[0]
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "d.json"
             cmd = [sys.executable, "-m", "gluonbench", "diagnose", "--workers", str(args.workers), "--ctx", "cpu",
@@ -62,9 +65,13 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             d = gluonbench.Diagnosis.from_dict(json.loads(out.read_text()))
         runs.append(d)
+        loads.append(load)
         cells = " ".join(f"{k}={v * 100:4.1f}%" for k, v in {**d.shares, **d.stages}.items())
         settled = f"{d.settled_s:.1f}" if d.settled_s is not None else "-"
-        print(f"run {i + 1}: {d.verdict:13s} {cells}  verdict@{settled} s  ran {d.elapsed_s:.1f} s ({d.stop_reason})")
+        print(
+            f"run {i + 1}: {d.verdict:13s} {cells}  verdict@{settled} s  ran {d.elapsed_s:.1f} s ({d.stop_reason}, "
+            f"{d.rounds} rounds)  load average before {load:.2f}"
+        )
 
     lines = []
     worst = 0.0
@@ -85,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(
         f"verdicts: {', '.join(verdicts)}; time to verdict: " + ", ".join(f"{s:.1f}" if s else "-" for s in settled)
     )
+    lines.append(
+        f"{os.cpu_count()} cores; 1-minute load average before each run: " + ", ".join(f"{x:.2f}" for x in loads)
+    )
     ok_shares = worst <= TOLERANCE
     ok_time = slowest <= VERDICT_TARGET_S
     lines.append(
@@ -102,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             "command": command_line(),
             "env": environment(),
             "runs": [d.to_dict() for d in runs],
+            "load_average_before": loads,
             "summary": text,
             "met": ok_shares and ok_time,
         }

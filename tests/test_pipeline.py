@@ -88,6 +88,9 @@ def test_measure_rounds_interleaves_pipelines_until_the_budget(small, no_leaks):
         assert rec.rounds >= 2 and len(rec.blocks) >= 3
         lo, hi = rec.s_per_sample_ci
         assert lo <= rec.s_per_sample <= hi
+        # one value per round the pipeline ran in, each the median of that round's blocks
+        assert len(rec.per_round) == rec.rounds and set(rec.per_round) <= set(range(1, m.rounds + 1))
+        assert min(rec.blocks) <= min(rec.per_round.values()) <= max(rec.per_round.values()) <= max(rec.blocks)
     assert m.stop_reason == "budget", "a CI of +-0.0001 % is never reached: the budget ends it"
 
 

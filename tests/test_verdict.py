@@ -5,7 +5,15 @@ import math
 import pytest
 
 from gluonbench.analysis.recommend import Setting, evidence, recommend
-from gluonbench.analysis.verdict import ProbeTiming, Thresholds, classify, input_bound_label
+from gluonbench.analysis.verdict import (
+    ProbeTiming,
+    Thresholds,
+    attribute,
+    chain_timings,
+    classify,
+    input_bound_label,
+    paired_timings,
+)
 
 
 def t(median_ms: float, rel: float = 0.02) -> ProbeTiming:
@@ -155,3 +163,43 @@ def test_cpu_context_with_idle_cores_suggests_omp_threads():
     assert "used 1.0 of 2 cores" in text and "OMP_NUM_THREADS=2" in text
     text = " ".join(recommend(v, _probes(100, 99, 97, util=95.0), SEED_LIKE))
     assert "OMP_NUM_THREADS" not in text
+
+
+def _probe(per_round: list[float | None]) -> dict:
+    values = [v for v in per_round if v is not None]
+    ordered = sorted(values)
+    mid = ordered[len(ordered) // 2]
+    return {"s_per_sample": mid, "s_per_sample_ci": [ordered[0], ordered[-1]], "per_round": per_round}
+
+
+def test_paired_timings_cancel_load_that_changes_between_rounds():
+    # a stage split of 30 / 10 / 60 %; each round the machine is busier or quieter by up to 2x
+    load = [1.0, 1.9, 1.2, 2.0, 1.1, 1.5, 1.7, 1.3]
+    probes = {
+        "full": _probe([1.0e-3 * f for f in load]),
+        "no_preprocess": _probe([0.7e-3 * f for f in load]),
+        "no_read": _probe([0.7e-3 * f for f in load]),
+        "cached_batch": _probe([0.6e-3 * f for f in load]),
+        "device_batch": {**_probe([0.6e-3 * f for f in load]), "same_as": "cached_batch"},
+    }
+    unpaired = attribute(chain_timings(probes))
+    paired = attribute(paired_timings(probes))
+    assert paired.substages == pytest.approx(
+        {"preprocessing": 0.3, "read": 0.0, "loader": 0.1, "copy": 0.0, "compute": 0.6}
+    )
+    # the load shows in each probe's own CI but not in the paired one: the shares are exact here
+    assert paired.precise(1e-9) and not unpaired.precise(0.05)
+    assert paired_timings(probes)["full"].half_width == 0.0
+
+
+def test_paired_timings_need_enough_rounds_with_every_probe():
+    full = [1.0e-3] * 8
+    probes = {n: _probe([0.8e-3] * 8) for n in ("no_preprocess", "no_read", "cached_batch")}
+    probes["full"] = _probe(full)
+    assert paired_timings(probes)["no_read"].half_width == 0.0
+    # a probe missing from three of eight rounds leaves five paired rounds: fewer than six, so unpaired
+    probes["no_read"] = _probe([0.8e-3, None, 0.8e-3, None, 0.8e-3, None, 0.7e-3, 0.9e-3])
+    assert paired_timings(probes) == chain_timings(probes)
+    # results written before per-round values existed are read unpaired
+    old = {n: {k: v for k, v in p.items() if k != "per_round"} for n, p in probes.items()}
+    assert paired_timings(old) == chain_timings(old)

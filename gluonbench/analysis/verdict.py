@@ -37,6 +37,10 @@ differences, so sub-stage shares add up to their headline's share. ``classify`` 
 headline probes (a chain where no_read and device_batch equal the probe before them);
 :func:`attribute` takes any chain.
 
+**Paired rounds.** The probes take turns in rounds, and the shares compare them round by round
+(:func:`paired_timings`): each probe's time is its ratio to ``full`` in the same round (median over
+rounds, with its CI), so load that changes between rounds, or between two diagnoses, cancels.
+
 **Confidence intervals of the shares.** A share's interval is (its time -+ its uncertainty) over
 the total, clipped to [0, 1]: every share comes with the precision its probes reached.
 
@@ -49,10 +53,12 @@ the total, clipped to [0, 1]: every share comes with the precision its probes re
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from gluonbench.analysis.stats import median_ci
 from gluonbench.errors import GluonbenchError
 
 STAGES = ("preprocessing", "disk_io", "gpu_io")
@@ -353,3 +359,49 @@ def chain_timings(probes: Mapping[str, Any]) -> dict[str, ProbeTiming | None]:
         return p.get("same_as") if isinstance(p, Mapping) else getattr(p, "same_as", None)
 
     return {n: (_timing(probes[n]) if n in probes and not same_as(probes[n]) else None) for n in CHAIN}
+
+
+PAIRED_MIN_ROUNDS = 6
+"""rounds with every chain probe measured before :func:`paired_timings` pairs them (as ``min_blocks``)"""
+
+
+def paired_timings(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUNDS) -> dict[str, ProbeTiming | None]:
+    """The chain's timings for :func:`attribute`, each probe compared with ``full`` round by round.
+
+    The probes take turns in rounds; within one round they run seconds apart, under the same background
+    load. Probe p's figure is ``median_r(v_r(p) / v_r(full))`` times full's median, with the 95 % CI of
+    that median ratio, where ``v_r`` is a probe's median block in round r. A busier machine in one round
+    slows every probe of that round alike and cancels in the ratio; two diagnoses of the same pipeline
+    then agree on the shares even when the machine's load differs between them. ``full`` itself keeps
+    its median with no width: the shares are fractions of it, and the uncertainty of a difference from it
+    is the paired ratio's. Results without per-round values, or fewer than ``min_rounds`` rounds where
+    every chain probe ran, get :func:`chain_timings` (each probe's own median and CI).
+    """
+    unpaired = chain_timings(probes)
+    full = unpaired["full"]
+    rows = {n: _per_round(probes[n]) for n, t in unpaired.items() if t is not None}
+    if full is None or not math.isfinite(full.median) or "full" not in rows:
+        return unpaired
+    rounds = [
+        i
+        for i, f in enumerate(rows["full"])
+        if f and f > 0 and all(i < len(v) and v[i] is not None and math.isfinite(v[i]) for v in rows.values())
+    ]
+    if len(rounds) < min_rounds:
+        return unpaired
+    out: dict[str, ProbeTiming | None] = {}
+    for name, t in unpaired.items():
+        if t is None:
+            out[name] = None
+        elif name == "full":
+            out[name] = ProbeTiming(full.median, full.median, full.median)
+        else:
+            ratios = [rows[name][i] / rows["full"][i] for i in rounds]
+            lo, hi = median_ci(ratios)
+            out[name] = ProbeTiming(statistics.median(ratios) * full.median, lo * full.median, hi * full.median)
+    return out
+
+
+def _per_round(p: Any) -> list[float | None]:
+    values = p.get("per_round") if isinstance(p, Mapping) else getattr(p, "per_round", None)
+    return list(values or [])

@@ -18,7 +18,7 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.analysis.recommend import Setting, advise, evidence, render, stage_name
-from gluonbench.analysis.verdict import STAGES, Thresholds, Verdict, attribute, chain_timings
+from gluonbench.analysis.verdict import STAGES, Thresholds, Verdict, attribute, paired_timings
 from gluonbench.engine.measure import Rounds
 from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.errors import GluonbenchError
@@ -318,7 +318,7 @@ def _classify(ps: ProbeSet, thresholds: Thresholds) -> Verdict:
     # the step-time split is built when the measurement ends; while it runs only the verdict is asked for
     wait = ps.probes["full"].split.get("wait_frac", math.nan) if ps.probes["full"].split else math.nan
     return attribute(
-        chain_timings(ps.probes),
+        paired_timings(ps.probes),
         wait_frac=wait,
         converged=ps.converged(
             thresholds.rel_ci, thresholds.min_blocks, tuple(n for n in PROBE_NAMES if n != "loader_only")

@@ -23,12 +23,16 @@ the next pipeline's round.
 ``workers`` steps (batches from parallel workers arrive in bursts) and at least ``block_s``
 seconds. A block's value is its seconds per sample. A pipeline's figure is the median over blocks
 with the distribution-free 95 % CI of that median (:func:`gluonbench.analysis.stats.median_ci`).
+Each pipeline's median block of each round is kept too (``Record.per_round``): pipelines compared
+round by round see the same background load, which is how the diagnose shares are computed
+(:func:`gluonbench.analysis.verdict.paired_timings`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -53,6 +57,8 @@ class Record:
     """per epoch (:class:`Epochs`)"""
     blocks: list[float] = field(default_factory=list)
     """seconds per sample of each block (:class:`Rounds`)"""
+    per_round: dict[int, float] = field(default_factory=dict)
+    """:class:`Rounds`: round number -> median seconds per sample of this pipeline's blocks in that round"""
     block_steps: int = 0
     rounds: int = 0
     open_s: float = 0.0
@@ -146,7 +152,8 @@ class Rounds:
     block_s: float = 0.05
     """a block lasts at least this long"""
     round_s: float | None = None
-    """measured time per pipeline per round; default: budget / 40, between 0.3 and 1.5 s"""
+    """measured time per pipeline per round; default: budget / 150, between 0.25 and 1.5 s (short slices
+    give many rounds, and every round pairs the pipelines under the same background load)"""
     warmup_steps: int = 3
     """steps left out at the start of each pipeline (plus the loader's prefetch depth)"""
     monitor_interval: float = 0.5
@@ -154,7 +161,7 @@ class Rounds:
     def round_seconds(self) -> float:
         if self.round_s is not None:
             return self.round_s
-        return min(1.5, max(0.3, self.budget_s / 40.0))
+        return min(1.5, max(0.25, self.budget_s / 150.0))
 
     def converged(self, records: Mapping[str, Record]) -> bool:
         return all(len(r.blocks) >= self.min_blocks and r.rel_half_width <= self.rel_ci for r in records.values())
@@ -215,7 +222,9 @@ class Rounds:
             for name in order[shift:] + order[:shift]:
                 if perf_counter() >= budget_end:
                     break
-                self._round(opened[name], records[name], skips[name], min_steps[name], slices[name] * scale, budget_end)
+                self._round(
+                    opened[name], records[name], skips[name], min_steps[name], slices[name] * scale, budget_end, rounds
+                )
                 if on_progress is not None:
                     on_progress(perf_counter() - t_start, self.budget_s)
             measurement.elapsed_s, measurement.rounds = perf_counter() - t_start, rounds
@@ -229,13 +238,16 @@ class Rounds:
         log.info("%d rounds in %.1f s, stopped on %s", rounds, measurement.elapsed_s, stop_reason)
         return measurement
 
-    def _round(self, r: Running, rec: Record, skip: int, min_steps: int, round_s: float, deadline: float) -> None:
+    def _round(
+        self, r: Running, rec: Record, skip: int, min_steps: int, round_s: float, deadline: float, number: int
+    ) -> None:
         """One round of one pipeline: drop ``skip`` steps, then blocks of consecutive steps until ``round_s``."""
         k = max(min_steps, math.ceil(self.block_s / max(rec.est_step_s, 1e-6)))
         rec.block_steps = k
         ctx, step = r.pipeline.ctx, r.pipeline.step
         monitor = SystemMonitor(interval=self.monitor_interval).start()
         t0 = perf_counter()
+        first = len(rec.blocks)
         try:
             if skip:
                 run_steps(r.cycle(), ctx, step, max_steps=skip)
@@ -250,6 +262,8 @@ class Rounds:
                     break
         finally:
             rec.systems.append(monitor.stop())
+        if len(rec.blocks) > first:
+            rec.per_round[number] = statistics.median(rec.blocks[first:])
         # bounded: past the deadline no further round of this loader follows
         limit = min(max(1.0, 20 * rec.est_step_s * k), max(0.5, deadline - perf_counter()))
         r.settle(limit)

@@ -35,6 +35,9 @@ class ProbeResult:
     batch_size: int
     blocks: list[float] = field(default_factory=list)
     """seconds per sample of each block"""
+    per_round: list[float | None] = field(default_factory=list)
+    """median seconds per sample of this probe's blocks in round 1, 2, ... (None: no slice in that round);
+    the probes are compared round by round (:func:`gluonbench.analysis.verdict.paired_timings`)"""
     steps: int = 0
     samples: int = 0
     rounds: int = 0
@@ -126,7 +129,9 @@ class ProbeSet:
 
 
 def _result(name: str, removes: str, batch_size: int, rec: Record) -> ProbeResult:
-    out = ProbeResult(name, removes, batch_size, blocks=list(rec.blocks))
+    last = max(rec.per_round, default=0)
+    per_round = [rec.per_round.get(i) for i in range(1, last + 1)]
+    out = ProbeResult(name, removes, batch_size, blocks=list(rec.blocks), per_round=per_round)
     out.steps, out.samples, out.rounds = len(rec.times), sum(rec.times.samples), rec.rounds
     out.block_steps = rec.block_steps
     out.update()
