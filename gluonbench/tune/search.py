@@ -527,11 +527,12 @@ def tune(
         env=environment(),
     )
     if emulation is not None:
-        from gluonbench.pipeline.emulate import au_of
+        from gluonbench.pipeline.emulate import utilisation
 
         per_batch = seconds_per_batch(emulation, chosen.batch_size)
-        au = au_of(per_batch * result.samples_per_s / chosen.batch_size, 1.0)
-        au_current = au_of(seconds_per_batch(emulation, batch_size) * result.current_samples_per_s / batch_size, 1.0)
+        # a throughput is the samples of one second
+        au = utilisation(emulation, chosen.batch_size, result.samples_per_s, 1.0)
+        au_current = utilisation(emulation, batch_size, result.current_samples_per_s, 1.0)
         result.emulated = {
             "setting": emulation,
             "text": describe(emulation, chosen.batch_size),
