@@ -485,6 +485,7 @@ def io_benchmark(
                         timeout_s=settings.timeout_s,
                         preset=settings.preset,
                         image_size=settings.image_size,
+                        emulate_step_ms=settings.emulate_step_ms,
                     )
                     shutil.rmtree(cache_root, ignore_errors=True)
                     result.command = command_line()

@@ -431,6 +431,7 @@ IO_EXAMPLES = """examples:
   gluonbench io --s3-uri s3://my-bucket/gluonbench-io  # AWS (credentials from the usual boto3 chain)
   gluonbench io --page-cache cold --drop-caches   # evict the origin before each cell
   gluonbench io --stage decode --preset imagenet --image-size 224   # also decode + ImageNet augmentation
+  gluonbench io --stage decode --emulate-step-ms resnet50@v100   # which cells keep a V100 fed? (AU, DLIO's 90 %)
 """
 
 
@@ -465,6 +466,11 @@ def _add_io(sub: Any) -> None:
         help="--stage decode: decode to RGB and apply this training preset per sample (as sweep/diagnose --preset)",
     )
     p.add_argument("--image-size", type=int, default=224, help="--preset's output size (default 224)")
+    p.add_argument(
+        "--emulate-step-ms",
+        metavar="MS|TARGET",
+        help="each cell feeds a timed wait per batch (ms, or e.g. resnet50@v100) and reports AU (DLIO's 90 %%)",
+    )
     p.add_argument("--page-cache", choices=("warm", "cold"), default="warm", help="origin cached or evicted first")
     p.add_argument(
         "--drop-caches", action="store_true", help="with --page-cache cold: also write /proc/sys/vm/drop_caches"
@@ -1007,15 +1013,17 @@ def cmd_io(args: argparse.Namespace) -> int:
         name=args.name,
         preset=args.preset,
         image_size=args.image_size,
+        emulate_step_ms=args.emulate_step_ms,
     ).check()
 
     def on_result(r) -> None:
         c = r.cell
         what = f"{c['mode']:>8} {c['size']:>5} {c['layout']:>6}"
         if r.ok:
+            au = f", AU {r.emulated['au']:.0%}" if r.emulated else ""
             print(
                 f"{what}: start-up {r.startup_s:.3f} s, {r.read_mb_per_s:.0f} MB/s, {r.samples_per_s:.0f} samples/s, "
-                f"total {r.total_s:.2f} s",
+                f"total {r.total_s:.2f} s{au}",
                 file=sys.stderr,
                 flush=True,
             )

@@ -372,6 +372,9 @@ class IoSettings:
     preset: str | None = None
     """``stage="decode"``: decode to RGB and apply this preset (imagenet, cifar, none); None: the seed's decode"""
     image_size: int = 224
+    emulate_step_ms: float | str | None = None
+    """swap each cell's (absent) model step for a timed wait: ms per batch or a target such as ``resnet50@v100``;
+    each cell then reports its accelerator utilisation (see :mod:`gluonbench.pipeline.emulate`)"""
 
     def size_bytes(self, size: str) -> int:
         return self.small_bytes if size == "small" else self.large_bytes
@@ -442,6 +445,10 @@ class IoSettings:
             check_endpoint_url(self.endpoint_url)
         if self.s3_uri and not self.s3_uri.startswith("s3://"):
             raise GluonbenchError(f"--s3-uri {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
+        if self.emulate_step_ms is not None:
+            from gluonbench.pipeline.emulate import step_ms
+
+            step_ms(self.emulate_step_ms)
         return self
 
 

@@ -34,3 +34,21 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
     if len(values) == 1:
         return float(values[0]), 0.0
     return statistics.fmean(values), statistics.stdev(values)
+
+
+def ratio_ci(
+    a: float, a_ci: tuple[float, float], b: float, b_ci: tuple[float, float]
+) -> tuple[float, tuple[float, float]]:
+    """``a / b`` and its approximate 95 % CI from two independent estimates and their 95 % CIs.
+
+    On a log scale the two relative uncertainties add in quadrature, side by side (the ratio's low end
+    combines ``a``'s low side with ``b``'s high side), so asymmetric CIs (of medians) stay asymmetric.
+    NaN where an estimate or its CI is missing or not positive.
+    """
+    values = (a, b, *a_ci, *b_ci)
+    if not all(math.isfinite(v) and v > 0 for v in values):
+        return math.nan, (math.nan, math.nan)
+    r = a / b
+    down = math.hypot(math.log(a / a_ci[0]), math.log(b_ci[1] / b))
+    up = math.hypot(math.log(a_ci[1] / a), math.log(b / b_ci[0]))
+    return r, (r * math.exp(-down), r * math.exp(up))

@@ -9,6 +9,11 @@ the first batch (listing, copy, producer start, first read), read MB/s and
 samples/s per epoch, total time, local disk used, and the process tree's CPU
 and memory (:class:`~gluonbench.monitor.SystemMonitor`).
 
+Emulated compute (``emulate_step_ms``, DLIO's method): the step is swapped for a timed wait per
+batch (:func:`~gluonbench.pipeline.emulate.emulated_step`) instead of nothing, so the cell answers
+"would this input pipeline keep that GPU fed?"; it then records its accelerator utilisation
+(AU = emulated compute time / total time, per epoch and over the cell; DLIO passes at 90 %).
+
 Page cache: ``warm`` reads the origin once before the cell; ``cold`` evicts the
 origin's pages first with ``posix_fadvise(DONTNEED)`` after ``fdatasync``
 (only our files), plus ``/proc/sys/vm/drop_caches`` when asked and permitted.
@@ -157,6 +162,8 @@ class EpochResult:
     samples_per_s: float
     first_batch_s: float
     wait_frac: float
+    au: float | None = None
+    """with emulated compute: this epoch's accelerator utilisation"""
 
 
 @dataclass
@@ -183,6 +190,9 @@ class IoResult:
     started_utc: str = ""
     finished_utc: str = ""
     kind: str = "io"
+    emulated: dict[str, Any] | None = None
+    """with emulated compute: the setting, its text, ms per batch and the cell's AU
+    (:class:`~gluonbench.pipeline.emulate.Utilisation`)"""
 
     @property
     def ok(self) -> bool:
@@ -267,14 +277,18 @@ def run_cell(
     timeout_s: float = 600.0,
     preset: str | None = None,
     image_size: int = 224,
+    emulate_step_ms: float | str | None = None,
 ) -> IoResult:
     """Measure one cell; never raises for a failure of the cell itself (status ``failed``).
 
     ``preset`` (decode stage): decode to RGB and apply that preset's training transforms per sample
     (:mod:`gluonbench.workloads.vision_zoo`), as the vision workloads do; None: the seed's greyscale 28 x 28.
+    ``emulate_step_ms``: the step is a timed wait per batch (ms, or a target such as ``resnet50@v100``), and
+    the result carries the cell's accelerator utilisation (``emulated``; ``au`` per epoch).
     """
     from gluonbench._mx import mx
     from gluonbench.env import environment
+    from gluonbench.pipeline.emulate import describe, emulated_step, seconds_per_batch, step_ms, utilisation
     from gluonbench.sources import make_source
     from gluonbench.workloads.source import stream_batches
 
@@ -314,6 +328,7 @@ def run_cell(
             return _counted(samples, counters[-1])
 
         # the pipeline: this cell's source, the stage's per-sample work and batching, no model step
+        # (or, with emulated compute, the step swapped for a timed wait)
         prepare, batchify, parallel = IO_STAGES[stage]
         if stage == "decode" and preset is not None:
             # the same per-sample preset as training (decode, augment, normalise), stacked
@@ -322,7 +337,10 @@ def run_cell(
             prepare, batchify = preset_stage(preset, image_size), stack_batch
         workers = threads if parallel else 0
         loader = Stream(stream_batches(source, prepare, batchify, counted, shuffle, seed), batch_size, workers)
-        pipeline = Pipeline(dataset=None, loader=loader, ctx=mx.cpu(), source={"mode": cell.mode, "uri": cell.uri})
+        step = emulated_step(emulate_step_ms, batch_size) if emulate_step_ms is not None else None
+        pipeline = Pipeline(
+            dataset=None, loader=loader, ctx=mx.cpu(), step=step, source={"mode": cell.mode, "uri": cell.uri}
+        )
         record = measure(pipeline, Epochs(epochs)).records["run"]
         for epoch, times in enumerate(record.epochs):
             counter = counters[epoch]
@@ -342,6 +360,9 @@ def run_cell(
                         samples_per_s=split.samples / seconds if seconds > 0 else 0.0,
                         first_batch_s=times.wait[0] if len(times) else 0.0,
                         wait_frac=split.wait_frac,
+                        au=utilisation(emulate_step_ms, batch_size, split.samples, seconds).au
+                        if emulate_step_ms is not None
+                        else None,
                     )
                 )
             )
@@ -353,6 +374,14 @@ def run_cell(
         result.samples_per_s = sum(e["samples"] for e in result.epochs) / seconds if seconds else 0.0
         if not any(e["samples"] for e in result.epochs):
             raise RuntimeError("the source delivered no sample")
+        if emulate_step_ms is not None:
+            au = utilisation(emulate_step_ms, batch_size, sum(e["samples"] for e in result.epochs), seconds)
+            result.emulated = {
+                "setting": step_ms(emulate_step_ms),
+                "text": describe(emulate_step_ms, batch_size),
+                "step_ms": seconds_per_batch(emulate_step_ms, batch_size) * 1000,
+                **au.to_dict(),
+            }
     except Exception as exc:
         log.warning("%s failed: %s", cell.key, exc)
         result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"[:500]

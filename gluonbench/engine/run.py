@@ -284,10 +284,11 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
     result.system = system.to_dict()
     result.source = dict(workload.info)
     if spec.emulate_step_ms is not None and len(times):
-        from gluonbench.pipeline.emulate import seconds_per_batch, utilisation
+        from gluonbench.pipeline.emulate import utilisation
 
-        per_batch = seconds_per_batch(spec.emulate_step_ms, spec.batch_size)
-        result.extra["emulated"] = utilisation(times, per_batch, spec.batch_size).to_dict()
+        steady = times.split(skip=1 if len(times) > 1 else 0)  # the first step (loader start-up) left out
+        au = utilisation(spec.emulate_step_ms, spec.batch_size, steady.samples, steady.total_s)
+        result.extra["emulated"] = au.to_dict()
     if len(times) == 0:
         raise GluonbenchError("the training loader yielded no batch; is the data set empty?")
     if spec.diagnose and scale.diagnoses(spec):

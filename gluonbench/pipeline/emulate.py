@@ -30,6 +30,9 @@ from gluonbench.errors import GluonbenchError
 AU_PASS = 0.90
 """DLIO's (and MLPerf Storage's) pass line for accelerator utilisation."""
 
+MAX_STEP_MS = 600_000.0
+"""The longest emulated step accepted: 10 minutes per batch (a longer one is a typo, not a model)."""
+
 
 @dataclass(frozen=True)
 class Target:
@@ -60,6 +63,8 @@ def step_ms(raw: Any, what: str = "--emulate-step-ms") -> float | str:
     """A validated emulation setting: milliseconds per batch (a number > 0) or a target's name."""
     if isinstance(raw, str) and raw.strip().lower() in TARGETS:
         return raw.strip().lower()
+    if isinstance(raw, bool):
+        raise GluonbenchError(f"{what} takes milliseconds per batch or a target's name, not {raw!r}; e.g. 50")
     try:
         value = float(raw)
     except (TypeError, ValueError):
@@ -68,7 +73,13 @@ def step_ms(raw: Any, what: str = "--emulate-step-ms") -> float | str:
             + ", ".join(TARGETS)
         ) from None
     if not (math.isfinite(value) and value > 0):
-        raise GluonbenchError(f"{what} must be a positive number of milliseconds per batch (got {raw!r})")
+        raise GluonbenchError(
+            f"{what} must be a positive, finite number of milliseconds per batch (got {raw!r}); e.g. 50"
+        )
+    if value > MAX_STEP_MS:
+        raise GluonbenchError(
+            f"{what} {raw!r} is over {MAX_STEP_MS:.0f} ms (10 minutes) per batch; give the step time in milliseconds"
+        )
     return value
 
 
@@ -116,12 +127,16 @@ class Utilisation:
 
 
 def au_of(emulated_s: float, total_s: float) -> Utilisation:
+    """AU from the emulated compute seconds and the total seconds they took (NaN when no time passed)."""
     au = emulated_s / total_s if total_s > 0 else math.nan
     return Utilisation(emulated_s, total_s, au, bool(au >= AU_PASS))
 
 
-def utilisation(times: Any, seconds_per_batch: float, batch_size: int) -> Utilisation:
-    """AU over a run's steps (:class:`~gluonbench.engine.loop.StepTimes`, the first step left out)."""
-    samples = times.samples[1:] if len(times) > 1 else times.samples
-    total = sum(times.steps(1 if len(times) > 1 else 0))
-    return au_of(seconds_per_batch * sum(samples) / batch_size, total)
+def utilisation(setting: float | str, batch_size: int, samples: float, seconds: float) -> Utilisation:
+    """AU of ``samples`` that went through the pipeline in ``seconds`` with the step emulated at ``setting``.
+
+    The emulated compute time is the wait per batch of ``batch_size`` scaled to the samples (a smaller last
+    batch waits less, as :class:`~gluonbench.pipeline.EmulatedStep` does). The one AU formula of sweep runs
+    (a run's steady steps), io cells (their epochs) and tune (a throughput: ``samples_per_s`` in 1 s).
+    """
+    return au_of(seconds_per_batch(setting, batch_size) * samples / batch_size, seconds)

@@ -40,6 +40,9 @@ CSV_FIELDS = [
     "page_cache",
     "cache_method",
     "resident_before",
+    "emulated_step_ms",
+    "au",
+    "au_passes",
     "error",
 ]
 
@@ -104,6 +107,9 @@ def _flat(r: dict[str, Any]) -> dict[str, Any]:
         "page_cache": r.get("page_cache"),
         "cache_method": r.get("cache_method"),
         "resident_before": r.get("resident_before"),
+        "emulated_step_ms": (r.get("emulated") or {}).get("step_ms", ""),
+        "au": (r.get("emulated") or {}).get("au", ""),
+        "au_passes": (r.get("emulated") or {}).get("passes", ""),
         "error": r.get("error") or "",
     }
 
@@ -115,6 +121,12 @@ def csv_table(summary: IoSummary) -> Table:
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f} %"
+
+
+def _au(emulated: dict[str, Any] | None) -> str:
+    if not emulated:
+        return "-"
+    return f"{_pct(emulated['au'])} ({'pass' if emulated['passes'] else 'below 90 %'})"
 
 
 def to_markdown(summary: IoSummary, tables: TableSyntax | None = None) -> str:
@@ -133,6 +145,15 @@ def to_markdown(summary: IoSummary, tables: TableSyntax | None = None) -> str:
         f"epochs {s.get('epochs')}; batch {s.get('batch_size')}; {s.get('threads')} reader threads; "
         f"shuffle {s.get('shuffle')}; page cache {s.get('page_cache')}",
         f"- Data sets: {s.get('datasets_note', '')}",
+    ]
+    emulated = next((r["emulated"] for r in summary.rows if r.get("emulated")), None)
+    if emulated:
+        lines.append(
+            f"- Step: {emulated['text']} (DLIO's method): *AU* is the accelerator utilisation, "
+            f"emulated compute time / total time over the epochs; DLIO passes a run at AU >= "
+            f"{emulated['pass_line']:.0%}"
+        )
+    lines += [
         "",
         "*start-up* is the time to the first batch (listing, File mode's copy, the Pipe producer's start, the first "
         "read); *MB/s* and *samples/s* are over all epochs (per epoch in brackets); *total* includes start-up; "
@@ -152,14 +173,18 @@ def to_markdown(summary: IoSummary, tables: TableSyntax | None = None) -> str:
             "total (s)",
             "disk",
             "cache before",
-        ],
-        align="lllrrrrrrrr",
+        ]
+        + (["AU"] if emulated else []),
+        align="lllrrrrrrrr" + ("r" if emulated else ""),
     )
     for r in summary.rows:
         c = r["cell"]
         label = f"{c['size']} ({format_size(c['data_bytes'])})"
         if r.get("status") != "ok":
-            matrix.rows.append([label, c["layout"], c["mode"], c["objects"], f"failed: {r.get('error')}"] + ["-"] * 6)
+            matrix.rows.append(
+                [label, c["layout"], c["mode"], c["objects"], f"failed: {r.get('error')}"]
+                + ["-"] * (len(matrix.columns) - 5)
+            )
             continue
         epochs = ", ".join(f"{e['mb_per_s']:.0f}" for e in r["epochs"])
         copy = r["open"].get("copy_s") or 0
@@ -177,6 +202,7 @@ def to_markdown(summary: IoSummary, tables: TableSyntax | None = None) -> str:
                 format_size(r["disk_used"]) if r["disk_used"] else "-",
                 _pct(r.get("resident_before")),
             ]
+            + ([_au(r.get("emulated"))] if emulated else [])
         )
     lines += [tables.render(matrix).rstrip("\n")]
     lines += ["", "## Recommendation (from the numbers above, seed 004's rules)", ""]

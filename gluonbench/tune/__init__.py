@@ -1,7 +1,8 @@
 """``gluonbench tune``: the cheapest DataLoader setting that keeps the model fed, in a fraction of a sweep.
 
 * :mod:`gluonbench.tune.model`: the loader's throughput model and the search logic (pure);
-* :mod:`gluonbench.tune.search`: :func:`tune` and :func:`tune_workload`, which measure through
+* :mod:`gluonbench.tune.search`: :func:`tune`, :func:`tune_workload` and :func:`head_to_head` (two
+  settings confirmed against each other), which measure through
   :func:`gluonbench.engine.measure.measure`;
 * :mod:`gluonbench.tune.result`: :class:`TuneResult` (text, JSON, ``tuned.toml``);
 * :mod:`gluonbench.pipeline.emulate`: emulated compute (DLIO's method) and accelerator utilisation.
@@ -13,12 +14,12 @@ import sys
 import types
 from typing import Any
 
-__all__ = ["TuneResult", "tune", "tune_workload"]
+__all__ = ["HeadToHead", "TuneResult", "head_to_head", "tune", "tune_workload"]
 
 
 def __getattr__(name: str) -> Any:
     # the search imports MXNet; the model and emulation modules stay importable without it
-    if name in ("tune", "tune_workload"):
+    if name in ("tune", "tune_workload", "head_to_head", "HeadToHead"):
         from gluonbench.tune import search
 
         return getattr(search, name)

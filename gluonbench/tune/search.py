@@ -24,6 +24,7 @@ import logging
 import math
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any
 
@@ -527,11 +528,12 @@ def tune(
         env=environment(),
     )
     if emulation is not None:
-        from gluonbench.pipeline.emulate import au_of
+        from gluonbench.pipeline.emulate import utilisation
 
         per_batch = seconds_per_batch(emulation, chosen.batch_size)
-        au = au_of(per_batch * result.samples_per_s / chosen.batch_size, 1.0)
-        au_current = au_of(seconds_per_batch(emulation, batch_size) * result.current_samples_per_s / batch_size, 1.0)
+        # a throughput is the samples of one second
+        au = utilisation(emulation, chosen.batch_size, result.samples_per_s, 1.0)
+        au_current = utilisation(emulation, batch_size, result.current_samples_per_s, 1.0)
         result.emulated = {
             "setting": emulation,
             "text": describe(emulation, chosen.batch_size),
@@ -543,6 +545,56 @@ def tune(
             "pass_line": au.pass_line,
         }
     return result
+
+
+@dataclass(frozen=True)
+class HeadToHead:
+    """Two loader settings of one pipeline measured against each other (:func:`head_to_head`)."""
+
+    a: Confirmed | None
+    b: Confirmed | None
+    ratio: float
+    """a's samples/s / b's (NaN when either failed)"""
+    ci: tuple[float, float]
+    """approximate 95 % CI of ``ratio`` (:func:`gluonbench.analysis.stats.ratio_ci`)"""
+    elapsed_s: float
+    evidence: list[Evidence] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def head_to_head(pipeline: Pipeline, a: Setting, b: Setting, budget_s: float = 20.0) -> HeadToHead:
+    """Measure the full ``pipeline`` at loader settings ``a`` and ``b`` in interleaved rounds; ``a / b``.
+
+    The tuner's own confirmation (the same rounds, CI target and failure handling), for two settings
+    only: a setting measured minutes apart from another, or picked as the best of many noisy runs,
+    is compared here under the same background load, with a confidence interval.
+    """
+    from gluonbench.analysis.stats import ratio_ci
+
+    if a == b:
+        raise GluonbenchError(f"head_to_head needs two different settings (got {a.label} twice)")
+    if not (isinstance(budget_s, int | float) and math.isfinite(budget_s) and budget_s >= 3):
+        raise GluonbenchError(f"the head-to-head budget must be at least 3 seconds (got {budget_s!r})")
+    t0 = perf_counter()
+    search = _Search(
+        pipeline,
+        a,
+        budget_s,
+        max(a.num_workers, b.num_workers),
+        os.cpu_count() or 1,
+        max(5.0, min(60.0, budget_s / 3)),
+        None,
+        t0,
+        budget_s,
+    )
+    confirmed = {c.setting: c for c in search.confirm([(a, "a"), (b, "b")])}
+    ca, cb = confirmed.get(a), confirmed.get(b)
+    ratio, ci = (
+        ratio_ci(ca.samples_per_s, ca.ci, cb.samples_per_s, cb.ci) if ca and cb else (math.nan, (math.nan, math.nan))
+    )
+    return HeadToHead(ca, cb, ratio, ci, perf_counter() - t0, search.evidence)
 
 
 def _note_skips(search: _Search, model: Any, ceiling: float, max_workers: int, cores: int, on_gpu: bool) -> None:
