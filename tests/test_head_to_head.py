@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gluonbench.analysis.stats import ratio_ci
+from gluonbench.analysis.stats import paired_ratio, ratio_ci
 from gluonbench.errors import GluonbenchError
 
 
@@ -23,6 +23,17 @@ def test_ratio_ci_combines_both_sides():
     assert ratio_ci(2.0, (2.0, 2.0), 4.0, (4.0, 4.0)) == (0.5, (0.5, 0.5))
     for bad in ((math.nan, (1.0, 2.0)), (1.0, (0.0, 2.0)), (1.0, (math.nan, 2.0))):
         assert math.isnan(ratio_ci(*bad, 1.0, (1.0, 1.0))[0])
+
+
+def test_paired_ratio_cancels_what_both_sides_of_a_round_share():
+    load = [1.0, 2.0, 1.3, 1.8, 1.1, 1.6, 1.4]
+    a = {r: 3.0 * f for r, f in enumerate(load, 1)}
+    b = {r: 4.0 * f for r, f in enumerate(load, 1)}
+    b[99] = 1.0  # a round without a: left out
+    assert paired_ratio(a, b) == (pytest.approx(0.75), (pytest.approx(0.75), pytest.approx(0.75)))
+    assert paired_ratio(a, {r: v for r, v in b.items() if r <= 5}) is None, "5 rounds in common: fewer than 6"
+    b[3] = math.nan  # a round with no figure on one side does not count
+    assert paired_ratio(a, b, min_rounds=7) is None and paired_ratio(a, b, min_rounds=6) is not None
 
 
 def _slow_read(x, y):
@@ -54,7 +65,10 @@ def test_head_to_head_measures_two_settings_in_one_run(no_leaks):
     h = head_to_head(_pipeline(), slow, fast, budget_s=8)
     assert h.a.setting == slow and h.b.setting == fast
     # 0 workers: 16 x 2 ms of reads then the 2 ms step, ~34 ms a batch; 4 threads overlap the reads
-    assert h.ratio == pytest.approx(h.a.samples_per_s / h.b.samples_per_s)
+    # compared round by round; the paired ratio agrees with the ratio of the two medians within their CIs
+    assert len(set(h.a.per_round) & set(h.b.per_round)) >= 6
+    _, (lo, hi) = ratio_ci(h.a.samples_per_s, h.a.ci, h.b.samples_per_s, h.b.ci)
+    assert lo <= h.ratio <= hi
     assert h.ratio < 0.8, h
     assert h.ci[0] <= h.ratio <= h.ci[1] and h.ci[1] < 1.0
     assert {e.phase for e in h.evidence} == {"confirm"} and len(h.evidence) == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 
 def median(values: Sequence[float]) -> float:
@@ -52,3 +52,26 @@ def ratio_ci(
     down = math.hypot(math.log(a / a_ci[0]), math.log(b_ci[1] / b))
     up = math.hypot(math.log(a_ci[1] / a), math.log(b / b_ci[0]))
     return r, (r * math.exp(-down), r * math.exp(up))
+
+
+PAIRED_MIN_ROUNDS = 6
+"""rounds both sides were measured in before :func:`paired_ratio` gives a figure (as ``min_blocks``)"""
+
+
+def paired_ratio(
+    a: Mapping[int, float], b: Mapping[int, float], min_rounds: int = PAIRED_MIN_ROUNDS
+) -> tuple[float, tuple[float, float]] | None:
+    """``a / b`` compared round by round: the median over rounds of ``a[r] / b[r]`` and that median's 95 % CI.
+
+    ``a`` and ``b`` map a round number to a figure measured in that round (interleaved rounds: the two
+    sides of one round ran seconds apart, under the same background load, which cancels in the ratio).
+    Only rounds with a finite, positive figure on both sides count; None with fewer than ``min_rounds``.
+    """
+    ratios = [
+        a[r] / b[r]
+        for r in sorted(set(a) & set(b))
+        if math.isfinite(a[r]) and math.isfinite(b[r]) and a[r] > 0 and b[r] > 0
+    ]
+    if len(ratios) < min_rounds:
+        return None
+    return statistics.median(ratios), median_ci(ratios)

@@ -53,12 +53,11 @@ the total, clipped to [0, 1]: every share comes with the precision its probes re
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from gluonbench.analysis.stats import median_ci
+from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, paired_ratio
 from gluonbench.errors import GluonbenchError
 
 STAGES = ("preprocessing", "disk_io", "gpu_io")
@@ -361,10 +360,6 @@ def chain_timings(probes: Mapping[str, Any]) -> dict[str, ProbeTiming | None]:
     return {n: (_timing(probes[n]) if n in probes and not same_as(probes[n]) else None) for n in CHAIN}
 
 
-PAIRED_MIN_ROUNDS = 6
-"""rounds with every chain probe measured before :func:`paired_timings` pairs them (as ``min_blocks``)"""
-
-
 def paired_timings(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUNDS) -> dict[str, ProbeTiming | None]:
     """The chain's timings for :func:`attribute`, each probe compared with ``full`` round by round.
 
@@ -382,13 +377,7 @@ def paired_timings(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUND
     rows = {n: _per_round(probes[n]) for n, t in unpaired.items() if t is not None}
     if full is None or not math.isfinite(full.median) or "full" not in rows:
         return unpaired
-    rounds = [
-        i
-        for i, f in enumerate(rows["full"])
-        if f and f > 0 and all(i < len(v) and v[i] is not None and math.isfinite(v[i]) for v in rows.values())
-    ]
-    if len(rounds) < min_rounds:
-        return unpaired
+    common = set.intersection(*(set(v) for v in rows.values()))  # the rounds where every chain probe ran
     out: dict[str, ProbeTiming | None] = {}
     for name, t in unpaired.items():
         if t is None:
@@ -396,12 +385,14 @@ def paired_timings(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUND
         elif name == "full":
             out[name] = ProbeTiming(full.median, full.median, full.median)
         else:
-            ratios = [rows[name][i] / rows["full"][i] for i in rounds]
-            lo, hi = median_ci(ratios)
-            out[name] = ProbeTiming(statistics.median(ratios) * full.median, lo * full.median, hi * full.median)
+            paired = paired_ratio({r: rows[name][r] for r in common}, rows["full"], min_rounds)
+            if paired is None:
+                return unpaired
+            ratio, (lo, hi) = paired
+            out[name] = ProbeTiming(ratio * full.median, lo * full.median, hi * full.median)
     return out
 
 
-def _per_round(p: Any) -> list[float | None]:
+def _per_round(p: Any) -> dict[int, float]:
     values = p.get("per_round") if isinstance(p, Mapping) else getattr(p, "per_round", None)
-    return list(values or [])
+    return {i: v for i, v in enumerate(values or [], 1) if v is not None}

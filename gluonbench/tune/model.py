@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -290,6 +290,8 @@ class Confirmed:
     setting: Setting
     samples_per_s: float
     ci: tuple[float, float]
+    per_round: Mapping[int, float] = field(default_factory=dict, compare=False)
+    """seconds per sample in each confirmation round (round number -> median block)"""
 
 
 def choose(confirmed: Sequence[Confirmed], near: float = NEAR_BEST) -> tuple[Confirmed, list[Confirmed]]:

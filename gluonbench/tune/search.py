@@ -296,7 +296,7 @@ class _Search:
         out = []
         for name, rec in recs.items():
             rate, ci = _rate(rec)
-            out.append(Confirmed(named[name][0], rate, ci))
+            out.append(Confirmed(named[name][0], rate, ci, dict(rec.per_round)))
         self.phase_s["confirm"] = perf_counter() - t0
         return out
 
@@ -556,7 +556,8 @@ class HeadToHead:
     ratio: float
     """a's samples/s / b's (NaN when either failed)"""
     ci: tuple[float, float]
-    """approximate 95 % CI of ``ratio`` (:func:`gluonbench.analysis.stats.ratio_ci`)"""
+    """95 % CI of ``ratio``: of the median ratio over the rounds (:func:`~gluonbench.analysis.stats.paired_ratio`),
+    or, with fewer than 6 rounds of both, from the two CIs (:func:`~gluonbench.analysis.stats.ratio_ci`)"""
     elapsed_s: float
     evidence: list[Evidence] = field(default_factory=list)
 
@@ -571,7 +572,7 @@ def head_to_head(pipeline: Pipeline, a: Setting, b: Setting, budget_s: float = 2
     only: a setting measured minutes apart from another, or picked as the best of many noisy runs,
     is compared here under the same background load, with a confidence interval.
     """
-    from gluonbench.analysis.stats import ratio_ci
+    from gluonbench.analysis.stats import paired_ratio, ratio_ci
 
     if a == b:
         raise GluonbenchError(f"head_to_head needs two different settings (got {a.label} twice)")
@@ -591,9 +592,11 @@ def head_to_head(pipeline: Pipeline, a: Setting, b: Setting, budget_s: float = 2
     )
     confirmed = {c.setting: c for c in search.confirm([(a, "a"), (b, "b")])}
     ca, cb = confirmed.get(a), confirmed.get(b)
-    ratio, ci = (
-        ratio_ci(ca.samples_per_s, ca.ci, cb.samples_per_s, cb.ci) if ca and cb else (math.nan, (math.nan, math.nan))
-    )
+    ratio, ci = math.nan, (math.nan, math.nan)
+    if ca and cb:
+        # round by round (a's samples/s over b's is b's seconds per sample over a's); too few rounds: the two CIs
+        paired = paired_ratio(cb.per_round, ca.per_round)
+        ratio, ci = paired if paired is not None else ratio_ci(ca.samples_per_s, ca.ci, cb.samples_per_s, cb.ci)
     return HeadToHead(ca, cb, ratio, ci, perf_counter() - t0, search.evidence)
 
 
