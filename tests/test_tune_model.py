@@ -154,7 +154,15 @@ def test_dataloader_line_and_toml_load(tmp_path):
         current_ci=(290.0, 310.0),
         ceiling_samples_per_s=1100.0,
         ceiling_ci=(1000.0, 1200.0),
-        emulated={"setting": "resnet50@v100", "text": "x", "au": 0.95, "passes": True},
+        emulated={
+            "setting": "resnet50@v100",
+            "text": "x",
+            "au": 0.95,
+            "passes": True,
+            "pass_line": 0.9,
+            "au_current": 0.3,
+            "passes_current": False,
+        },
         sweep={"workload": "synthetic", "ctx": "cpu", "data_dir": None, "options": {"read_ms": 4.0, "cold": False}},
     )
     path = tmp_path / "tuned.toml"
@@ -168,6 +176,14 @@ def test_dataloader_line_and_toml_load(tmp_path):
     assert settings.emulate_step_ms == "resnet50@v100"
     assert settings.specs()[0].prefetch == 6
     assert r.to_dict()["speedup"] == pytest.approx(1000 / 300)
+    assert r.cut_short == [] and "warning" not in r.to_text()
+    r.skipped = [
+        {"what": "loader: 1 worker", "reason": "no block measured within its budget"},
+        {"what": "loader alone at 16 workers", "reason": "budget: the loader cannot reach the model"},
+        {"what": "pin_memory", "reason": "a CPU context has no host-to-device copy to speed up"},
+    ]
+    assert r.cut_short == ["loader: 1 worker", "loader alone at 16 workers"]
+    assert "budget ran out before loader: 1 worker; loader alone at 16 workers" in r.to_text()
 
 
 def test_emulation_settings():

@@ -99,6 +99,11 @@ class TuneResult:
         return Setting.from_dict(self.setting)
 
     @property
+    def cut_short(self) -> list[str]:
+        """What the budget left unmeasured: a measurement with no block in its time, a step the budget skipped."""
+        return [s["what"] for s in self.skipped if str(s.get("reason", "")).startswith(("no block measured", "budget"))]
+
+    @property
     def speedup(self) -> float:
         c = self.current_samples_per_s
         return self.samples_per_s / c if c and c > 0 else math.nan
@@ -140,6 +145,11 @@ class TuneResult:
                 f"             accelerator utilisation AU {_pct(e['au'])} "
                 f"({'passes' if e['passes'] else 'fails'} DLIO's {_pct(e['pass_line'])} line); current setting: "
                 f"AU {_pct(e['au_current'])} ({'passes' if e['passes_current'] else 'fails'})"
+            )
+        if self.cut_short:
+            lines.append(
+                f"warning:     the {self.budget_s:g} s budget ran out before {'; '.join(self.cut_short)}: this is the "
+                "best of what was measured, maybe not the best there is; raise --budget (e.g. 60) on a busy machine"
             )
         for b in self.batch_sizes:
             if len(self.batch_sizes) > 1:
