@@ -174,3 +174,65 @@ def test_dist_sync_workers_stream_disjoint_shards(cli, channels, tmp_path, no_le
     assert job["params_identical"] is True and len({r["extra"]["param_sha256"] for r in recs}) == 1
     assert not _listening(job["port"])
     assert "n/a (no test split)" in proc.stdout + proc.stderr
+
+
+def _job_processes() -> list:
+    """Live node and producer processes started by this test session."""
+    import os
+
+    import psutil
+
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info.get("cmdline") or [])
+        if "gluonbench.distributed.node" in cmd or "gluonbench stream" in cmd:
+            try:
+                if p.environ().get("GLUONBENCH_TEST_SESSION") == os.environ["GLUONBENCH_TEST_SESSION"]:
+                    out.append(p)
+            except psutil.Error:
+                continue
+    return out
+
+
+@pytest.mark.slow
+def test_killed_pipe_worker_leaves_no_producer_or_fifo(channels, tmp_path, no_leaks):
+    """A worker killed mid-run: the job stops, its producer dies with it and its FIFOs go with the job's TMPDIR."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gluonbench", "sweep", "--kvstore", "dist_sync", "--hosts", "2", "--workers", "0",
+         "--source", "pipe", "--uri", str(channels["even"]), "--batch-size", "8", "--epochs", "200",
+         "--out", str(tmp_path / "out")],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )  # fmt: skip
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 90:
+            producers = [p for p in _job_processes() if "gluonbench stream" in " ".join(p.cmdline())]
+            if len(producers) == 2 and list((tmp_path / "out").glob("*/logs/.progress-*")):
+                break
+            time.sleep(0.2)
+        assert len(producers) == 2, "the workers never started their producers"
+        assert {"--shard-index 0", "--shard-index 1"} == {
+            f"--shard-index {p.cmdline()[p.cmdline().index('--shard-index') + 1]}" for p in producers
+        }
+        victim = producers[0].parent()
+        job_tmp = Path(victim.environ()["TMPDIR"])
+        assert job_tmp.is_dir() and list(job_tmp.glob("gluonbench-pipe-*/data"))  # the workers' FIFO folders
+        time.sleep(2)  # training
+        victim.kill()
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    assert "distributed job stopped" in err and "Traceback" not in err
+    assert not job_tmp.exists()  # every worker's FIFOs went with the job
+    t0 = time.monotonic()
+    while _job_processes() and time.monotonic() - t0 < 5:
+        time.sleep(0.2)
+    assert _job_processes() == []
