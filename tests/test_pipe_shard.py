@@ -134,6 +134,22 @@ def test_channel_dir_in_a_local_dist_job_is_one_line(cli, channels, tmp_path):
     assert_one_clear_line(proc, "channel_dir", "share one channel's FIFOs")
 
 
+def test_several_devices_in_one_process_read_the_whole_channel(cli, channels, tmp_path, no_leaks):
+    """--devices 2 is one process: no shard, the loader batch is per device times devices, split over both."""
+    proc = cli(
+        "sweep", "--ctx", "cpu", "--devices", "2", "--kvstore", "local", "--workers", "0",
+        "--source", "pipe", "--uri", str(channels["even"]), "--batch-size", "8", "--max-batches", "6",
+        "--out", str(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    (rec,) = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+    assert rec["status"] == "ok" and rec["extra"]["devices"] == ["cpu(0)", "cpu(1)"]
+    assert rec["source"]["shard_count"] is None and "shard_samples" not in rec["extra"]
+    assert rec["source"]["records_read"] == rec["train_samples"] == 6 * 2 * 8
+    assert rec["extra"]["params_equal_on_devices"] is True
+
+
 # -- a dist_sync job through --source pipe -----------------------------------------------------------------
 
 
