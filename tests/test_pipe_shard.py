@@ -150,6 +150,16 @@ def test_several_devices_in_one_process_read_the_whole_channel(cli, channels, tm
     assert rec["extra"]["params_equal_on_devices"] is True
 
 
+def test_more_workers_than_objects_is_one_line(cli, channels, tmp_path, no_leaks):
+    """Refused before any process starts: a worker without an object would have nothing to stream."""
+    proc = cli(
+        "sweep", "--kvstore", "dist_sync", "--hosts", "2,7", "--workers", "0", "--source", "pipe",
+        "--uri", str(channels["even"]), "--out", str(tmp_path),
+    )  # fmt: skip
+    assert_one_clear_line(proc, "6 data object(s) for 7 workers", "--hosts", "--shard-size")
+    assert not list(tmp_path.glob("*/runs.jsonl"))
+
+
 # -- a dist_sync job through --source pipe -----------------------------------------------------------------
 
 

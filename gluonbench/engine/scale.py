@@ -198,7 +198,7 @@ class ScaleOut:
                 f"{source.get('shard_count')}; build the workload with ScaleOut.workload_options()"
             )
         self.info["shard_objects"] = source.get("objects")
-        self.info["shard_samples"] = source.get("samples")
+        self.info["shard_samples"] = source.get("samples") or None  # None: no manifest to count them
 
     def loader_batch(self, batch_size: int) -> int:
         """Loader batch: the batch size is per device, as users set it."""

@@ -213,6 +213,21 @@ def check_source(options: dict[str, Any], data_dir: str | None = None, deep: boo
     return {"train": len(dataset.samples)}
 
 
+def check_pipe_shards(options: dict[str, Any], workers: int, data_dir: str | None = None) -> None:
+    """Before a job of ``workers`` processes reads a pipe channel sharded by object: every worker needs one."""
+    uri = options.get("uri") or data_dir
+    if options.get("mode") != "pipe" or options.get("channel_dir") or workers < 2 or not uri:
+        return
+    from gluonbench.sources.pipe import channel_objects
+
+    objects, _ = channel_objects(open_store(uri, options.get("endpoint_url")))
+    if len(objects) < workers:
+        raise DataError(
+            f"--source pipe shards {uri} by object, but it has {len(objects)} data object(s) for {workers} workers; "
+            f"use at most {len(objects)} workers (--hosts) or pack into smaller shards (gluonbench pack --shard-size)"
+        )
+
+
 @register("source")
 def source_workload(
     data_dir: str | None = None,
