@@ -241,6 +241,9 @@ def _dist_sweep(settings, out, resume, on_result, on_progress):
 
     settings.check()
     sizes = check_inputs(settings)
+    from gluonbench.workloads.source import check_pipe_shards
+
+    check_pipe_shards(settings.workload_options(), max(settings.hosts), settings.data_dir)
     return dist_sweep(settings, out, resume, on_result, on_progress, train_samples=sizes.get("train"))
 
 

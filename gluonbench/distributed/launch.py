@@ -11,7 +11,9 @@ The watch loop polls every 0.2 s: a process that exits non-zero (or is killed) b
 has reported stops the whole job at once with one line naming it; so does ``timeout_s``. A
 scheduler that cannot bind its port (taken since it was picked) is restarted on a fresh port.
 Whatever happens, every process group is killed and waited for before returning, and MXNet
-shared-memory segments the job's processes left are removed.
+shared-memory segments the job's processes left are removed. Locally launched processes get a
+private ``TMPDIR``, removed with the job, so what a killed worker leaves there (its pipe channel's
+FIFOs, say) does not outlive the job either.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -150,6 +154,7 @@ class Job:
         self.nodes: list[Node] = []
         self.pids: set[int] = set()
         self.progress_path = self.log_dir / f".progress-{os.getpid()}"
+        self.tmp_dir: Path | None = None
 
     # -- starting --------------------------------------------------------------------------------
 
@@ -182,6 +187,8 @@ class Job:
             DMLC_INTERFACE="lo",
             PYTHONUNBUFFERED="1",
         )
+        if self.tmp_dir is not None:
+            env["TMPDIR"] = str(self.tmp_dir)  # removed with the job (pipe FIFOs of a killed worker, ...)
         env[LAUNCH_ENV] = repr(time.time())
         return env
 
@@ -264,6 +271,8 @@ class Job:
         t0 = time.monotonic()
         outcome = JobOutcome(results=[], launcher=self.launcher)
         try:
+            if self.launcher == "local":
+                self.tmp_dir = Path(tempfile.mkdtemp(prefix="gluonbench-job-"))
             outcome = self._run(t0)
         finally:
             self.stop()
@@ -271,6 +280,8 @@ class Job:
             if removed:
                 log.warning("removed %d shared-memory segment(s) left by the job", len(removed))
             self.progress_path.unlink(missing_ok=True)
+            if self.tmp_dir is not None:
+                shutil.rmtree(self.tmp_dir, ignore_errors=True)
         outcome.wall_s = time.monotonic() - t0
         outcome.pids = sorted(self.pids)
         return outcome

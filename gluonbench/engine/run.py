@@ -196,18 +196,24 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
     from gluonbench.workloads import get_workload
 
     ctx = parse_ctx(spec.ctx)  # before the workload: a source it opens is closed only in the finally below
-    if workload is not None:
-        return _train_and_eval(spec, workload, ctx)
-    workload = get_workload(spec.workload, data_dir=spec.data_dir, download=spec.download, **spec.options)
+    # before the workload too: a dist_* kvstore tells this worker its rank, which a pipe channel is sharded by
+    scale = ScaleOut.for_spec(spec, ctx)  # plain single-device unless devices/gpus/kvstore ask for more
     try:
-        return _train_and_eval(spec, workload, ctx)
+        if workload is not None:
+            return _train_and_eval(spec, workload, ctx, scale)
+        options = {**spec.options, **scale.workload_options(spec.options)}
+        workload = get_workload(spec.workload, data_dir=spec.data_dir, download=spec.download, **options)
+        try:
+            return _train_and_eval(spec, workload, ctx, scale)
+        finally:
+            # after training *and* the optional diagnosis, which still reads through the source
+            if workload.close is not None:
+                workload.close()
     finally:
-        # after training *and* the optional diagnosis, which still reads through the source
-        if workload.close is not None:
-            workload.close()
+        scale.close()
 
 
-def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
+def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut) -> RunResult:
     from gluonbench._mx import mx
     from gluonbench.env import environment
 
@@ -217,7 +223,6 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
     # the seed seeds MXNet only; the loader's shuffle draws from numpy, seeded too for repeatability
     np.random.seed(spec.seed)
     eval_workers = spec.workers if spec.eval_workers is None else spec.eval_workers
-    scale = ScaleOut.for_spec(spec, ctx)  # plain single-device unless devices/gpus/kvstore ask for more
     monitor = SystemMonitor(interval=spec.monitor_interval).start()
     test: Any = None
     dog: StallWatchdog | None = None
@@ -231,6 +236,8 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
         )
         if pipeline.dataset is not None:
             pipeline = replace(pipeline, dataset=scale.shard(pipeline.dataset))  # this worker's shard
+        else:
+            scale.check_stream(workload.info)  # a stream was sharded at its source (workload_options)
         t0 = perf_counter()
         if workload.test is not None:
             # the seed builds both loaders up front; the test loader does not shuffle
@@ -271,7 +278,6 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any) -> RunResult:
         if test is not None:
             test.close()
         system = monitor.stop()
-        scale.close()
 
     result.train_s = eval_start - train_start
     result.eval_s = eval_end - eval_start

@@ -179,6 +179,27 @@ class ScaleOut:
         self.info["shard_samples"] = len(shard)
         return shard
 
+    def workload_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """What this worker adds to the workload's ``options``: a pipe channel is a stream with no index to
+        shard afterwards, so its producer streams only this worker's objects (ShardedByS3Key, the same
+        rank-strided split as :meth:`shard`). An outside producer (``channel_dir``) shards by itself."""
+        if self.num_workers > 1 and options.get("mode") == "pipe" and not options.get("channel_dir"):
+            return {"shard_index": self.rank, "shard_count": self.num_workers}
+        return {}
+
+    def check_stream(self, source: dict[str, Any]) -> None:
+        """Record a streamed workload's shard (``source``: its ``Workload.info``), as :meth:`shard` does for a
+        data set. A stream without a shard is an outside producer's (``channel_dir``), which shards by itself."""
+        if self.num_workers == 1 or source.get("shard_count") is None:
+            return
+        if (source.get("shard_index"), source.get("shard_count")) != (self.rank, self.num_workers):
+            raise GluonbenchError(
+                f"worker {self.rank} of {self.num_workers} streams shard {source.get('shard_index')} of "
+                f"{source.get('shard_count')}; build the workload with ScaleOut.workload_options()"
+            )
+        self.info["shard_objects"] = source.get("objects")
+        self.info["shard_samples"] = source.get("samples") or None  # None: no manifest to count them
+
     def loader_batch(self, batch_size: int) -> int:
         """Loader batch: the batch size is per device, as users set it."""
         return batch_size * len(self.contexts)
@@ -303,6 +324,11 @@ def check_scale(s: Any) -> None:
             raise GluonbenchError("--launcher ssh needs --hostfile FILE (one host[:port] per line)")
     elif s.hostfile:
         raise GluonbenchError("--hostfile goes with --launcher ssh; --launcher local runs every process here")
+    if dist and s.launcher == "local" and max(s.hosts) > 1 and (s.options or {}).get("channel_dir"):
+        raise GluonbenchError(
+            "channel_dir with --launcher local: the workers on this machine would share one channel's FIFOs; "
+            "leave channel_dir out (each worker then streams its own shard through its own FIFOs)"
+        )
     if s.port is not None and not 1024 <= s.port <= 65535:
         raise GluonbenchError(f"--port {s.port} is out of range; use 1024..65535 (or leave it out: a free one)")
     if s.diagnose_rank is None or s.diagnose_rank < 0:

@@ -438,10 +438,12 @@ def worker_line(record: Any) -> str:
     if not record.ok:
         return f"{what}: {record.status}: {record.error}"
     job = extra.get("job") or {}
+    accuracy = _f(record.accuracy)  # None in a stored record: a workload without a test split (a source)
     return (
         f"{what}, rank {extra.get('rank')} on {extra.get('host')}: {record.steady.get('samples_per_s', 0):.0f} samples/s "
         f"(steady), kvstore {extra.get('comm_share', 0) * 100:.0f} % of step, start-up "
-        f"{extra.get('startup_s', math.nan):.2f} s, test accuracy {record.accuracy:.3f}, params "
+        f"{extra.get('startup_s', math.nan):.2f} s, test accuracy "
+        f"{'n/a (no test split)' if math.isnan(accuracy) else f'{accuracy:.3f}'}, params "
         f"{'identical on all workers' if job.get('params_identical') else 'differ between workers'}"
         + (" (async: expected)" if "async" in str(spec.get("kvstore")) and not job.get("params_identical") else "")
     )

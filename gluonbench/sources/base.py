@@ -80,6 +80,13 @@ class OpenStats:
     bytes_copied: int = 0
     disk_used: int = 0
     cache_dir: str | None = None
+    channel_dir: str | None = None
+    """pipe: the folder of this reader's FIFOs"""
+    shard_index: int | None = None
+    """pipe, sharded: this worker's rank; ``objects``, ``samples`` and ``data_bytes`` are then its shard's"""
+    shard_count: int | None = None
+    epoch_records: int | None = None
+    """pipe, sharded: records read per epoch at most (the smallest worker's shard), None: all"""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

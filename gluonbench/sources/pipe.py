@@ -55,6 +55,7 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.data.recordio import MANIFEST, Manifest, RecordParser, frame, unpack
+from gluonbench.data.shard import shard_indices
 from gluonbench.data.store import ObjectInfo, Store
 from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.sources.base import OpenStats, ReadAhead, Source
@@ -182,6 +183,21 @@ class StreamResult:
 def data_objects(store: Store, listing: list[ObjectInfo] | None = None) -> list[ObjectInfo]:
     """What a producer streams: a packed data set's shards (manifest order), the ``.rec`` files of a folder
     without a manifest (im2rec; key order), else every object in key order."""
+    return channel_objects(store, listing)[0]
+
+
+def shard_objects(objects: list[ObjectInfo], index: int | None, count: int | None) -> list[ObjectInfo]:
+    """Worker ``index`` of ``count``'s objects: object ``i`` when ``i % count == index`` (ShardedByS3Key, the
+    rank-strided split of :func:`gluonbench.data.shard.shard_indices`); all of them without a shard."""
+    if count is None or index is None:
+        return list(objects)
+    return [objects[i] for i in shard_indices(len(objects), index, count)]
+
+
+def channel_objects(
+    store: Store, listing: list[ObjectInfo] | None = None
+) -> tuple[list[ObjectInfo], dict[str, int] | None]:
+    """:func:`data_objects` and, for a packed data set, the records per object (from the manifest; else None)."""
     listing = store.list() if listing is None else listing
     files = [o for o in listing if not o.is_folder]
     if not files:
@@ -192,9 +208,9 @@ def data_objects(store: Store, listing: list[ObjectInfo] | None = None) -> list[
         missing = [s.rec for s in manifest.shards if s.rec not in by_key]
         if missing:
             raise DataError(f"{store.describe(missing[0])} is listed in the manifest but missing; re-copy the data set")
-        return [by_key[s.rec] for s in manifest.shards]
+        return [by_key[s.rec] for s in manifest.shards], {s.rec: s.records for s in manifest.shards}
     recs = [o for o in files if o.key.endswith(".rec")]
-    return recs or files  # RecordIO without a manifest (im2rec): the .rec payloads only, never .idx/.lst bytes
+    return recs or files, None  # RecordIO without a manifest (im2rec): the .rec payloads only, never .idx/.lst
 
 
 class Producer:
@@ -208,10 +224,7 @@ class Producer:
         self._paths: dict[str, str] = {}
 
     def objects(self) -> list[ObjectInfo]:
-        objects = data_objects(self.store)
-        if self.opts.shard_count is not None:
-            objects = [o for i, o in enumerate(objects) if i % self.opts.shard_count == self.opts.shard_index]
-        return objects
+        return shard_objects(data_objects(self.store), self.opts.shard_index, self.opts.shard_count)
 
     def run(self, on_epoch=None) -> StreamResult:
         objects = self.objects()
@@ -529,6 +542,16 @@ class PipeSource(Source):
     streamed as is (``record_wrapper=none``: the shards are a RecordIO stream);
     an image folder with ``record_wrapper=recordio`` (one record per file, label
     unknown: -1). Stream order is the producer's (``shuffle``/``seed``).
+
+    ``shard_index``/``shard_count`` (a worker of a data-parallel job) start the
+    producer with ``--shard-index/--shard-count``: this worker's FIFOs, in its own
+    private folder, carry only objects ``i % count == index`` (ShardedByS3Key, see
+    :func:`shard_objects`). A packed data set's manifest gives every worker's
+    record count; when they differ, each epoch is cut at the smallest
+    (``epoch_records``), so every worker takes the same number of steps (a
+    ``dist_sync`` worker with more batches than the others would wait forever for
+    their gradients). An outside producer (``channel_dir``) shards by itself, as
+    SageMaker does per instance, so the two do not go together.
     """
 
     mode = "pipe"
@@ -545,8 +568,19 @@ class PipeSource(Source):
         seed: int = 0,
         kind: str | None = None,
         timeout: float = 60.0,
+        shard_index: int | None = None,
+        shard_count: int | None = None,
         **kw,
     ) -> None:
+        if (shard_index is None) != (shard_count is None):
+            raise GluonbenchError("shard_index and shard_count go together (worker rank and number of workers)")
+        if shard_count is not None:
+            shard_indices(0, shard_index, shard_count)  # a rank outside 0..count-1 is refused here
+            if channel_dir:
+                raise GluonbenchError(
+                    "a sharded pipe channel is streamed by gluonbench's own producer; with --channel-dir an outside "
+                    "producer (SageMaker's ShardedByS3Key) delivers each worker's shard: leave one of them out"
+                )
         super().__init__(uri, endpoint_url, **kw)
         self.channel = channel
         self.channel_dir = Path(channel_dir) if channel_dir else None
@@ -555,6 +589,10 @@ class PipeSource(Source):
         self.seed = seed
         self.kind = kind
         self.timeout = timeout
+        self.shard_index = shard_index
+        self.shard_count = shard_count
+        self.epoch_records: int | None = None
+        """records read per epoch at most (the smallest shard's, when the workers' shards differ); None: all"""
         self.process: subprocess.Popen | None = None
         self._made_dir: Path | None = None
         self.channel_reader: PipeChannel | None = None
@@ -571,16 +609,22 @@ class PipeSource(Source):
             cmd += ["--shuffle", "--seed", str(self.seed)]
         if self.endpoint_url:
             cmd += ["--endpoint-url", self.endpoint_url]
+        if self.shard_count is not None:
+            cmd += ["--shard-index", str(self.shard_index), "--shard-count", str(self.shard_count)]
         return cmd
 
     def open(self) -> OpenStats:
         t0 = perf_counter()
         list_s = 0.0
-        if self.kind is None:
+        shard: dict[str, Any] = {}
+        if self.kind is None or self.shard_count is not None:
             listing = self.store.list()
             list_s = perf_counter() - t0
-            recordio = any(o.key == MANIFEST or o.key.endswith(".rec") for o in listing)
-            self.kind = "recordio" if recordio else "images"
+            if self.kind is None:
+                recordio = any(o.key == MANIFEST or o.key.endswith(".rec") for o in listing)
+                self.kind = "recordio" if recordio else "images"
+            if self.shard_count is not None:
+                shard = self._plan_shard(listing)
         wrapper = "none" if self.kind == "recordio" else "recordio"
         t1 = perf_counter()
         if self.channel_dir is None:
@@ -600,9 +644,47 @@ class PipeSource(Source):
         )  # fmt: skip
         self.stats = OpenStats(
             mode=self.mode, uri=self.uri, kind=self.kind, list_s=list_s,
-            producer_s=perf_counter() - t1, startup_s=perf_counter() - t0,
+            producer_s=perf_counter() - t1, startup_s=perf_counter() - t0, channel_dir=str(channel_dir), **shard,
         )  # fmt: skip
         return self.stats
+
+    def _plan_shard(self, listing: list[ObjectInfo]) -> dict[str, Any]:
+        """This worker's objects (what its producer will stream) and, from a manifest, every worker's records."""
+        index, count = self.shard_index, self.shard_count
+        assert index is not None and count is not None
+        objects, records = channel_objects(self.store, listing)
+        mine = shard_objects(objects, index, count)
+        if not mine:
+            raise DataError(
+                f"pipe shard {index} of {count} is empty: {self.uri} has {len(objects)} data object(s) for "
+                f"{count} workers; use at most {len(objects)} workers or pack into smaller shards "
+                "(gluonbench pack --shard-size)"
+            )
+        samples = 0
+        if records is not None:
+            counts = [sum(records[o.key] for o in shard_objects(objects, r, count)) for r in range(count)]
+            samples = counts[index]
+            if min(counts) < samples:
+                self.epoch_records = min(counts)
+                log.warning(
+                    "pipe shard %d of %d holds %d records, the smallest %d: each epoch stops at %d so every worker "
+                    "takes the same number of steps (pack into equal shards to read them all)",
+                    index, count, samples, min(counts), min(counts),
+                )  # fmt: skip
+        else:
+            log.warning(
+                "%s has no manifest: the workers' record counts are unknown; shards of unequal records make the "
+                "workers take unequal steps (a dist_sync job then stalls); pack it with gluonbench pack",
+                self.uri,
+            )
+        return {
+            "shard_index": index,
+            "shard_count": count,
+            "objects": len(mine),
+            "samples": samples,
+            "data_bytes": sum(o.size for o in mine),
+            "epoch_records": self.epoch_records,
+        }
 
     def fetch(self, key: str, start: int, end: int) -> bytes:
         raise DataError("pipe mode streams each epoch once in the producer's order; it has no random access")
@@ -614,10 +696,16 @@ class PipeSource(Source):
         """Epoch ``epoch`` from its FIFO; ``shuffle``/``seed`` are the producer's, set at construction."""
         if self.channel_reader is None:
             raise RuntimeError("PipeSource.open() was not called")
+        samples = self.channel_reader.samples(epoch)
         try:
-            yield from self.channel_reader.samples(epoch)
+            for n, sample in enumerate(samples, 1):
+                yield sample
+                if self.epoch_records is not None and n >= self.epoch_records:
+                    return  # closing the FIFO ends the epoch at the producer (EPIPE: it moves to the next)
         except PipeError as exc:
             raise PipeError(f"{exc}{self._producer_stderr()}") from exc
+        finally:
+            samples.close()
 
     def _producer_stderr(self) -> str:
         if self.process is None or self.process.poll() is None or self._made_dir is None:

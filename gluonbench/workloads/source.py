@@ -20,6 +20,11 @@ seed's CNN unchanged.
   (object order per epoch; ``shuffle``/``seed``), never by index. Pipe needs a
   packed data set (labels travel in the record headers); stopping early (e.g.
   ``max_batches``) closes the FIFO and the producer moves on to the next epoch.
+  ``shard_index``/``shard_count`` (a worker of a data-parallel job) make the
+  producer stream only that worker's objects (ShardedByS3Key); the run's
+  ``source`` record then counts what the worker read: ``records_read`` and
+  ``records_crc32`` (the sum of each record's image CRC-32, so the workers' sums
+  add up to the whole channel's when the shards are disjoint and cover it).
 
 There is no test split: ``test`` is None and runs report no accuracy.
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -157,6 +163,27 @@ def stream_batches(
     return batches
 
 
+def tally_records(info: dict[str, Any]) -> Callable[[Iterable[tuple[bytes, int]], int], Iterator[tuple[bytes, int]]]:
+    """A ``stream_batches`` wrap that counts the samples read into ``info`` (``records_read``, ``records_crc32``)."""
+    info.setdefault("records_read", 0)
+    info.setdefault("records_crc32", 0)
+
+    def wrap(samples: Iterable[tuple[bytes, int]], epoch: int) -> Iterator[tuple[bytes, int]]:
+        del epoch
+        it = iter(samples)
+        try:
+            for data, label in it:
+                info["records_read"] += 1
+                info["records_crc32"] += zlib.crc32(data)
+                yield data, label
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()  # the FIFO is closed now, not when the generator is collected
+
+    return wrap
+
+
 def check_source(options: dict[str, Any], data_dir: str | None = None, deep: bool = True) -> dict[str, int]:
     """Fail fast before any run: the options make sense and (``deep``) the source holds a usable data set.
 
@@ -186,6 +213,21 @@ def check_source(options: dict[str, Any], data_dir: str | None = None, deep: boo
     return {"train": len(dataset.samples)}
 
 
+def check_pipe_shards(options: dict[str, Any], workers: int, data_dir: str | None = None) -> None:
+    """Before a job of ``workers`` processes reads a pipe channel sharded by object: every worker needs one."""
+    uri = options.get("uri") or data_dir
+    if options.get("mode") != "pipe" or options.get("channel_dir") or workers < 2 or not uri:
+        return
+    from gluonbench.sources.pipe import channel_objects
+
+    objects, _ = channel_objects(open_store(uri, options.get("endpoint_url")))
+    if len(objects) < workers:
+        raise DataError(
+            f"--source pipe shards {uri} by object, but it has {len(objects)} data object(s) for {workers} workers; "
+            f"use at most {len(objects)} workers (--hosts) or pack into smaller shards (gluonbench pack --shard-size)"
+        )
+
+
 @register("source")
 def source_workload(
     data_dir: str | None = None,
@@ -203,10 +245,16 @@ def source_workload(
     classes: int | None = None,
     threads: int = 4,
     timeout: float = 60.0,
+    shard_index: int | None = None,
+    shard_count: int | None = None,
 ) -> Workload:
     """Open ``uri`` in input ``mode`` and return the seed's workload over it (see the module docstring)."""
     del download  # sources never download
     uri = uri or data_dir
+    if shard_count is not None and mode != "pipe":
+        raise GluonbenchError(
+            "shard_index/shard_count shard a pipe channel; file and fastfile runs are sharded by sample (rank-strided)"
+        )
     check_source(
         {"mode": mode, "uri": uri, "endpoint_url": endpoint_url, "channel_dir": channel_dir, "cache_dir": cache_dir},
         deep=False,
@@ -216,8 +264,9 @@ def source_workload(
         options["cache_dir"] = cache_dir
     if mode == "pipe":
         options.update(
-            channel=channel, channel_dir=channel_dir, epochs=epochs, shuffle=shuffle, seed=seed, timeout=timeout
-        )
+            channel=channel, channel_dir=channel_dir, epochs=epochs, shuffle=shuffle, seed=seed, timeout=timeout,
+            shard_index=shard_index, shard_count=shard_count,
+        )  # fmt: skip
         if channel_dir:
             options["kind"] = "recordio"
     source = make_source(mode, uri, endpoint_url, **options)
@@ -241,7 +290,7 @@ def source_workload(
         else:
             # the producer shuffles a pipe (object order per epoch), never the reader
             prepare = functools.partial(decode_numpy, image_size=image_size)
-            train_batches = stream_batches(source, prepare, seed_batchify, shuffle=False)
+            train_batches = stream_batches(source, prepare, seed_batchify, wrap=tally_records(info), shuffle=False)
 
         return Workload(
             name=f"source-{mode}",

@@ -359,13 +359,20 @@ def imagefolder(
     seed: int = 0,
     timeout: float = 60.0,
     name: str = "imagefolder",
+    shard_index: int | None = None,
+    shard_count: int | None = None,
 ) -> Workload:
     """An image or RecordIO folder, decoded, transformed by ``preset`` and trained with a gluoncv ``model``.
 
     ``mode`` None reads a local folder in place; ``file``/``fastfile``/``pipe`` read it (or
-    ``s3://...``) through that input mode. ``model`` None trains the seed's CNN.
+    ``s3://...``) through that input mode. ``model`` None trains the seed's CNN. ``shard_index``/
+    ``shard_count``: a pipe channel's share for one worker of a data-parallel job (ShardedByS3Key).
     """
     del download  # never downloads
+    if shard_count is not None and mode != "pipe":
+        raise GluonbenchError(
+            "shard_index/shard_count shard a pipe channel; other modes are sharded by sample (rank-strided)"
+        )
     uri = uri or data_dir
     if mode is None or not uri:
         uri = _check_uri(uri)  # a local folder read in place must exist; a source names its own errors
@@ -378,6 +385,8 @@ def imagefolder(
         "shuffle": shuffle,
         "seed": seed,
         "timeout": timeout,
+        "shard_index": shard_index,
+        "shard_count": shard_count,
     }
     if mode == "pipe" and channel_dir:
         pipe["kind"] = "recordio"
@@ -405,9 +414,10 @@ def imagefolder(
             prepare = DecodeThenTransform(decode, transform)
 
             def train_batches(batch_size: int, workers: int, epoch: int):
-                from gluonbench.workloads.source import batch_stream
+                from gluonbench.workloads.source import batch_stream, tally_records
 
-                return batch_stream(source.stream(epoch), batch_size, prepare, stack_batch, threads=workers)
+                samples = tally_records(info)(source.stream(epoch), epoch)  # records_read, records_crc32
+                return batch_stream(samples, batch_size, prepare, stack_batch, threads=workers)
 
         from gluonbench.workloads.mnist import seed_loss
 
