@@ -377,7 +377,7 @@ def paired_timings(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUND
     rows = {n: _per_round(probes[n]) for n, t in unpaired.items() if t is not None}
     if full is None or not math.isfinite(full.median) or "full" not in rows:
         return unpaired
-    common = set.intersection(*(set(v) for v in rows.values()))  # the rounds where every chain probe ran
+    common = paired_rounds(probes)
     out: dict[str, ProbeTiming | None] = {}
     for name, t in unpaired.items():
         if t is None:
@@ -391,6 +391,12 @@ def paired_timings(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUND
             ratio, (lo, hi) = paired
             out[name] = ProbeTiming(ratio * full.median, lo * full.median, hi * full.median)
     return out
+
+
+def paired_rounds(probes: Mapping[str, Any]) -> set[int]:
+    """The rounds in which every measured chain probe has a figure (what :func:`paired_timings` pairs)."""
+    rows = [_per_round(probes[n]) for n, t in chain_timings(probes).items() if t is not None]
+    return set.intersection(*(set(v) for v in rows)) if rows else set()
 
 
 def _per_round(p: Any) -> dict[int, float]:

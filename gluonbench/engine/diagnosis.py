@@ -18,7 +18,8 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.analysis.recommend import Setting, advise, evidence, render, stage_name
-from gluonbench.analysis.verdict import STAGES, Thresholds, Verdict, attribute, paired_timings
+from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS
+from gluonbench.analysis.verdict import STAGES, Thresholds, Verdict, attribute, paired_rounds, paired_timings
 from gluonbench.engine.measure import Rounds
 from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.errors import GluonbenchError
@@ -265,7 +266,11 @@ def diagnose(
             plan,
             settled=settled,
             on_progress=on_progress,
-            done=lambda ps: _classify(ps, thresholds).precise(thresholds.share_precision),
+            # stop early only on shares paired over enough rounds: blocks of one round are not independent
+            done=lambda ps: (
+                len(paired_rounds(ps.probes)) >= PAIRED_MIN_ROUNDS
+                and _classify(ps, thresholds).precise(thresholds.share_precision)
+            ),
         )
     finally:
         nd.waitall()
