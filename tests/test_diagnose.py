@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 import gluonbench
+from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS
+from gluonbench.analysis.verdict import paired_rounds
 from gluonbench.errors import GluonbenchError
 from gluonbench.probes import NAMES as PROBES
 from gluonbench.workloads.cases import CASES, build
@@ -39,6 +41,9 @@ def test_ground_truth_case_is_classified_right(case, case_dirs, no_leaks):
     assert d.verdict == case.expected, detail
     assert d.shares[case.expected] > 0.5, detail
     assert d.elapsed_s < BUDGET_S.get(case.workers, 12.0) + 3, "the budget is honoured"
+    paired = paired_rounds(d.probes)
+    assert d.stop_reason == "budget" or len(paired) >= PAIRED_MIN_ROUNDS, "an early stop needs shares paired by round"
+    assert all(len(p.per_round) <= d.rounds for p in d.probes.values())
 
 
 @pytest.fixture(scope="module")
