@@ -94,6 +94,20 @@ def _ours(p: psutil.Process) -> bool:
         return True  # cannot tell: count it
 
 
+def session_processes(*needles: str) -> list[psutil.Process]:
+    """Live processes started by this test session whose command line contains one of ``needles``."""
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info.get("cmdline") or [])
+        if any(n in cmd for n in needles):
+            try:
+                if p.environ().get(SESSION_MARK) == os.environ[SESSION_MARK]:
+                    out.append(p)
+            except psutil.Error:
+                continue
+    return out
+
+
 @pytest.fixture
 def no_leaks():
     """Fail if the test leaves a child process or an MXNet shared-memory segment behind."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import REPO, assert_one_clear_line
+from conftest import REPO, assert_one_clear_line, session_processes
 
 ACCURACY_TOLERANCE = 0.05
 """dist_sync (2 workers x batch 64) vs one process at batch 128, both 60 steps: test accuracies within this.
@@ -29,16 +29,7 @@ def _records(run_root: Path) -> tuple[Path, list[dict]]:
 
 def _nodes() -> list[psutil.Process]:
     """Live processes of distributed jobs started by this test session."""
-    out = []
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(p.info.get("cmdline") or [])
-        if "gluonbench.distributed.node" in cmd:
-            try:
-                if p.environ().get("GLUONBENCH_TEST_SESSION") == os.environ["GLUONBENCH_TEST_SESSION"]:
-                    out.append(p)
-            except psutil.Error:
-                continue
-    return out
+    return session_processes("gluonbench.distributed.node")
 
 
 def _role(p: psutil.Process) -> str:

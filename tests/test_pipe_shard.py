@@ -9,7 +9,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_clear_line
+from conftest import assert_one_clear_line, session_processes
 
 RECORDS = 384
 PER_SHARD = 64  # 6 shards of 64 records: 3 objects, 192 records per worker of 2
@@ -205,20 +205,7 @@ def test_dist_sync_workers_stream_disjoint_shards(cli, channels, tmp_path, no_le
 
 def _job_processes() -> list:
     """Live node and producer processes started by this test session."""
-    import os
-
-    import psutil
-
-    out = []
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(p.info.get("cmdline") or [])
-        if "gluonbench.distributed.node" in cmd or "gluonbench stream" in cmd:
-            try:
-                if p.environ().get("GLUONBENCH_TEST_SESSION") == os.environ["GLUONBENCH_TEST_SESSION"]:
-                    out.append(p)
-            except psutil.Error:
-                continue
-    return out
+    return session_processes("gluonbench.distributed.node", "gluonbench stream")
 
 
 @pytest.mark.slow
