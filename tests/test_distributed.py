@@ -246,7 +246,7 @@ def test_dist_sync_identical_params_with_a_lagging_server(mnist_dir, tmp_path, n
     """A server off the CPU now and then (SIGSTOP/SIGCONT, as on a busy machine) finds requests queued, and
     ps-lite serves queued requests newest first. Before each worker waited for its initial pulls, the last
     parameter's pull could be answered after the first gradient round (that worker then started from the
-    summed gradient): 2 of 30 such jobs here, so two jobs are a statistical guard only; the counts come
+    summed gradient): 4 of 45 such jobs here, so two jobs are a statistical guard only; the counts come
     from benchmarks/dist_params_stress.py. Now every worker's pulls are answered before it pushes."""
     proc = _start(
         ["--kvstore", "dist_sync", "--hosts", "2", "--workers", "0", "--max-batches", "24", "--batch-size", "8",
