@@ -404,12 +404,20 @@ def run_job(spec: RunSpec, log_dir: Path, timeout_s: float, **kwargs: Any) -> Jo
     return Job(spec, log_dir, timeout_s, **kwargs).run()
 
 
+def params_differ(results: list[RunResult]) -> list[str]:
+    """The parameters whose digest (``param_digests``) is not the same on every worker, by name."""
+    per_worker = [r.extra.get("param_digests") or {} for r in results]
+    names = sorted(set().union(*per_worker)) if per_worker else []
+    return [n for n in names if len({d.get(n) for d in per_worker}) > 1]
+
+
 def job_records(outcome: JobOutcome, spec: RunSpec, started: str) -> list[RunResult]:
     """One record per worker (``kind="dist"``), with the job's outcome and the parameter comparison.
 
     A failed job without any worker result still leaves one record, carrying the error.
     """
-    digests = {r.extra.get("param_sha256") for r in outcome.results if r.ok}
+    ok = [r for r in outcome.results if r.ok]
+    digests = {r.extra.get("param_sha256") for r in ok}
     job = {
         "status": outcome.status,
         "error": outcome.error,
@@ -418,6 +426,7 @@ def job_records(outcome: JobOutcome, spec: RunSpec, started: str) -> list[RunRes
         "wall_s": outcome.wall_s,
         "workers_reported": len(outcome.results),
         "params_identical": outcome.status == "ok" and len(digests) == 1 and None not in digests,
+        "params_differ": params_differ(ok),
     }
     records = []
     for r in sorted(outcome.results, key=lambda r: r.extra.get("rank", 0)):

@@ -11,6 +11,14 @@ kvstore's share can be read off:
   after backward has finished, so it is communication only; with ``dist_async``, where MXNet
   updates on the servers, ``trainer.step()`` (push gradients, pull weights), waited for.
 
+Before its first step the data-parallel step settles the starting parameters (``_initialise``):
+the first slice's forward pass initialises the net's deferred shapes, then, with a synchronous
+kvstore, the Trainer initialises the kvstore (rank 0's values pushed, every worker pulls them) and
+the pulls are waited for, so no worker pushes a gradient before its initial pulls were answered.
+ps-lite's server handles queued requests newest first, so without that wait a pull sent just before
+the first gradient pushes could be answered after the first gradient round: the worker then started
+from the summed gradient, not from rank 0's weights (``param_init_s`` records the time it takes).
+
 The local update is left asynchronous; ``run_steps``' barrier finishes it. The copy time is moved
 from the loop's ``compute`` into its ``copy`` by :meth:`ScaleOut.finish`, so wait + copy + compute
 is still the step's wall time, and ``kvstore`` is a part of ``compute``.
@@ -67,7 +75,34 @@ class DataParallelStep:
         self.copy: list[float] = []
         self.kvstore: list[float] = []
         self.first_step_wall: float | None = None
+        self.init_s: float | None = None
         self._nominal_batch: int | None = None
+
+    def _initialise(self, x: Any) -> float:
+        """Settle the starting parameters before the first gradient is reduced; returns the seconds it took.
+
+        The net's shapes are deferred (hybridized, ``in_units``/``in_channels`` unknown), so a forward pass
+        of the first slice initialises it, in training mode like the steps (nothing recorded; a
+        predict-mode pass may let MKL-DNN keep conv weights in its own layout). Then, with a
+        synchronous kvstore, an update before any backward (every gradient stale, ``ignore_stale_grad``:
+        nothing changes) makes the Trainer initialise its kvstore: rank 0's parameters are pushed and
+        every worker pulls them, and the pulls are waited for. Left to ``Trainer.allreduce_grads()``, the
+        last pull and the first gradient pushes leave in one burst, and ps-lite's server serves queued
+        requests newest first: a pull answered after the first gradient round returns the summed
+        gradient. A round needs every worker's push, and no worker pushes before its pulls are
+        answered, so now no pull can come after one. ``dist_async`` (updates on the servers) only gets
+        the forward pass.
+        """
+        from gluonbench._mx import autograd, nd
+
+        t0 = perf_counter()
+        with autograd.train_mode():
+            self.net(x)
+        nd.waitall()
+        if not self.asynchronous:
+            self.trainer.update(1, ignore_stale_grad=True)
+            nd.waitall()
+        return perf_counter() - t0
 
     def __call__(self, data: Any, label: Any) -> Any:
         from gluonbench._mx import autograd, gluon, nd
@@ -78,6 +113,8 @@ class DataParallelStep:
         for x in datas + labels:
             x.wait_to_read()
         t1 = perf_counter()
+        if self.init_s is None:
+            self.init_s = self._initialise(datas[0])
         with autograd.record():
             losses = [self.loss(self.net(x), y) for x, y in zip(datas, labels, strict=True)]
         autograd.backward(losses)
@@ -242,6 +279,8 @@ class ScaleOut:
             out["kvstore_s"] = kv
             out["comm_share"] = kv / total if total > 0 else 0.0
             out["kvstore_step_ms"] = 1000 * kv / max(len(times) - skip, 1)
+            if step.init_s is not None:
+                out["param_init_s"] = step.init_s
             launched = os.environ.get(LAUNCH_ENV)
             if launched and step.first_step_wall is not None:
                 out["startup_s"] = step.first_step_wall - float(launched)
@@ -277,18 +316,29 @@ def device_contexts(ctx: Any, devices: int = 1, gpus: Any = None) -> list[Any]:
 
 
 def param_checksum(net: Any, contexts: list[Any]) -> dict[str, Any]:
-    """SHA-256 over every parameter (name order) on the first context, and whether all contexts agree."""
+    """SHA-256 over every parameter (name order) on the first context, and whether all contexts agree.
+
+    ``param_digests`` has one short SHA-256 per parameter (first context), so two workers whose
+    checksums differ can be told apart parameter by parameter (``params_differ`` in a job's record).
+    """
     digests = []
+    per_param: dict[str, str] = {}
     total = 0.0
     for ctx in contexts:
         h = hashlib.sha256()
-        for _, p in sorted(net.collect_params().items()):
+        for name, p in sorted(net.collect_params().items()):
             arr = p.data(ctx).asnumpy()
             h.update(arr.tobytes())
             if ctx is contexts[0]:
                 total += float(arr.astype("float64").sum())
+                per_param[name] = hashlib.sha256(arr.tobytes()).hexdigest()[:16]
         digests.append(h.hexdigest())
-    return {"param_sha256": digests[0], "param_sum": total, "params_equal_on_devices": len(set(digests)) == 1}
+    return {
+        "param_sha256": digests[0],
+        "param_sum": total,
+        "param_digests": per_param,
+        "params_equal_on_devices": len(set(digests)) == 1,
+    }
 
 
 def check_scale(s: Any) -> None:
