@@ -74,4 +74,4 @@ def paired_ratio(
     ]
     if len(ratios) < min_rounds:
         return None
-    return statistics.median(ratios), median_ci(ratios)
+    return median(ratios), median_ci(ratios)

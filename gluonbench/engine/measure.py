@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import logging
 import math
-import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
-from gluonbench.analysis.stats import median_ci
+from gluonbench.analysis.stats import median, median_ci
 from gluonbench.engine.loop import StepTimes, run_steps
 from gluonbench.monitor import SystemMonitor, SystemSummary, merge_summaries
 from gluonbench.pipeline import Pipeline, Running
@@ -263,7 +262,7 @@ class Rounds:
         finally:
             rec.systems.append(monitor.stop())
         if len(rec.blocks) > first:
-            rec.per_round[number] = statistics.median(rec.blocks[first:])
+            rec.per_round[number] = median(rec.blocks[first:])
         # bounded: past the deadline no further round of this loader follows
         limit = min(max(1.0, 20 * rec.est_step_s * k), max(0.5, deadline - perf_counter()))
         r.settle(limit)
