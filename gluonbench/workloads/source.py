@@ -213,6 +213,14 @@ def check_source(options: dict[str, Any], data_dir: str | None = None, deep: boo
     return {"train": len(dataset.samples)}
 
 
+def check_shard_mode(mode: str | None, shard_count: int | None) -> None:
+    """``shard_index``/``shard_count`` shard a pipe channel by object; any other input mode is sharded by sample."""
+    if shard_count is not None and mode != "pipe":
+        raise GluonbenchError(
+            "shard_index/shard_count shard a pipe channel; other input modes are sharded by sample (rank-strided)"
+        )
+
+
 def check_pipe_shards(options: dict[str, Any], workers: int, data_dir: str | None = None) -> None:
     """Before a job of ``workers`` processes reads a pipe channel sharded by object: every worker needs one."""
     uri = options.get("uri") or data_dir
@@ -251,10 +259,7 @@ def source_workload(
     """Open ``uri`` in input ``mode`` and return the seed's workload over it (see the module docstring)."""
     del download  # sources never download
     uri = uri or data_dir
-    if shard_count is not None and mode != "pipe":
-        raise GluonbenchError(
-            "shard_index/shard_count shard a pipe channel; file and fastfile runs are sharded by sample (rank-strided)"
-        )
+    check_shard_mode(mode, shard_count)
     check_source(
         {"mode": mode, "uri": uri, "endpoint_url": endpoint_url, "channel_dir": channel_dir, "cache_dir": cache_dir},
         deep=False,

@@ -369,10 +369,9 @@ def imagefolder(
     ``shard_count``: a pipe channel's share for one worker of a data-parallel job (ShardedByS3Key).
     """
     del download  # never downloads
-    if shard_count is not None and mode != "pipe":
-        raise GluonbenchError(
-            "shard_index/shard_count shard a pipe channel; other modes are sharded by sample (rank-strided)"
-        )
+    from gluonbench.workloads.source import check_shard_mode
+
+    check_shard_mode(mode, shard_count)
     uri = uri or data_dir
     if mode is None or not uri:
         uri = _check_uri(uri)  # a local folder read in place must exist; a source names its own errors
