@@ -374,10 +374,10 @@ def paired_timings(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUND
     """
     unpaired = chain_timings(probes)
     full = unpaired["full"]
-    rows = {n: _per_round(probes[n]) for n, t in unpaired.items() if t is not None}
+    rows = _rows(probes, unpaired)
     if full is None or not math.isfinite(full.median) or "full" not in rows:
         return unpaired
-    common = paired_rounds(probes)
+    common = _common(rows)
     out: dict[str, ProbeTiming | None] = {}
     for name, t in unpaired.items():
         if t is None:
@@ -395,8 +395,16 @@ def paired_timings(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUND
 
 def paired_rounds(probes: Mapping[str, Any]) -> set[int]:
     """The rounds in which every measured chain probe has a figure (what :func:`paired_timings` pairs)."""
-    rows = [_per_round(probes[n]) for n, t in chain_timings(probes).items() if t is not None]
-    return set.intersection(*(set(v) for v in rows)) if rows else set()
+    return _common(_rows(probes, chain_timings(probes)))
+
+
+def _rows(probes: Mapping[str, Any], timings: Mapping[str, ProbeTiming | None]) -> dict[str, dict[int, float]]:
+    """Per-round figures of each chain probe that was measured (``timings``: :func:`chain_timings`)."""
+    return {n: _per_round(probes[n]) for n, t in timings.items() if t is not None}
+
+
+def _common(rows: Mapping[str, Mapping[int, float]]) -> set[int]:
+    return set.intersection(*(set(v) for v in rows.values())) if rows else set()
 
 
 def _per_round(p: Any) -> dict[int, float]:
