@@ -23,7 +23,7 @@ from gluonbench.analysis.verdict import STAGES, Thresholds, Verdict, attribute, 
 from gluonbench.engine.measure import Rounds
 from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.errors import GluonbenchError
-from gluonbench.pipeline import Loader, Pipeline
+from gluonbench.pipeline import build_pipeline
 from gluonbench.probes import SUBSTAGES
 
 log = logging.getLogger(__name__)
@@ -246,14 +246,15 @@ def diagnose(
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": learning_rate})
     step = ModelStep(net, loss, trainer)
     plan = Rounds(budget_s=float(budget_s), rel_ci=thresholds.rel_ci, min_blocks=thresholds.min_blocks)
-    pipeline = Pipeline(
-        dataset=dataset,
-        loader=Loader(batch_size, num_workers, thread_pool, prefetch, shuffle=True),
+    pipeline = build_pipeline(
+        {"dataset": dataset, "net": net, "decode": decode, "transform": transform},
         ctx=ctx,
         step=_checked(step, net),
-        decode=decode,
-        transform=transform,
-        source=dict(source or {}),
+        source=source,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        thread_pool=thread_pool,
+        prefetch=prefetch,
     )
 
     def settled(ps: ProbeSet) -> bool:

@@ -75,6 +75,8 @@ class RunSpec:
     """with a dist kvstore and ``diagnose``: the worker rank that diagnoses its pipeline after training"""
     prefetch: int | None = None
     """DataLoader(prefetch=...): batches prepared ahead (None: MXNet's 2 x workers)"""
+    pin_memory: bool = False
+    """DataLoader(pin_memory=True): page-locked batches (matters only with a GPU context)"""
     emulate_step_ms: float | str | None = None
     """swap the model step for a timed wait of this many ms per batch (DLIO's emulated compute)"""
 
@@ -138,29 +140,26 @@ class RunResult:
 
 
 def workload_pipeline(workload: Any, spec: RunSpec, ctx: Any, step: Any = None, batch_size: int | None = None) -> Any:
-    """The training pipeline of ``workload`` at ``spec``'s loader setting (see :mod:`gluonbench.pipeline`).
+    """The training pipeline of ``workload`` at ``spec``'s loader setting (:func:`gluonbench.pipeline.build_pipeline`).
 
     ``batch_size`` overrides the spec's for the loader (data parallel: per device times devices).
     """
-    from gluonbench.pipeline import Loader, Pipeline, Stream
+    from gluonbench.pipeline import build_pipeline
 
     size = spec.batch_size if batch_size is None else batch_size
-    if workload.train_batches is not None:
-        loader: Any = Stream(workload.train_batches, size, spec.workers)
-    else:
-        loader = Loader(size, spec.workers, spec.thread_pool, spec.prefetch, shuffle=True)
     if spec.emulate_step_ms is not None:
         from gluonbench.pipeline.emulate import emulated_step
 
         step = emulated_step(spec.emulate_step_ms, size)
-    return Pipeline(
-        dataset=workload.train,
-        loader=loader,
+    return build_pipeline(
+        workload,
         ctx=ctx,
         step=step,
-        decode=workload.decode,
-        transform=workload.transform,
-        source=dict(workload.info),
+        batch_size=size,
+        num_workers=spec.workers,
+        thread_pool=spec.thread_pool,
+        prefetch=spec.prefetch,
+        pin_memory=spec.pin_memory,
     )
 
 

@@ -6,6 +6,7 @@ Every measurement is a :class:`Pipeline` with some stages swapped (``pipeline.sw
 :func:`gluonbench.engine.measure.measure`.
 """
 
+from gluonbench.pipeline.build import build_pipeline
 from gluonbench.pipeline.pipeline import Pipeline, Running
 from gluonbench.pipeline.stages import (
     STAGES,
@@ -31,4 +32,5 @@ __all__ = [
     "ReadySample",
     "Running",
     "Stream",
+    "build_pipeline",
 ]

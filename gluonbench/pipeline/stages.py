@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gluonbench.knobs import knob_default
+
 STAGES = ("source", "read", "decode", "transform", "loader", "copy", "step")
 """The pipeline's stages, in the order a sample goes through them."""
 
@@ -91,15 +93,18 @@ def cached_sample(sample: Any, length: int) -> Any:
 
 @dataclass(frozen=True)
 class Loader:
-    """The loader stage: a ``gluon.data.DataLoader`` with these knobs over ``read -> decode -> transform``."""
+    """The loader stage: a ``gluon.data.DataLoader`` with these knobs over ``read -> decode -> transform``.
 
-    batch_size: int = 64
-    num_workers: int = 0
-    thread_pool: bool = False
-    prefetch: int | None = None
+    The knobs and their defaults are declared once in :data:`gluonbench.knobs.KNOBS`.
+    """
+
+    batch_size: int = knob_default("batch_size")
+    num_workers: int = knob_default("num_workers")
+    thread_pool: bool = knob_default("thread_pool")
+    prefetch: int | None = knob_default("prefetch")
     """batches prepared ahead by the workers; MXNet's default is 2 x num_workers"""
     shuffle: bool = True
-    pin_memory: bool = False
+    pin_memory: bool = knob_default("pin_memory")
     """batches in page-locked memory (GPU only): faster host-to-device copies"""
     timeout: int | None = None
     """seconds a worker's batch may take before the loader raises (MXNet's default: 120)"""

@@ -30,7 +30,7 @@ from typing import Any
 
 from gluonbench.engine.measure import Record, Rounds, measure
 from gluonbench.errors import GluonbenchError
-from gluonbench.pipeline import Loader, Pipeline
+from gluonbench.pipeline import Pipeline, build_pipeline
 from gluonbench.tune.model import (
     Confirmed,
     Point,
@@ -417,14 +417,15 @@ def tune(
         for i, bs in enumerate(sizes):
             share = budget_s / len(sizes)
             this_step = emulated_step(emulation, bs) if emulation is not None else step
-            pipeline = Pipeline(
-                dataset=dataset,
-                loader=Loader(bs, num_workers, thread_pool, prefetch, shuffle=True),
+            pipeline = build_pipeline(
+                {"dataset": dataset, "net": net, "decode": decode, "transform": transform},
                 ctx=ctx,
                 step=this_step,
-                decode=decode,
-                transform=transform,
-                source=dict(source or {}),
+                source=source,
+                batch_size=bs,
+                num_workers=num_workers,
+                thread_pool=thread_pool,
+                prefetch=prefetch,
             )
             search = _Search(
                 pipeline,

@@ -80,4 +80,4 @@ def get_workload(name: str, **options: Any) -> Workload:
 
 def _load_builtin() -> None:
     # importing registers them
-    from gluonbench.workloads import mnist, source, synthetic, vision_zoo  # noqa: F401
+    from gluonbench.workloads import mnist, source, spec, synthetic, vision_zoo  # noqa: F401

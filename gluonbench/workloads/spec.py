@@ -1,0 +1,316 @@
+"""A user's own training pipeline: :class:`PipelineSpec`, :func:`load_spec` and the ``pipeline`` workload.
+
+A user module exposes a factory that returns the pipeline's parts::
+
+    # mypkg/train.py
+    import gluonbench
+    from mxnet import gluon
+
+    def make(classes: int = 10, **options) -> gluonbench.PipelineSpec:
+        return gluonbench.PipelineSpec(
+            dataset=gluon.data.vision.ImageFolderDataset("data/train"),
+            transform=my_transform,            # (data, label) -> (data, label), run in the loader's workers
+            net=lambda: my_net(classes),       # a Block, or a function that builds one
+            loss=gluon.loss.SoftmaxCrossEntropyLoss(),
+            batch_size=64,
+            loader={"num_workers": 2},
+        )
+
+and every command takes it: ``gluonbench sweep|diagnose|tune|profile --pipeline mypkg.train:make
+[--pipeline-option classes=5]``, or ``pipeline = "mypkg.train:make"`` in a TOML config. A dict with the
+same fields works too. ``path/to/file.py:make`` imports a file. The working folder is put on
+``sys.path`` (as ``python -m`` does), so ``mypkg.train`` is found from the folder you run in; the
+sweep imports the factory again in each run's child process, which runs in the same folder.
+
+Bad specs fail before any run, in one line: module not found, no such function, the factory raised
+(its message), it returned the wrong thing, ``dataset[0]`` is not a ``(data, label)`` pair, or the
+decode/transform fails on ``dataset[0]``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import re
+import sys
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from gluonbench.errors import GluonbenchError
+from gluonbench.knobs import check_loader, knob_default
+from gluonbench.workloads.base import Workload, register
+
+_CTX = re.compile(r"^(cpu|gpu)(?::\d+)?$")
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """One training pipeline, as a user describes it: the stages before the loader, the model and the setting.
+
+    ``dataset[i]`` returns a raw ``(data, label)`` sample (the read stage); ``decode`` (optional) turns a
+    raw record into an array, ``transform`` is the per-sample preprocessing; both take and return
+    ``(data, label)`` and run in the loader's workers. ``net`` and ``loss`` are gluon Blocks or functions
+    of no argument that build one (a function is called once per run). ``loader`` holds the DataLoader
+    knobs of :data:`gluonbench.knobs.KNOBS` other than ``batch_size`` (e.g. ``{"num_workers": 2}``);
+    ``test_dataset`` (optional) is evaluated after training, with the same decode and transform.
+    """
+
+    dataset: Any
+    net: Any
+    transform: Callable[..., Any] | None = None
+    decode: Callable[..., Any] | None = None
+    loss: Any = None
+    """None: ``gluon.loss.SoftmaxCrossEntropyLoss()``"""
+    batch_size: int = knob_default("batch_size")
+    ctx: str = "cpu"
+    loader: Mapping[str, Any] = field(default_factory=dict)
+    test_dataset: Any = None
+    classes: int | None = None
+    learning_rate: float = 0.1
+    init: Any = None
+    """an ``mx.init`` Initializer (None: the seed's Xavier, magnitude 2.24)"""
+    name: str = "pipeline"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], what: str = "the pipeline") -> PipelineSpec:
+        """A spec from a dict of the same fields; unknown or missing fields named in one line."""
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise GluonbenchError(f"{what} has unknown field(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        missing = [k for k in ("dataset", "net") if k not in data]
+        if missing:
+            raise GluonbenchError(f"{what} lacks {', '.join(missing)}; a PipelineSpec needs dataset= and net=")
+        return cls(**data)
+
+    def loader_setting(self) -> dict[str, Any]:
+        """The loader knobs, checked, with ``batch_size``."""
+        return {"batch_size": self.batch_size, **check_loader(self.loader, "loader.")}
+
+    def make_net(self) -> Any:
+        return _build(self.net)
+
+    def make_loss(self) -> Any:
+        if self.loss is None:
+            from gluonbench._mx import gluon
+
+            return gluon.loss.SoftmaxCrossEntropyLoss()
+        return _build(self.loss)
+
+    def check(self, what: str = "the pipeline") -> PipelineSpec:
+        """Raise :class:`GluonbenchError` in one line when a part is unusable; return self.
+
+        Reads ``dataset[0]`` and runs decode and transform on it, so a broken transform fails here, not
+        in a loader worker minutes later.
+        """
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise GluonbenchError(f"{what}: batch_size must be a whole number of at least 1 (got {self.batch_size!r})")
+        if not isinstance(self.ctx, str) or not _CTX.match(self.ctx.strip().lower()):
+            raise GluonbenchError(f"{what}: ctx must be 'cpu', 'gpu' or 'gpu:N' (got {self.ctx!r})")
+        self.loader_setting()
+        for name in ("transform", "decode"):
+            fn = getattr(self, name)
+            if fn is not None and not callable(fn):
+                raise GluonbenchError(f"{what}: {name} must be a function of (data, label) (got {type(fn).__name__})")
+        if self.net is None or not callable(self.net):
+            raise GluonbenchError(f"{what}: net must be a gluon Block or a function that builds one (got {self.net!r})")
+        if not (hasattr(self.dataset, "__getitem__") and hasattr(self.dataset, "__len__")):
+            raise GluonbenchError(
+                f"{what}: dataset must support len() and dataset[i] (got {type(self.dataset).__name__}); "
+                "e.g. a gluon.data.Dataset"
+            )
+        if len(self.dataset) == 0:
+            raise GluonbenchError(f"{what}: dataset is empty; give it samples")
+        try:
+            sample = self.dataset[0]
+        except Exception as exc:
+            raise GluonbenchError(f"{what}: dataset[0] raised {type(exc).__name__}: {exc}") from None
+        if not isinstance(sample, tuple | list) or len(sample) != 2:
+            raise GluonbenchError(
+                f"{what}: dataset[0] is not a (data, label) pair (got {_short(sample)}); "
+                "return (data, label) from __getitem__"
+            )
+        for name in ("decode", "transform"):
+            fn = getattr(self, name)
+            if fn is None:
+                continue
+            try:
+                sample = fn(*sample)
+            except Exception as exc:
+                raise GluonbenchError(
+                    f"{what}: {name} fails on dataset[0]: {type(exc).__name__}: {exc}"[:400]
+                ) from None
+            if not isinstance(sample, tuple | list) or len(sample) != 2:
+                raise GluonbenchError(
+                    f"{what}: {name} of dataset[0] is not a (data, label) pair (got {_short(sample)})"
+                )
+        return self
+
+    def to_workload(self) -> Workload:
+        """This pipeline as the :class:`Workload` record the engine trains."""
+        init = self.init
+        return Workload(
+            name=self.name,
+            train=self.dataset,
+            test=self.test_dataset,
+            transform=self.transform,
+            decode=self.decode,
+            make_net=self.make_net,
+            make_loss=self.make_loss,
+            classes=int(self.classes or 0),
+            init=None if init is None else (lambda: init),
+            learning_rate=float(self.learning_rate),
+            info={"pipeline": self.name},
+        )
+
+
+def _build(part: Any) -> Any:
+    """A Block as is; a function of no argument called to build one."""
+    from gluonbench._mx import gluon
+
+    if isinstance(part, gluon.Block):
+        return part
+    return part()
+
+
+def _short(x: Any) -> str:
+    text = f"{type(x).__name__} {x!r}"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# -- loading a user's factory --------------------------------------------------------------------
+
+
+def split_target(target: str, what: str = "--pipeline") -> tuple[str, str]:
+    """``"pkg.mod:func"`` or ``"path/file.py:func"`` -> (module or file, function)."""
+    if not isinstance(target, str) or not target.strip():
+        raise GluonbenchError(f"{what} must name a factory, e.g. {what} mypkg.train:make")
+    where, sep, func = target.strip().rpartition(":")
+    if not sep or not where or not func:
+        raise GluonbenchError(
+            f"{what} {target!r}: write MODULE:FUNCTION or path/to/file.py:FUNCTION, e.g. mypkg.train:make"
+        )
+    return where, func
+
+
+def is_file_target(where: str) -> bool:
+    return where.endswith(".py") or "/" in where or os.sep in where
+
+
+def absolute_target(target: str, what: str = "--pipeline") -> str:
+    """``target`` with a file path made absolute (so a child process in another folder finds it)."""
+    where, func = split_target(target, what)
+    if is_file_target(where):
+        return f"{Path(where).resolve()}:{func}"
+    return target.strip()
+
+
+def import_factory(target: str, what: str = "--pipeline") -> Callable[..., Any]:
+    """The factory ``target`` names; one line when the module or the function is missing."""
+    where, func = split_target(target, what)
+    if is_file_target(where):
+        module = _import_file(Path(where), what, target)
+    else:
+        cwd = os.getcwd()
+        if cwd not in sys.path and "" not in sys.path:
+            sys.path.insert(0, cwd)  # as `python -m` does: a module in the working folder is found
+        try:
+            module = importlib.import_module(where)
+        except ModuleNotFoundError as exc:
+            if exc.name and (where == exc.name or where.startswith(exc.name + ".")):
+                raise GluonbenchError(
+                    f"{what} {target}: module {where!r} not found (searched the working folder {cwd} and sys.path); "
+                    "run from the folder that holds it, add it to PYTHONPATH, or give path/to/file.py:FUNCTION"
+                ) from None
+            raise GluonbenchError(f"{what} {target}: importing {where} failed: {exc}") from None
+        except Exception as exc:
+            raise GluonbenchError(f"{what} {target}: importing {where} raised {type(exc).__name__}: {exc}") from None
+    factory = getattr(module, func, None)
+    if factory is None:
+        raise GluonbenchError(f"{what} {target}: {where} has no function {func!r}")
+    if not callable(factory):
+        raise GluonbenchError(f"{what} {target}: {func} is a {type(factory).__name__}, not a function")
+    return factory
+
+
+def _import_file(path: Path, what: str, target: str) -> Any:
+    if not path.is_file():
+        raise GluonbenchError(f"{what} {target}: file {path} not found; give path/to/file.py:FUNCTION")
+    path = path.resolve()
+    name = f"gluonbench_user_{path.stem}"
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise GluonbenchError(f"{what} {target}: {path} cannot be imported as Python; give a .py file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # picklable functions (DataLoader workers) need the module registered
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # the file's own imports of its neighbours work, as with `python file.py`
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise GluonbenchError(f"{what} {target}: importing {path.name} raised {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def load_spec(target: str, options: Mapping[str, Any] | None = None, what: str = "--pipeline") -> PipelineSpec:
+    """Import ``target`` (``"pkg.mod:func"`` or ``"path/file.py:func"``), call it with ``options`` and check
+    what it returns (see :meth:`PipelineSpec.check`); raise :class:`GluonbenchError` in one line if anything
+    is wrong."""
+    options = dict(options or {})
+    factory = import_factory(target, what)
+    try:
+        made = factory(**options)
+    except Exception as exc:
+        raise GluonbenchError(f"{what} {target}: the factory raised {type(exc).__name__}: {exc}"[:500]) from None
+    if isinstance(made, Mapping):
+        made = PipelineSpec.from_dict(made, f"{what} {target}: the returned dict")
+    if not isinstance(made, PipelineSpec):
+        raise GluonbenchError(
+            f"{what} {target}: the factory returned {type(made).__name__}, not a gluonbench.PipelineSpec "
+            "(or a dict of its fields)"
+        )
+    return made.check(f"{what} {target}")
+
+
+def parse_option_value(text: str) -> Any:
+    """A ``--pipeline-option`` value: a TOML value (``5``, ``0.5``, ``true``, ``"x"``, ``[1, 2]``), else the text."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_pipeline_options(items: list[str] | None) -> dict[str, Any]:
+    """``--pipeline-option key=value`` texts as keyword arguments for the factory."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise GluonbenchError(
+                f"--pipeline-option {item!r}: write KEY=VALUE with KEY a Python name, e.g. --pipeline-option classes=5"
+            )
+        out[key] = parse_option_value(value.strip())
+    return out
+
+
+@register("pipeline")
+def pipeline_workload(
+    data_dir: str | None = None,
+    download: bool = True,
+    pipeline: str | None = None,
+    pipeline_options: Mapping[str, Any] | None = None,
+    **unused: Any,
+) -> Workload:
+    """The workload of a user's pipeline factory (``--pipeline MODULE:FUNCTION``); imported in each run."""
+    if not pipeline:
+        raise GluonbenchError("the pipeline workload needs pipeline='MODULE:FUNCTION' (--pipeline mypkg.train:make)")
+    return load_spec(pipeline, pipeline_options).to_workload()
