@@ -6,10 +6,18 @@ from gluonbench import compat as _compat
 from gluonbench.version import __version__
 
 __all__ = [
+    "KNOBS",
+    "DiagnoseSettings",
     "Diagnosis",
+    "IoSettings",
+    "PipelineSpec",
+    "SweepSettings",
+    "TuneSettings",
     "__version__",
+    "build_pipeline",
     "diagnose",
     "io_benchmark",
+    "load_spec",
     "profile",
     "run_diagnosis",
     "run_once",
@@ -22,8 +30,25 @@ __all__ = [
 _compat.apply()
 
 
+_LAZY = {
+    # name: module that defines it (imported on first use; none of these import MXNet at import time)
+    "PipelineSpec": "gluonbench.workloads.spec",
+    "load_spec": "gluonbench.workloads.spec",
+    "build_pipeline": "gluonbench.pipeline.build",
+    "KNOBS": "gluonbench.knobs",
+    "SweepSettings": "gluonbench.config",
+    "DiagnoseSettings": "gluonbench.config",
+    "TuneSettings": "gluonbench.config",
+    "IoSettings": "gluonbench.config",
+}
+
+
 def __getattr__(name: str):
     # the API imports MXNet; keep `import gluonbench` (and the CLI's argument errors) fast
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
     if name in ("sweep", "run_once", "diagnose", "run_diagnosis", "Diagnosis", "io_benchmark"):
         from gluonbench import api
 

@@ -27,6 +27,7 @@ from gluonbench.profiler.session import RunProfile
 from gluonbench.report import load
 from gluonbench.report.store import RunStore, atomic_write_text, new_run_dir
 from gluonbench.report.summary import SweepSummary
+from gluonbench.workloads.spec import check_pipeline
 
 __all__ = [
     "Diagnosis",
@@ -60,6 +61,9 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
     from gluonbench.engine.context import parse_ctx
     from gluonbench.workloads import workload_names
 
+    if settings.pipeline:
+        parse_ctx(settings.ctx)
+        return check_pipeline(settings.pipeline, settings.pipeline_options, settings.ctx, settings.pin_memory)
     if settings.workload not in workload_names():
         raise GluonbenchError(f"unknown --dataset {settings.workload!r}; choose one of {', '.join(workload_names())}")
     parse_ctx(settings.ctx)
@@ -272,15 +276,18 @@ def run_diagnosis(
         if not os.access(out, os.W_OK | os.X_OK):
             raise GluonbenchError(f"cannot write into --out {out}; choose a writable folder")
     check_loader_shm(settings.options, settings.batch_size, settings.workers, settings.thread_pool)
+    workload, options = settings.run_workload()
+    if settings.pipeline:
+        check_pipeline(settings.pipeline, settings.pipeline_options)
     d = diagnose_workload(
-        settings.workload,
+        workload,
         settings.batch_size,
         settings.workers,
         settings.ctx,
         settings.budget_s,
         data_dir=settings.data_dir,
         download=settings.download,
-        options=settings.options,
+        options=options,
         thread_pool=settings.thread_pool,
         thresholds=settings.thresholds,
         seed=settings.seed,
@@ -516,14 +523,17 @@ def run_tune(settings: TuneSettings, on_progress: Callable[[float, float, str], 
 
     settings.check()
     check_loader_shm(settings.options, settings.batch_size, settings.max_workers or 0, settings.thread_pool)
+    workload, options = settings.run_workload()
+    if settings.pipeline:
+        check_pipeline(settings.pipeline, settings.pipeline_options)
     result = tune_workload(
-        settings.workload,
+        workload,
         settings.batch_size,
         settings.ctx,
         settings.budget_s,
         data_dir=settings.data_dir,
         download=settings.download,
-        options=settings.options,
+        options=options,
         num_workers=settings.workers,
         thread_pool=settings.thread_pool,
         prefetch=settings.prefetch,

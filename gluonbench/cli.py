@@ -25,6 +25,9 @@ class _Parser(argparse.ArgumentParser):
 
 SWEEP_EXAMPLES = """examples:
   gluonbench sweep --workers 0..8                 # the seed's experiment, 1 epoch per worker count
+  gluonbench sweep --pipeline mypkg.train:make --workers 0,2,4    # your own pipeline (gluonbench.PipelineSpec)
+  gluonbench sweep --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images
+  gluonbench sweep --workers 2,4 --prefetch 8 --thread-pool --pin-memory --ctx gpu:0   # any knob tune can recommend
   gluonbench sweep --workers 0,2,4 --repeat 3     # median and min-max of 3 runs each
   gluonbench sweep --workers 0..8:2 --max-batches 100 --batch-size 128
   gluonbench sweep --dataset fashion-mnist --ctx gpu:0 --workers 0..8
@@ -49,6 +52,7 @@ scale-out (batch size is per device; see README "Scale-out"):
 
 DIAGNOSE_EXAMPLES = """examples:
   gluonbench diagnose                                   # the seed's MNIST pipeline, 0 workers, batch 64
+  gluonbench diagnose --pipeline mypkg.train:make --workers 2   # your own pipeline (gluonbench.PipelineSpec)
   gluonbench diagnose --workers 2 --batch-size 256 --json results/diagnose-mnist-w2.json
   gluonbench diagnose --dataset fashion-mnist --ctx gpu:0 --budget 120
   gluonbench diagnose --dataset synthetic --cpu-ms 2           # per-sample preprocessing of 2 ms CPU
@@ -108,6 +112,32 @@ def _add_source_args(p: argparse.ArgumentParser, modes: tuple[str, ...] = ("file
     p.add_argument("--uri", help="data set for --source: an image folder, a packed folder, or s3://bucket/prefix")
     p.add_argument("--endpoint-url", help="S3-compatible endpoint for s3:// (MinIO, moto), e.g. http://127.0.0.1:9000")
     p.add_argument("--cache-dir", help="--source file: copy into this folder (default: a temporary one)")
+
+
+PIPELINE_HELP = (
+    "your own pipeline: a factory MODULE:FUNCTION (or path/file.py:FUNCTION) returning a gluonbench.PipelineSpec; "
+    "the working folder is on sys.path"
+)
+
+
+def _add_pipeline_args(p: argparse.ArgumentParser) -> None:
+    """--pipeline MODULE:FUNCTION and --pipeline-option KEY=VALUE (see gluonbench.PipelineSpec)."""
+    g = p.add_argument_group("your own pipeline (instead of --dataset)")
+    g.add_argument("--pipeline", metavar="MODULE:FUNCTION", help=PIPELINE_HELP)
+    g.add_argument(
+        "--pipeline-option",
+        dest="pipeline_option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keyword argument of the factory (a TOML value: 5, 0.5, true, \"text\"; else the text), repeatable",
+    )
+
+
+def _pipeline_options(args: argparse.Namespace) -> dict[str, Any]:
+    from gluonbench.workloads.spec import parse_pipeline_options
+
+    return parse_pipeline_options(args.pipeline_option)
 
 
 def _source_options(args: argparse.Namespace, options: dict[str, Any]) -> dict[str, Any] | None:
@@ -173,10 +203,17 @@ def _add_sweep(sub: Any) -> None:
     )
     p.add_argument("--prefetch", type=int, help="DataLoader(prefetch=N): batches prepared ahead (default 2 x workers)")
     p.add_argument(
+        "--pin-memory",
+        action="store_true",
+        default=None,
+        help="DataLoader(pin_memory=True): page-locked batches (matters only with a GPU context)",
+    )
+    p.add_argument(
         "--emulate-step-ms",
         metavar="MS|TARGET",
         help="swap the model step for a timed wait (ms per batch, or e.g. resnet50@v100): reports AU (DLIO)",
     )
+    _add_pipeline_args(p)
     _add_source_args(p)
     p.add_argument("--name", help="suffix of the run folder (default sweep-DATASET-CTX)")
     p.add_argument("--out", default="results", help="parent folder of run folders (default results/)")
@@ -303,6 +340,7 @@ def _add_diagnose(sub: Any) -> None:
         "every probe is known to +-5 %%",
     )
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    _add_pipeline_args(p)
     _add_source_args(p, modes=("file", "fastfile"))
     p.add_argument("--json", metavar="FILE", help="also write the whole diagnosis as JSON (written atomically)")
     p.add_argument(
@@ -488,6 +526,7 @@ def _add_io(sub: Any) -> None:
 # -- gluonbench profile (issue 8): the profiler package does the work ------------------------------
 PROFILE_EXAMPLES = """examples:
   gluonbench profile -- python train.py --epochs 1          # system metrics of any program, rules, report
+  gluonbench profile --pipeline mypkg.train:make --workers 2 --max-batches 200   # one run of your pipeline
   gluonbench profile --interval 100 --name mnist-w2 -- python examples/train_mnist.py --workers 2
   gluonbench profile --rule CPUBottleneck.threshold=30 --rule StepOutlier.stddev=4 -- python train.py
   gluonbench profile --mxnet-profiler -- python examples/train_mnist.py   # merge MXNet's operator trace
@@ -518,6 +557,16 @@ def _add_profile(sub: Any) -> None:
     p.add_argument("--name", help="suffix of the profile folder (default: the script's name)")
     p.add_argument("--rule", action="append", metavar="RULE.PARAM=VALUE", help="override a rule parameter")
     p.add_argument("--mxnet-profiler", action="store_true", help="also run MXNet's profiler; merge its dump")
+    _add_pipeline_args(p)
+    g = p.add_argument_group("with --pipeline: the one training run profiled (instead of -- CMD)")
+    g.add_argument("--workers", type=int, default=0, help="DataLoader workers (default 0)")
+    g.add_argument("--batch-size", type=int, default=64, help="default 64")
+    g.add_argument("--max-batches", type=int, help="cap on training (and eval) batches")
+    g.add_argument("--epochs", type=int, default=1, help="epochs (default 1)")
+    g.add_argument("--ctx", default="cpu", help="cpu (default), gpu or gpu:N")
+    g.add_argument("--thread-pool", action="store_true", help="DataLoader(thread_pool=True)")
+    g.add_argument("--prefetch", type=int, help="DataLoader(prefetch=N)")
+    g.add_argument("--pin-memory", action="store_true", help="DataLoader(pin_memory=True) (GPU only)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the program and its arguments")
     p.set_defaults(func=cmd_profile)
 
@@ -527,10 +576,33 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from gluonbench.profiler.session import ProfileSettings, run_command
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    name = args.name
+    if args.pipeline:
+        from gluonbench.config import pipeline_label
+        from gluonbench.profiler.pipeline_run import pipeline_command
+
+        if cmd:
+            raise GluonbenchError("give either --pipeline MODULE:FUNCTION or -- CMD, not both")
+        ProfileSettings(interval_ms=args.interval, out=args.out, name=args.name).check()  # before loading
+        cmd = pipeline_command(
+            args.pipeline,
+            _pipeline_options(args),
+            workers=args.workers,
+            batch_size=args.batch_size,
+            max_batches=args.max_batches,
+            epochs=args.epochs,
+            ctx=args.ctx,
+            thread_pool=args.thread_pool,
+            prefetch=args.prefetch,
+            pin_memory=args.pin_memory,
+        )
+        name = name or f"{pipeline_label(args.pipeline)}-w{args.workers}"
+    elif args.pipeline_option:
+        raise GluonbenchError("--pipeline-option goes with --pipeline MODULE:FUNCTION; add --pipeline")
     settings = ProfileSettings(
         interval_ms=args.interval,
         out=args.out,
-        name=args.name,
+        name=name,
         rules=parse_overrides(args.rule),
         mxnet_profiler=args.mxnet_profiler,
     ).check()
@@ -573,6 +645,7 @@ def _report_profile(args: argparse.Namespace) -> int:
 
 TUNE_EXAMPLES = """examples:
   gluonbench tune                                        # the seed's MNIST pipeline: best DataLoader setting
+  gluonbench tune --pipeline mypkg.train:make --toml tuned.toml   # your own pipeline; tuned.toml names it
   gluonbench tune --workers 2 --budget 120 --json tune.json --toml tuned.toml
   gluonbench sweep --config tuned.toml                   # then train at the recommendation
   gluonbench tune --dataset synthetic --read-ms 2        # slow reads: more workers than cores pay
@@ -617,6 +690,7 @@ def _add_tune(sub: Any) -> None:
     )
     p.add_argument("--budget", dest="budget_s", type=float, default=60.0, help="seconds for the search (default 60)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    _add_pipeline_args(p)
     _add_source_args(p, modes=("file", "fastfile"))
     p.add_argument("--json", metavar="FILE", help="also write the whole result as JSON (atomically)")
     p.add_argument(
@@ -650,6 +724,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         options=source if source is not None else options,
         json_path=args.json,
         toml_path=args.toml,
+        pipeline=args.pipeline,
+        pipeline_options=_pipeline_options(args),
     ).check()
 
     bar = _progress_bar(None, "tune", unit="s")
@@ -739,10 +815,14 @@ def settings_from_args(args: argparse.Namespace):
             "name",
             *SCALE_FLAGS,
             "prefetch",
+            "pin_memory",
             "emulate_step_ms",
+            "pipeline",
         )
         if getattr(args, k, None) is not None
     }
+    if args.pipeline_option:
+        flags["pipeline_options"] = {**settings.pipeline_options, **_pipeline_options(args)}
     flags.update({k: v for k, v in vision_options(args).items() if k != "layout"})
     if args.gpus is not None and args.ctx is None:
         flags["ctx"] = "gpu"
@@ -855,6 +935,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         options=options,
         thresholds=parse_thresholds(args.thresholds),
         json_path=args.json,
+        pipeline=args.pipeline,
+        pipeline_options=_pipeline_options(args),
     ).check()
 
     from gluonbench import api

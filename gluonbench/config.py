@@ -50,7 +50,9 @@ class SweepSettings:
     """the model's input size (``--image-size``); None: the model family's (224, 32 for CIFAR models, ...)"""
 
     def workload_options(self) -> dict[str, Any]:
-        """``options`` plus the vision settings that are set."""
+        """``options`` plus the vision settings that are set (with ``pipeline``: the factory and its options)."""
+        if self.pipeline:
+            return pipeline_workload_options(self.pipeline, self.pipeline_options)
         vision = {k: getattr(self, k) for k in ("model", "preset", "classes", "image_size")}
         return {**self.options, **{k: v for k, v in vision.items() if v is not None}}
 
@@ -58,6 +60,8 @@ class SweepSettings:
         """The workload each run builds (``source`` with a vision setting is ``imagefolder``)."""
         from gluonbench.workloads.vision_zoo import resolve_workload
 
+        if self.pipeline:
+            return "pipeline"
         return resolve_workload(self.workload, self.workload_options())
 
     # scale-out (gluonbench.distributed): per-device batch over ``devices`` contexts or ``gpus``, the
@@ -77,6 +81,13 @@ class SweepSettings:
     emulate_step_ms: float | str | None = None
     """swap the model step for a timed wait of this many ms per batch, or a named target such as
     ``resnet50@v100`` (``--emulate-step-ms``; see :mod:`gluonbench.pipeline.emulate`)"""
+    pin_memory: bool = False
+    """DataLoader(pin_memory=True) of every run (``--pin-memory``; matters only with a GPU context)"""
+    pipeline: str | None = None
+    """a user's pipeline factory, ``"mypkg.train:make"`` or ``"path/file.py:make"`` (``--pipeline``; see
+    :class:`gluonbench.PipelineSpec`): every run trains what it returns instead of ``workload``"""
+    pipeline_options: dict[str, Any] = field(default_factory=dict)
+    """keyword arguments of the pipeline factory (``--pipeline-option key=value``)"""
 
     def specs(self) -> list[RunSpec]:
         """All runs, repeats interleaved (0, 2, 4, 0, 2, 4, ...) so drift spreads evenly."""
@@ -96,6 +107,8 @@ class SweepSettings:
 
     def label(self) -> str:
         what = f"{self.workload}-{self.options.get('mode', 'file')}" if self.workload == "source" else self.workload
+        if self.pipeline:
+            what = pipeline_label(self.pipeline)
         if self.workload in ("imagefolder", "seed004"):
             what = "-".join(str(v) for v in (self.workload, self.model, self.options.get("mode")) if v)
         scale = f"-{self.kvstore}" if self.kvstore else ""
@@ -148,17 +161,61 @@ class SweepSettings:
         from gluonbench.engine.scale import check_scale
 
         check_scale(self)
-        if self.prefetch is not None and self.prefetch < 0:
-            raise GluonbenchError(f"prefetch must be 0 or more (got {self.prefetch})")
+        from gluonbench.knobs import KNOBS
+
+        KNOBS["prefetch"].check(self.prefetch, "--prefetch")
+        KNOBS["pin_memory"].check(self.pin_memory, "pin_memory")
+        check_pipeline_settings(self)
         return self
+
+
+def pipeline_workload_options(target: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The ``pipeline`` workload's options: the factory (a file path made absolute) and its keyword arguments."""
+    from gluonbench.workloads.spec import absolute_target
+
+    return {"pipeline": absolute_target(target), "pipeline_options": dict(options)}
+
+
+def pipeline_label(target: str) -> str:
+    """A run folder's name for a pipeline factory: ``train-make`` for ``mypkg/train.py:make``."""
+    from gluonbench.workloads.spec import split_target
+
+    where, func = split_target(target)
+    stem = Path(where).stem if where.endswith(".py") else where.rsplit(".", 1)[-1]
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in f"{stem}-{func}")
+
+
+def check_pipeline_settings(settings: Any) -> None:
+    """``pipeline`` is a factory's name and ``pipeline_options`` a table; ``--dataset`` and its options are not
+    given beside it (any command's settings)."""
+    pipeline = settings.pipeline
+    if pipeline is None:
+        if settings.pipeline_options:
+            raise GluonbenchError("--pipeline-option goes with --pipeline MODULE:FUNCTION; add --pipeline")
+        return
+    from gluonbench.workloads.spec import split_target
+
+    split_target(pipeline)
+    if not isinstance(settings.pipeline_options, dict):
+        raise GluonbenchError(f"pipeline_options must be a table of factory options (got {settings.pipeline_options!r})")
+    if settings.workload not in ("mnist", "pipeline"):
+        raise GluonbenchError(
+            f"--pipeline and --dataset {settings.workload} exclude each other; the pipeline's factory gives the data"
+        )
+    extra = [k for k in ("model", "preset", "classes", "image_size") if getattr(settings, k, None) is not None]
+    if settings.options or extra:
+        names = ", ".join([*sorted(settings.options), *extra])
+        raise GluonbenchError(
+            f"--pipeline takes no data set options ({names}); pass them to the factory with --pipeline-option KEY=VALUE"
+        )
 
 
 _INTS = ("batch_size", "epochs", "repeat", "seed")
 _OPTIONAL_INTS = ("max_batches", "eval_workers")
 _FLOATS = ("timeout_s", "diagnose_budget_s")
-_BOOLS = ("thread_pool", "download", "diagnose")
+_BOOLS = ("thread_pool", "download", "diagnose", "pin_memory")
 _STRINGS = ("workload", "ctx")
-_OPTIONAL_STRINGS = ("data_dir", "name")
+_OPTIONAL_STRINGS = ("data_dir", "name", "pipeline")
 
 
 def _whole(value: Any) -> bool:
@@ -238,7 +295,7 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
                 raise GluonbenchError(f"{source}: {name} must be whole numbers (got {raw!r})")
             return tuple(raw)
         return tuple(parse_int_list(str(raw), what=f"--{name}" if source == "command line" else f"{source}: {name}"))
-    if isinstance(current, bool) or name in ("thread_pool", "download", "diagnose"):
+    if isinstance(current, bool) or name in ("thread_pool", "download", "diagnose", "pin_memory"):
         if isinstance(raw, bool):
             return raw
         text = str(raw).lower()
@@ -282,6 +339,13 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
         return check_seconds(value, _flag(name, source))
     if name == "options" and not isinstance(raw, dict):
         raise GluonbenchError(f"{source}: options must be a table of workload options (got {raw!r})")
+    if name == "pipeline_options" and not isinstance(raw, dict):
+        raise GluonbenchError(f"{source}: pipeline_options must be a table of factory options (got {raw!r})")
+    if name == "pipeline":
+        if raw is None or str(raw).lower() in ("none", ""):
+            return None
+        if not isinstance(raw, str):
+            raise GluonbenchError(f"{_flag(name, source)} must be a string MODULE:FUNCTION (got {raw!r})")
     if name in ("workload", "ctx", "data_dir", "name") and raw is not None and not isinstance(raw, str):
         raise GluonbenchError(f"{_flag(name, source)} must be a string (got {raw!r})")
     return raw
@@ -540,10 +604,21 @@ class DiagnoseSettings:
     """:class:`gluonbench.analysis.verdict.Thresholds`"""
     json_path: str | None = None
     name: str | None = None
+    pipeline: str | None = None
+    """a user's pipeline factory (``--pipeline mypkg.train:make``), diagnosed instead of ``workload``"""
+    pipeline_options: dict[str, Any] = field(default_factory=dict)
+
+    def run_workload(self) -> tuple[str, dict[str, Any]]:
+        """The registered workload and its options this diagnosis builds (``pipeline`` for a factory)."""
+        if self.pipeline:
+            return "pipeline", pipeline_workload_options(self.pipeline, self.pipeline_options)
+        return self.workload, self.options
 
     def label(self) -> str:
         """The run folder's suffix with ``--out``: ``diagnose-<data set>-w<workers>``."""
         what = f"{self.workload}-{self.options.get('mode', 'file')}" if self.workload == "source" else self.workload
+        if self.pipeline:
+            what = pipeline_label(self.pipeline)
         return self.name or f"diagnose-{what}-w{self.workers}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -574,6 +649,7 @@ class DiagnoseSettings:
             from gluonbench.report.store import check_writable_file
 
             check_writable_file(self.json_path, "--json")  # before the measurement, not after it
+        check_pipeline_settings(self)
         if self.workload not in workload_names():
             raise GluonbenchError(f"unknown --dataset {self.workload!r}; choose one of {', '.join(workload_names())}")
         if self.workload == "synthetic":
@@ -612,6 +688,15 @@ class TuneSettings:
     options: dict[str, Any] = field(default_factory=dict)
     json_path: str | None = None
     toml_path: str | None = None
+    pipeline: str | None = None
+    """a user's pipeline factory (``--pipeline mypkg.train:make``), tuned instead of ``workload``"""
+    pipeline_options: dict[str, Any] = field(default_factory=dict)
+
+    def run_workload(self) -> tuple[str, dict[str, Any]]:
+        """The registered workload and its options this search builds (``pipeline`` for a factory)."""
+        if self.pipeline:
+            return "pipeline", pipeline_workload_options(self.pipeline, self.pipeline_options)
+        return self.workload, self.options
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -652,6 +737,7 @@ class TuneSettings:
                 from gluonbench.report.store import check_writable_file
 
                 check_writable_file(path, flag)  # before the search, not after it
+        check_pipeline_settings(self)
         if self.workload not in workload_names():
             raise GluonbenchError(f"unknown --dataset {self.workload!r}; choose one of {', '.join(workload_names())}")
         if self.workload == "synthetic":

@@ -186,10 +186,11 @@ def _maybe_inject_fault(spec: RunSpec, phase: str) -> None:
         raise RuntimeError(f"injected fault ({FAULT_ENV}={fault})")
 
 
-def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
+def train_and_eval(spec: RunSpec, workload: Any = None, observe: Any = None) -> RunResult:
     """Train and evaluate in this process; the seed's loop with per-step timing.
 
-    ``workload`` defaults to the registered workload named by ``spec.workload``.
+    ``workload`` defaults to the registered workload named by ``spec.workload``. ``observe`` (optional)
+    wraps each training epoch's batches, e.g. the profiler's step marks (``gluonbench profile --pipeline``).
     """
     from gluonbench.engine.context import parse_ctx
     from gluonbench.workloads import get_workload
@@ -199,11 +200,11 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
     scale = ScaleOut.for_spec(spec, ctx)  # plain single-device unless devices/gpus/kvstore ask for more
     try:
         if workload is not None:
-            return _train_and_eval(spec, workload, ctx, scale)
+            return _train_and_eval(spec, workload, ctx, scale, observe)
         options = {**spec.options, **scale.workload_options(spec.options)}
         workload = get_workload(spec.workload, data_dir=spec.data_dir, download=spec.download, **options)
         try:
-            return _train_and_eval(spec, workload, ctx, scale)
+            return _train_and_eval(spec, workload, ctx, scale, observe)
         finally:
             # after training *and* the optional diagnosis, which still reads through the source
             if workload.close is not None:
@@ -212,7 +213,7 @@ def train_and_eval(spec: RunSpec, workload: Any = None) -> RunResult:
         scale.close()
 
 
-def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut) -> RunResult:
+def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut, observe: Any = None) -> RunResult:
     from gluonbench._mx import mx
     from gluonbench.env import environment
 
@@ -256,6 +257,8 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut) -> 
         # a stalled loader (e.g. /dev/shm too small for the workers) fails the run in seconds
         dog = StallWatchdog(spec.workers, spec.thread_pool).start()
         watch = dog.watch if workload.train_batches is None else None
+        if observe is not None:
+            watch = observe if watch is None else (lambda batches, w=watch: observe(w(batches)))
         schedule = Epochs(spec.epochs, spec.max_batches, on_step=after_step, wrap=watch)
         record = measure(pipeline, schedule, on_open=lambda: monitor.sample()).records["run"]
         times = record.times

@@ -191,10 +191,13 @@ class TuneResult:
     def to_toml(self) -> str:
         """A ``tuned.toml`` that ``gluonbench sweep --config`` reads: the recommended setting as a sweep."""
         s = self.recommended
-        values: dict[str, Any] = {k: v for k, v in self.sweep.items() if k != "options" and v is not None}
+        tables = {k: v for k, v in self.sweep.items() if isinstance(v, dict)}  # options, pipeline_options
+        values: dict[str, Any] = {k: v for k, v in self.sweep.items() if k not in tables and v is not None}
         values.update(workers=[s.num_workers], batch_size=self.batch_size, thread_pool=s.thread_pool)
         if s.prefetch is not None and s.num_workers:
             values["prefetch"] = s.prefetch
+        if s.pin_memory:
+            values["pin_memory"] = True
         if self.emulated:
             values["emulate_step_ms"] = self.emulated["setting"]
         cur = Setting.from_dict(self.current)
@@ -205,12 +208,10 @@ class TuneResult:
             f"{self.current_samples_per_s:.0f} samples/s",
             f"# compare them: gluonbench sweep --config tuned.toml --set workers={cur.num_workers},{s.num_workers}",
         ]
-        if s.pin_memory:
-            lines.append("# pin_memory=True is part of the recommendation; sweep runs do not set it")
         lines += [f"{k} = {_toml(v)}" for k, v in values.items()]
-        options = self.sweep.get("options") or {}
-        if options:
-            lines += ["", "[options]"] + [f"{k} = {_toml(v)}" for k, v in options.items() if v is not None]
+        for name, table in tables.items():
+            if table:
+                lines += ["", f"[{name}]"] + [f"{k} = {_toml(v)}" for k, v in table.items() if v is not None]
         return "\n".join(lines) + "\n"
 
 

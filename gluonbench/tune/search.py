@@ -665,4 +665,11 @@ def tune_workload(
         "ctx": ctx_text(ctx),
         "options": dict(options or {}),
     }
+    if name == "pipeline":  # a user's factory: the sweep config names it as `pipeline = "..."`
+        opts = dict(options or {})
+        result.sweep = {
+            "pipeline": opts.get("pipeline"),
+            "ctx": ctx_text(ctx),
+            "pipeline_options": dict(opts.get("pipeline_options") or {}),
+        }
     return result

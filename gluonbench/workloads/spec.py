@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import os
 import re
 import sys
@@ -43,6 +44,8 @@ from typing import Any
 from gluonbench.errors import GluonbenchError
 from gluonbench.knobs import check_loader, knob_default
 from gluonbench.workloads.base import Workload, register
+
+log = logging.getLogger(__name__)
 
 _CTX = re.compile(r"^(cpu|gpu)(?::\d+)?$")
 
@@ -300,6 +303,22 @@ def parse_pipeline_options(items: list[str] | None) -> dict[str, Any]:
             )
         out[key] = parse_option_value(value.strip())
     return out
+
+
+def check_pipeline(
+    target: str, options: Mapping[str, Any] | None = None, ctx: str | None = None, pin_memory: bool = False
+) -> dict[str, int]:
+    """Load and check a user's pipeline factory here, before any child process imports it again (one line per
+    mistake, see :func:`load_spec`); the split sizes of its data sets."""
+    from gluonbench.knobs import unmet
+
+    spec = load_spec(target, options)
+    for note in unmet({"pin_memory": pin_memory}, on_gpu=str(ctx or "").startswith("gpu")):
+        log.warning("%s: it is set but has no effect here", note)
+    sizes = {"train": len(spec.dataset)}
+    if spec.test_dataset is not None:
+        sizes["test"] = len(spec.test_dataset)
+    return sizes
 
 
 @register("pipeline")
