@@ -111,7 +111,7 @@ def test_bad_specs_fail_in_one_line(in_user_dir: Path, target: str, message: str
 
 
 def test_dict_with_unknown_field_is_named() -> None:
-    with pytest.raises(GluonbenchError, match="unknown field.*colour"):
+    with pytest.raises(GluonbenchError, match=r"unknown field.*colour"):
         PipelineSpec.from_dict({"dataset": [], "net": None, "colour": 1})
     with pytest.raises(GluonbenchError, match=r"loader\.workers"):
         PipelineSpec(dataset=[(1, 2)], net=lambda: None, loader={"workers": 2}).check()
@@ -201,8 +201,10 @@ def test_sweep_module_from_the_working_folder(user_dir: Path) -> None:
     """``--pipeline mytrain:make`` from the user's folder: each run's child process imports it again."""
     out = user_dir / "results"
     r = _cli(
-        ["sweep", "--pipeline", "mytrain:make", "--pipeline-option", "samples=64", "--workers", "0,1"]
-        + ["--batch-size", "8", "--max-batches", "4", "--prefetch", "2", "--out", str(out)],
+        [
+            *["sweep", "--pipeline", "mytrain:make", "--pipeline-option", "samples=64", "--workers", "0,1"],
+            *["--batch-size", "8", "--max-batches", "4", "--prefetch", "2", "--out", str(out)],
+        ],
         user_dir,
     )
     assert r.returncode == 0, r.stderr[-2000:]
@@ -230,8 +232,18 @@ def _example(images: Path) -> list[str]:
 def test_example_sweep_pipeline(images: Path, tmp_path: Path) -> None:
     """The example user module (gluon image folder, gluon's vision transforms, a gluoncv model) swept."""
     r = _cli(
-        ["sweep", *_example(images), "--workers", "0,1", "--batch-size", "8", "--max-batches", "3"]
-        + ["--out", str(tmp_path)],
+        [
+            "sweep",
+            *_example(images),
+            "--workers",
+            "0,1",
+            "--batch-size",
+            "8",
+            "--max-batches",
+            "3",
+            "--out",
+            str(tmp_path),
+        ],
         tmp_path,
     )
     assert r.returncode == 0, r.stderr[-2000:]
