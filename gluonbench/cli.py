@@ -130,7 +130,7 @@ def _add_pipeline_args(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="keyword argument of the factory (a TOML value: 5, 0.5, true, \"text\"; else the text), repeatable",
+        help='keyword argument of the factory (a TOML value: 5, 0.5, true, "text"; else the text), repeatable',
     )
 
 

@@ -197,7 +197,9 @@ def check_pipeline_settings(settings: Any) -> None:
 
     split_target(pipeline)
     if not isinstance(settings.pipeline_options, dict):
-        raise GluonbenchError(f"pipeline_options must be a table of factory options (got {settings.pipeline_options!r})")
+        raise GluonbenchError(
+            f"pipeline_options must be a table of factory options (got {settings.pipeline_options!r})"
+        )
     if settings.workload not in ("mnist", "pipeline"):
         raise GluonbenchError(
             f"--pipeline and --dataset {settings.workload} exclude each other; the pipeline's factory gives the data"

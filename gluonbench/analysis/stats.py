@@ -28,14 +28,6 @@ def median_ci(values: Sequence[float], z: float = 1.96) -> tuple[float, float]:
     return xs[lo], xs[hi]
 
 
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    if not values:
-        return math.nan, math.nan
-    if len(values) == 1:
-        return float(values[0]), 0.0
-    return statistics.fmean(values), statistics.stdev(values)
-
-
 def ratio_ci(
     a: float, a_ci: tuple[float, float], b: float, b_ci: tuple[float, float]
 ) -> tuple[float, tuple[float, float]]:

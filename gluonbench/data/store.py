@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import posixpath
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,7 +162,3 @@ def open_store(uri: str | Path, endpoint_url: str | None = None) -> Store:
     if endpoint_url:
         raise DataError(f"--endpoint-url is for s3:// sources, but the source is {text!r}; drop --endpoint-url")
     return LocalStore(text)
-
-
-def join_key(*parts: str) -> str:
-    return posixpath.join(*[p for p in parts if p])

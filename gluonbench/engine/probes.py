@@ -22,8 +22,6 @@ from gluonbench.probes import NAMES, PROBES, Context
 log = logging.getLogger(__name__)
 
 PROBE_NAMES = NAMES
-ProbePlan = Rounds
-"""How long and how precisely the probes are measured (the :class:`Rounds` schedule)."""
 
 
 @dataclass

@@ -126,10 +126,6 @@ class RunResult:
     def ok(self) -> bool:
         return self.status == "ok"
 
-    @property
-    def run_spec(self) -> RunSpec:
-        return RunSpec.from_dict(self.spec)
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -10,7 +10,6 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.pipeline.stages import (
-    CachedSample,
     Compose,
     DeviceBatch,
     HostBatch,
@@ -242,7 +241,3 @@ def close_loader(loader: Any) -> None:
         pool.terminate()
         pool.join()
         loader._worker_pool = None
-
-
-def is_cached(dataset: Any) -> bool:
-    return isinstance(dataset, CachedSample)

@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -361,9 +361,3 @@ class RunProfile:
         if self.prof is not None:  # the run did not finish (Ctrl-C): keep what was sampled
             self.prof.stop(None, interrupted=True)
             self.prof = None
-
-
-def result_dict(result: ProfileResult) -> dict[str, Any]:
-    d = asdict(result)
-    d["profile_dir"] = str(result.profile_dir)
-    return d

@@ -18,8 +18,6 @@ from gluonbench.analysis.stats import median
 from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, machine_line, png_bytes
 from gluonbench.report.summary import ok_first
 
-SCALING_FILES = ("scaling.csv", "scaling.md", "scaling.json", "scaling.png")
-
 
 @dataclass
 class JobSummary:

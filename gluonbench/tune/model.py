@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SATURATED = 0.85
@@ -356,7 +356,3 @@ def candidates(
     if all(s != current for s, _ in out):  # the current setting is always confirmed (the baseline)
         out[-1] = (current, "the current setting")
     return out
-
-
-def with_prefetch(setting: Setting, prefetch: int | None) -> Setting:
-    return replace(setting, prefetch=prefetch)
