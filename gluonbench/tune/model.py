@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gluonbench.knobs import knob_default
+
 SATURATED = 0.85
 """a point below this fraction of the linear model marks saturation"""
 OUTRUN_MARGIN = 0.20
@@ -44,13 +46,14 @@ DEFAULT_GRID = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 @dataclass(frozen=True, order=True)
 class Setting:
-    """The DataLoader knobs the tuner searches."""
+    """The DataLoader knobs the tuner searches (declared, with their defaults, in :data:`gluonbench.knobs.KNOBS`:
+    whatever the tuner recommends, ``gluonbench sweep`` can run)."""
 
-    num_workers: int = 0
-    thread_pool: bool = False
-    prefetch: int | None = None
+    num_workers: int = knob_default("num_workers")
+    thread_pool: bool = knob_default("thread_pool")
+    prefetch: int | None = knob_default("prefetch")
     """batches prepared ahead; None: MXNet's default, 2 x num_workers"""
-    pin_memory: bool = False
+    pin_memory: bool = knob_default("pin_memory")
 
     @property
     def prefetch_depth(self) -> int:
