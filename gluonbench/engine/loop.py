@@ -183,18 +183,39 @@ class ModelStep:
         return loss
 
 
+class EvalStep:
+    """The evaluation pass's step stage: the seed's argmax accuracy, accumulated over the batches it is given.
+
+    Run through :func:`gluonbench.engine.measure.measure` like any other step (the batches are already on
+    the net's context); :attr:`accuracy` and :attr:`seen` read the result.
+    """
+
+    def __init__(self, net: Any) -> None:
+        from gluonbench._mx import mx
+
+        self.net = net
+        self.metric = mx.metric.Accuracy()
+        self.seen = 0
+        self.__name__ = "evaluation (argmax accuracy)"
+
+    def __call__(self, data: Any, label: Any) -> None:
+        from gluonbench._mx import nd
+
+        self.metric.update(preds=nd.argmax(self.net(data), axis=1), labels=label)
+        self.seen += int(data.shape[0])
+
+    @property
+    def accuracy(self) -> float:
+        return float(self.metric.get()[1]) if self.seen else float("nan")
+
+
 def evaluate_accuracy(
     batches: Iterable[tuple[Any, Any]], net: Any, ctx: Any, max_batches: int | None = None
 ) -> tuple[float, int]:
     """The seed's evaluation: argmax accuracy; returns (accuracy, samples seen)."""
-    from gluonbench._mx import mx, nd
-
-    acc = mx.metric.Accuracy()
-    seen = 0
+    step = EvalStep(net)
     for i, (data, label) in enumerate(batches):
         if max_batches is not None and i >= max_batches:
             break
-        predictions = nd.argmax(net(data.as_in_context(ctx)), axis=1)
-        acc.update(preds=predictions, labels=label.as_in_context(ctx))
-        seen += int(data.shape[0])
-    return (float(acc.get()[1]) if seen else float("nan")), seen
+        step(data.as_in_context(ctx), label.as_in_context(ctx))
+    return step.accuracy, step.seen

@@ -275,7 +275,7 @@ Schedule = Epochs | Rounds
 
 
 def measure(
-    pipelines: Pipeline | Mapping[str, Pipeline],
+    pipelines: Pipeline | Running | Mapping[str, Pipeline | Running],
     schedule: Schedule,
     *,
     settled: Callable[[Measurement], bool] | None = None,
@@ -287,19 +287,26 @@ def measure(
 
     A single pipeline is measured under the name ``"run"``. ``settled``, ``done`` and
     ``on_progress(elapsed_s, budget_s)`` apply to :class:`Rounds`; ``on_open()`` is called once
-    every pipeline is open (its worker processes exist).
+    every pipeline is open (its worker processes exist). A pipeline already opened by the caller
+    (a :class:`Running`, e.g. the evaluation loader the seed builds before training) is run as it is
+    and left open for the caller to close.
     """
-    named = {"run": pipelines} if isinstance(pipelines, Pipeline) else dict(pipelines)
+    named = {"run": pipelines} if isinstance(pipelines, Pipeline | Running) else dict(pipelines)
     t_start = perf_counter()
     opened: dict[str, Running] = {}
+    ours: list[Running] = []
     try:
         for name, p in named.items():
+            if isinstance(p, Running):
+                opened[name] = p
+                continue
             opened[name] = p.open()
+            ours.append(opened[name])
         if on_open is not None:
             on_open()
         if isinstance(schedule, Rounds):
             return schedule.run(opened, t_start=t_start, settled=settled, on_progress=on_progress, done=done)
         return schedule.run(opened)
     finally:
-        for r in opened.values():
+        for r in ours:
             r.close()

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gluonbench.engine.loop import evaluate_accuracy
+from gluonbench.engine.loop import EvalStep
 from gluonbench.engine.measure import Epochs, measure
 from gluonbench.engine.scale import ScaleOut
 from gluonbench.engine.watchdog import StallWatchdog
@@ -237,8 +237,11 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut, obs
         t0 = perf_counter()
         if workload.test is not None:
             # the seed builds both loaders up front; the test loader does not shuffle
+            # the evaluation pass is the same pipeline: the test set read, no shuffle, the step swapped for
+            # the accuracy step on the evaluation context; run by measure() like the training
+            evaluation = EvalStep(net)
             test = (
-                replace(pipeline, dataset=workload.test)
+                replace(pipeline, dataset=workload.test, ctx=scale.eval_ctx, step=evaluation)
                 .with_loader(shuffle=False, num_workers=eval_workers, batch_size=spec.batch_size)
                 .open()
             )
@@ -265,7 +268,8 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut, obs
         report(len(times), force=True)
         accuracy, eval_samples = float("nan"), 0
         if test is not None:
-            accuracy, eval_samples = evaluate_accuracy(dog.watch(test.epoch(0)), net, scale.eval_ctx, spec.max_batches)
+            measure(test, Epochs(1, spec.max_batches, wrap=dog.watch))
+            accuracy, eval_samples = evaluation.accuracy, evaluation.seen
         eval_end = perf_counter()
         if not scale.plain:
             result.extra.update(scale.finish(times, net))
