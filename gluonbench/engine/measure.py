@@ -67,11 +67,7 @@ class Record:
 
     @property
     def s_per_sample(self) -> float:
-        if not self.blocks:
-            return math.nan
-        ordered = sorted(self.blocks)
-        n = len(ordered)
-        return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+        return median(self.blocks)  # nan when there is no block
 
     @property
     def s_per_sample_ci(self) -> tuple[float, float]:

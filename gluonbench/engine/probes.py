@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gluonbench.analysis.stats import median_ci
+from gluonbench.analysis.stats import median, median_ci
 from gluonbench.engine.measure import Measurement, Record, Rounds, measure
 from gluonbench.pipeline import Pipeline
 from gluonbench.probes import NAMES, PROBES, Context
@@ -80,9 +80,7 @@ class ProbeResult:
     def update(self) -> None:
         if self.blocks:
             lo, hi = median_ci(self.blocks)
-            ordered = sorted(self.blocks)
-            n = len(ordered)
-            self.s_per_sample = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+            self.s_per_sample = median(self.blocks)
             self.s_per_sample_ci = (lo, hi)
 
     def to_dict(self) -> dict[str, Any]:
