@@ -603,6 +603,20 @@ def _walk_shard(path: Path, classes: int) -> list[int]:
     return starts
 
 
+def check_index(idx: Path, rec: Path, size: int, starts: list[int], fix: str = "") -> None:
+    """``idx`` indexes ``rec`` exactly: every entry points at the start of a record, one entry per record."""
+    index = parse_index(idx.read_text(encoding="utf-8"), str(idx), size)
+    known = set(starts)
+    for key, offset in index:
+        if offset not in known:
+            raise DataError(
+                f"{idx}: key {key} points at byte offset {offset} of {rec.name}, which is not the start of a "
+                "record; the index belongs to another shard, re-create it"
+            )
+    if len(index) != len(starts):
+        raise DataError(f"{idx} has {len(index)} entries but {rec.name} holds {len(starts)} records{fix}")
+
+
 def verify(out_dir: str | Path) -> VerifyResult:
     """Re-read a packed folder: sizes, SHA-256, record framing, headers, labels and the index.
 
@@ -626,16 +640,7 @@ def verify(out_dir: str | Path) -> VerifyResult:
             raise DataError(f"{rec} has {size} bytes but the manifest says {s.bytes}; re-copy or re-pack it")
         if len(starts) != s.records:
             raise DataError(f"{rec} holds {len(starts)} records but the manifest says {s.records}; re-pack it")
-        index = parse_index(idx.read_text(encoding="utf-8"), str(idx), size)
-        known = set(starts)
-        for key, offset in index:
-            if offset not in known:
-                raise DataError(
-                    f"{idx}: key {key} points at byte offset {offset} of {rec.name}, which is not the start of a "
-                    "record; the index belongs to another shard, re-create it"
-                )
-        if len(index) != s.records:
-            raise DataError(f"{idx} has {len(index)} entries but {rec.name} holds {s.records} records; re-pack")
+        check_index(idx, rec, size, starts, "; re-pack")
         if _sha256(rec) != s.sha256:
             raise DataError(f"{rec}: SHA-256 differs from the manifest; the shard is corrupt, re-copy or re-pack it")
         records += s.records
@@ -706,16 +711,7 @@ def verify_bare(out_dir: str | Path) -> VerifyResult:
             )
         idx = rec.with_suffix(".idx")
         if idx.is_file():
-            index = parse_index(idx.read_text(encoding="utf-8"), str(idx), size)
-            known = set(starts)
-            for key, offset in index:
-                if offset not in known:
-                    raise DataError(
-                        f"{idx}: key {key} points at byte offset {offset} of {rec.name}, which is not the start of "
-                        "a record; the index belongs to another shard, re-create it"
-                    )
-            if len(index) != len(starts):
-                raise DataError(f"{idx} has {len(index)} entries but {rec.name} holds {len(starts)} records")
+            check_index(idx, rec, size, starts)
         records += len(starts)
         nbytes += size
     return VerifyResult(str(out_dir), len(recs), records, nbytes, perf_counter() - t0)
