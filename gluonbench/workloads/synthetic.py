@@ -28,8 +28,6 @@ import hashlib
 import logging
 import math
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,31 +135,23 @@ def _write_split(folder: Path, knobs: SyntheticKnobs, n: int, rng: np.random.Gen
 
 def ensure_files(knobs: SyntheticKnobs, root: Path) -> Path:
     """Write the data set's files once (atomically: a temporary folder renamed into place)."""
-    target = root / "synthetic" / knobs.folder_name()
-    if (target / "train" / "labels.npy").is_file() and (target / "test" / "labels.npy").is_file():
-        return target
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
-    except OSError as exc:
-        raise GluonbenchError(
-            f"cannot write the synthetic data set under {target.parent} ({exc.strerror}); "
-            f"pass --data-dir DIR or set {CACHE_ENV} to a writable folder"
-        ) from exc
-    try:
+    from gluonbench.data.folders import atomic_folder
+
+    def build(tmp: Path) -> None:
         rng = np.random.default_rng(knobs.seed)
-        t0 = time.perf_counter()
         _write_split(tmp / "train", knobs, knobs.samples, rng)
         _write_split(tmp / "test", knobs, max(knobs.samples // 4, 64), rng)
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if not (target / "train" / "labels.npy").is_file():  # not a concurrent writer's finished copy
-                raise
-        log.info("wrote synthetic data set %s in %.1f s", target, time.perf_counter() - t0)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+
+    def done(target: Path) -> bool:
+        return (target / "train" / "labels.npy").is_file() and (target / "test" / "labels.npy").is_file()
+
+    return atomic_folder(
+        root / "synthetic" / knobs.folder_name(),
+        build,
+        done,
+        "the synthetic data set under {parent} ({reason}); "
+        f"pass --data-dir DIR or set {CACHE_ENV} to a writable folder",
+    )
 
 
 def _dataset_class():

@@ -32,10 +32,7 @@ import json
 import logging
 import os
 import re
-import shutil
-import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -481,30 +478,18 @@ def _mnist_dir() -> Path | None:
 
 def _atomic_folder(target: Path, build) -> Path:
     """``build(tmp)`` into a temporary sibling, renamed to ``target``; a finished ``target`` is reused."""
-    marker = target / ".complete"
-    if marker.is_file():
-        return target
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
-    except OSError as exc:
-        raise GluonbenchError(
-            f"cannot write the seed004 data set under {target.parent} ({exc.strerror}); "
-            "pass --data-dir DIR or set GLUONBENCH_CACHE to a writable folder"
-        ) from exc
-    try:
-        t0 = time.perf_counter()
+    from gluonbench.data.folders import atomic_folder
+
+    def built(tmp: Path) -> None:
         info = build(tmp)
         (tmp / ".complete").write_text(json.dumps(info) + "\n")
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if not marker.is_file():  # not a concurrent writer's finished copy
-                raise
-        log.info("wrote %s in %.1f s", target, time.perf_counter() - t0)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+
+    return atomic_folder(
+        target,
+        built,
+        lambda t: (t / ".complete").is_file(),
+        "the seed004 data set under {parent} ({reason}); pass --data-dir DIR or set GLUONBENCH_CACHE to a writable folder",
+    )
 
 
 def seed004_data(
