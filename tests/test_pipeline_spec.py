@@ -283,3 +283,18 @@ def test_example_diagnose_tune_profile(images: Path, tmp_path: Path) -> None:
 
     tuned = coerce(SweepSettings(), load_toml(toml), source="tuned.toml").check()
     assert tuned.pipeline == f"{EXAMPLE}:make" and tuned.pipeline_options == {"root": str(images)}
+
+
+def test_builtin_mnist_is_a_spec_factory(tmp_path: Path) -> None:
+    """``--dataset mnist`` and ``--pipeline gluonbench.workloads.mnist:make`` train the same pipeline: same seed,
+    same batches, same accuracy."""
+    accuracies = []
+    for what in (["--dataset", "mnist"], ["--pipeline", "gluonbench.workloads.mnist:make"]):
+        out = tmp_path / what[0].strip("-")
+        r = _cli(["sweep", *what, "--workers", "0", "--max-batches", "5", "--out", str(out)], tmp_path)
+        assert r.returncode == 0, r.stderr[-2000:]
+        (run_dir,) = out.iterdir()
+        (run,) = [json.loads(x) for x in (run_dir / "runs.jsonl").read_text().splitlines()]
+        assert run["status"] == "ok" and run["eval_samples"] == 5 * 64
+        accuracies.append(run["accuracy"])
+    assert accuracies[0] == accuracies[1]

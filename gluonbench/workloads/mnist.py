@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 
 from gluonbench.data import vision
+from gluonbench.errors import GluonbenchError
 from gluonbench.workloads.base import Workload, register
+from gluonbench.workloads.spec import PipelineSpec
 
 
 def seed_transform(data, label):
@@ -46,25 +48,29 @@ def seed_init():
     return mx.init.Xavier(magnitude=2.24)
 
 
-def _vision_workload(name: str, data_dir: str | Path | None = None, download: bool = True) -> Workload:
+def make(name: str = "mnist", data_dir: str | Path | None = None, download: bool = True) -> PipelineSpec:
+    """The seed's pipeline as a :class:`PipelineSpec`: ``--pipeline gluonbench.workloads.mnist:make`` trains what
+    ``--dataset mnist`` does (``name="fashion-mnist"`` for Fashion-MNIST)."""
+    if name not in ("mnist", "fashion-mnist"):
+        raise GluonbenchError(f"name must be mnist or fashion-mnist (got {name!r})")
     folder = vision.locate(name, data_dir, download=download)
-    return Workload(
-        name=name,
-        train=vision.load(name, folder, train=True),
-        test=vision.load(name, folder, train=False),
+    return PipelineSpec(
+        dataset=vision.load(name, folder, train=True),
+        test_dataset=vision.load(name, folder, train=False),
         transform=seed_transform,
-        make_net=seed_net,
-        make_loss=seed_loss,
+        net=seed_net,
+        loss=seed_loss,
         classes=vision.SPECS[name].classes,
-        init=seed_init,
+        init=seed_init(),
+        name=name,
     )
 
 
 @register("mnist")
 def mnist(data_dir: str | Path | None = None, download: bool = True) -> Workload:
-    return _vision_workload("mnist", data_dir, download)
+    return make("mnist", data_dir, download).to_workload()
 
 
 @register("fashion-mnist")
 def fashion_mnist(data_dir: str | Path | None = None, download: bool = True) -> Workload:
-    return _vision_workload("fashion-mnist", data_dir, download)
+    return make("fashion-mnist", data_dir, download).to_workload()

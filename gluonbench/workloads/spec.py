@@ -167,7 +167,6 @@ class PipelineSpec:
             classes=int(self.classes or 0),
             init=None if init is None else (lambda: init),
             learning_rate=float(self.learning_rate),
-            info={"pipeline": self.name},
         )
 
 
