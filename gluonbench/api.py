@@ -63,7 +63,15 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
 
     if settings.pipeline:
         parse_ctx(settings.ctx)
-        return check_pipeline(settings.pipeline, settings.pipeline_options, settings.ctx, settings.pin_memory)
+        return check_pipeline(
+            settings.pipeline,
+            settings.pipeline_options,
+            settings.ctx,
+            settings.pin_memory,
+            batch_size=settings.batch_size,
+            thread_pool=settings.thread_pool,
+            prefetch=settings.prefetch,
+        )
     if settings.workload not in workload_names():
         raise GluonbenchError(f"unknown --dataset {settings.workload!r}; choose one of {', '.join(workload_names())}")
     parse_ctx(settings.ctx)
@@ -278,7 +286,14 @@ def run_diagnosis(
     check_loader_shm(settings.options, settings.batch_size, settings.workers, settings.thread_pool)
     workload, options = settings.run_workload()
     if settings.pipeline:
-        check_pipeline(settings.pipeline, settings.pipeline_options)
+        check_pipeline(
+            settings.pipeline,
+            settings.pipeline_options,
+            settings.ctx,
+            batch_size=settings.batch_size,
+            num_workers=settings.workers,
+            thread_pool=settings.thread_pool,
+        )
     d = diagnose_workload(
         workload,
         settings.batch_size,
@@ -525,7 +540,15 @@ def run_tune(settings: TuneSettings, on_progress: Callable[[float, float, str], 
     check_loader_shm(settings.options, settings.batch_size, settings.max_workers or 0, settings.thread_pool)
     workload, options = settings.run_workload()
     if settings.pipeline:
-        check_pipeline(settings.pipeline, settings.pipeline_options)
+        check_pipeline(
+            settings.pipeline,
+            settings.pipeline_options,
+            settings.ctx,
+            batch_size=settings.batch_size,
+            num_workers=settings.workers,
+            thread_pool=settings.thread_pool,
+            prefetch=settings.prefetch,
+        )
     result = tune_workload(
         workload,
         settings.batch_size,

@@ -298,3 +298,15 @@ def test_builtin_mnist_is_a_spec_factory(tmp_path: Path) -> None:
         assert run["status"] == "ok" and run["eval_samples"] == 5 * 64
         accuracies.append(run["accuracy"])
     assert accuracies[0] == accuracies[1]
+
+
+def test_a_spec_setting_the_command_overrides_is_warned(in_user_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from gluonbench.workloads.spec import check_pipeline
+
+    with caplog.at_level("WARNING"):
+        assert check_pipeline("mytrain:make", {"samples": 16}, "cpu", batch_size=64) == {"train": 16}
+    assert "the pipeline's spec says batch_size=8 (runs at 64)" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        check_pipeline("mytrain:make", {"samples": 16}, "cpu", batch_size=8)
+    assert "spec says" not in caplog.text

@@ -47,7 +47,16 @@ def pipeline_command(
     ).check()
     from gluonbench.workloads.spec import check_pipeline
 
-    check_pipeline(target, options, ctx, pin_memory)
+    check_pipeline(
+        target,
+        options,
+        ctx,
+        pin_memory,
+        batch_size=batch_size,
+        num_workers=workers,
+        thread_pool=thread_pool,
+        prefetch=prefetch,
+    )
     spec = settings.specs()[0]
     return [sys.executable, "-m", "gluonbench.profiler.pipeline_run", json.dumps(spec.to_dict())]
 

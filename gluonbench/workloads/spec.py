@@ -305,15 +305,32 @@ def parse_pipeline_options(items: list[str] | None) -> dict[str, Any]:
 
 
 def check_pipeline(
-    target: str, options: Mapping[str, Any] | None = None, ctx: str | None = None, pin_memory: bool = False
+    target: str,
+    options: Mapping[str, Any] | None = None,
+    ctx: str | None = None,
+    pin_memory: bool = False,
+    **setting: Any,
 ) -> dict[str, int]:
     """Load and check a user's pipeline factory here, before any child process imports it again (one line per
-    mistake, see :func:`load_spec`); the split sizes of its data sets."""
+    mistake, see :func:`load_spec`); the split sizes of its data sets.
+
+    ``ctx`` and ``setting`` (loader knobs, e.g. ``batch_size=64``) are what the command will run: where they
+    differ from the spec's own, one warning says so (the command's flags decide, the spec's values are the
+    defaults of :func:`gluonbench.build_pipeline` only).
+    """
     from gluonbench.knobs import unmet
 
     spec = load_spec(target, options)
     for note in unmet({"pin_memory": pin_memory}, on_gpu=str(ctx or "").startswith("gpu")):
         log.warning("%s: it is set but has no effect here", note)
+    own = {**spec.loader_setting(), "ctx": spec.ctx}
+    ran = {k: v for k, v in {**setting, "ctx": ctx}.items() if v is not None}
+    differ = [f"{k}={own[k]!r} (runs at {ran[k]!r})" for k in ran if k in own and own[k] != ran[k]]
+    if differ:
+        log.warning(
+            "the pipeline's spec says %s; the command's settings decide (give the flags to run at the spec's)",
+            ", ".join(differ),
+        )
     sizes = {"train": len(spec.dataset)}
     if spec.test_dataset is not None:
         sizes["test"] = len(spec.test_dataset)
