@@ -6,7 +6,16 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, fmt, machine_line, png_bytes
+from gluonbench.report.exporters import (
+    MarkdownTable,
+    Report,
+    Table,
+    TableSyntax,
+    fmt,
+    machine_line,
+    png_bytes,
+    where_when,
+)
 from gluonbench.report.summary import SweepSummary, summarise
 
 CSV_FIELDS = [
@@ -273,6 +282,7 @@ class SweepReport(Report):
         "markdown": "summary.md",
         "json": "summary.json",
         "png": "sweep.png",
+        "html": "report.html",
     }
 
     def __init__(self, summary: SweepSummary) -> None:
@@ -290,3 +300,10 @@ class SweepReport(Report):
 
     def figure(self) -> bytes | None:
         return to_png(self.summary) if any(r.runs for r in self.summary.rows) else None
+
+    def html_title(self) -> str:
+        s = self.summary.settings
+        return f"gluonbench sweep: {s.get('workload', '?')} on {s.get('ctx', '?')}"
+
+    def html_subtitle(self) -> str:
+        return where_when(self.summary.env, self.summary.started_utc)
