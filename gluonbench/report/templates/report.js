@@ -509,11 +509,14 @@
       .map(function (k) { return k + "=" + s[k]; }).join(", ");
   }
   function tune(d) {
-    var out = [], evidence = list(d.evidence);
+    var out = [], evidence = list(d.evidence), rec = list(d.ci), cur = list(d.current_ci);
+    var overlap = isNum(rec[0]) && isNum(cur[1]) && isNum(rec[1]) && isNum(cur[0]) && rec[0] <= cur[1] && cur[0] <= rec[1] &&
+      JSON.stringify(d.setting) !== JSON.stringify(d.current);
     out.push(para("<b>Recommended:</b> " + code(d.dataloader || "?") + "<br>expected " +
       esc(fmt(d.samples_per_s, 4)) + " samples/s" + (ci(d.ci) ? " [" + esc(ci(d.ci)) + "]" : "") + ", " +
       esc(isNum(d.speedup) ? d.speedup.toFixed(2) + "x" : "n/a") + " the current setting, " + esc(pct(d.of_ceiling)) +
-      " of the model ceiling" + (d.lr_note ? "<br>" + esc(d.lr_note) : ""), "headline"));
+      " of the model ceiling" + (overlap ? "; their 95 % CIs overlap, so on this run the difference from the current " +
+        "setting is within noise" : "") + (d.lr_note ? "<br>" + esc(d.lr_note) : ""), "headline"));
     var cut = list(d.skipped).filter(function (s) { return /^(no block measured|budget)/.test(String(s.reason || "")); });
     if (cut.length) {
       out.push(para("The " + esc(d.budget_s) + " s budget ran out before " + esc(cut.map(function (s) { return s.what; }).join("; ")) +
@@ -524,12 +527,12 @@
       sub: "samples/s, median with its 95 % CI; the ceiling steps one cached batch (a perfect loader); axis from zero",
       xLabel: "samples/s", labelWidth: 260,
       items: [
-        { label: "current (" + settingText(d.current) + ", batch " + get(d, "current_batch_size", "?") + ")",
+        { label: "current setting (batch " + get(d, "current_batch_size", "?") + ")",
           value: d.current_samples_per_s, lo: list(d.current_ci)[0], hi: list(d.current_ci)[1], color: "#7f7f7f" },
         { label: "recommended (batch " + get(d, "batch_size", "?") + ")", value: d.samples_per_s, lo: list(d.ci)[0], hi: list(d.ci)[1],
           color: "#2ca02c", bold: true },
         { label: "model ceiling", value: d.ceiling_samples_per_s, lo: list(d.ceiling_ci)[0], hi: list(d.ceiling_ci)[1], color: "#1f77b4" }
-      ].map(function (it) { return it.label.length > 40 ? Object.assign(it, { label: it.label.slice(0, 38) + "..." }) : it; })
+      ]
     }) + kv([["Recommended setting", esc(settingText(d.setting))], ["Current setting", esc(settingText(d.current))]])));
     if (d.emulated) {
       var e = d.emulated;
