@@ -10,13 +10,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gluonbench.errors import GluonbenchError
-
 from gluonbench.profiler.data import NodeMetrics, ProfileData
 from gluonbench.profiler.rules.base import RuleReport
 from gluonbench.report.exporters import EXPORTERS, Report, Table, TableSyntax
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 MAX_POINTS = 800
+
 
 def _esc(v: Any) -> str:
     return html.escape(str(v))

@@ -231,7 +231,9 @@ class DiagnosisReport(Report):
         return to_text(self.diagnosis, tables)
 
     def html_title(self) -> str:
-        label = self.summary.get("diagnosis", {}).get("label") if isinstance(self.summary.get("diagnosis"), dict) else ""
+        label = (
+            self.summary.get("diagnosis", {}).get("label") if isinstance(self.summary.get("diagnosis"), dict) else ""
+        )
         return f"gluonbench diagnose{': ' + label if label else ''}"
 
     def html_subtitle(self) -> str:

@@ -16,7 +16,7 @@ from gluonbench.report.exporters import Report, Table, TableSyntax, fmt, where_w
 def _rate(value: Any, ci: Any) -> str:
     if not isinstance(value, int | float) or not math.isfinite(value):
         return "n/a"
-    lo, hi = (list(ci) + [None, None])[:2] if isinstance(ci, list | tuple) else (None, None)
+    lo, hi = ([*list(ci), None, None])[:2] if isinstance(ci, list | tuple) else (None, None)
     if isinstance(lo, int | float) and isinstance(hi, int | float):
         return f"{value:.0f} samples/s [{lo:.0f}, {hi:.0f}]"
     return f"{value:.0f} samples/s"
@@ -30,7 +30,12 @@ class TuneReport(Report):
     """A tune's run folder: one ``kind == "tune"`` record (``TuneResult.to_dict()`` under ``tune``)."""
 
     kind = "tune"
-    files: ClassVar[dict[str, str]] = {"markdown": "tune.md", "csv": "tune.csv", "json": "tune.json", "html": "report.html"}
+    files: ClassVar[dict[str, str]] = {
+        "markdown": "tune.md",
+        "csv": "tune.csv",
+        "json": "tune.json",
+        "html": "report.html",
+    }
 
     def __init__(self, record: dict[str, Any]) -> None:
         self.summary = record
@@ -48,9 +53,11 @@ class TuneReport(Report):
 
     def table(self) -> Table:
         """One row per measurement the tuner made (``tune.csv``)."""
-        table = Table(["phase", "label", "status", "samples_per_s", "ci_lo", "ci_hi", "cpu_cores", "elapsed_s", "error"])
+        table = Table(
+            ["phase", "label", "status", "samples_per_s", "ci_lo", "ci_hi", "cpu_cores", "elapsed_s", "error"]
+        )
         for e in self.result.get("evidence") or []:
-            ci = list(e.get("ci") or [None, None]) + [None, None]
+            ci = [*list(e.get("ci") or [None, None]), None, None]
             table.rows.append(
                 [
                     e.get("phase"),

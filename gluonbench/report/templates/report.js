@@ -181,7 +181,7 @@
 
   /* Horizontal bars from zero with optional lo-hi whiskers; items without a value show their note only. */
   function hBars(o) {
-    var W = o.width || 940, L = o.labelWidth || 230, R = 150, T = 46, B = 36, row = 24;
+    var W = o.width || 940, L = o.labelWidth || 230, R = o.right || 150, T = 46, B = 36, row = 24;
     var items = o.items, H = T + row * items.length + B, pw = W - L - R, vmax = o.max || 0;
     if (!items.length) { return para(esc(o.title) + ": nothing measured.", "note"); }
     if (!o.max) {
@@ -512,10 +512,14 @@
     var out = [], evidence = list(d.evidence), rec = list(d.ci), cur = list(d.current_ci);
     var overlap = isNum(rec[0]) && isNum(cur[1]) && isNum(rec[1]) && isNum(cur[0]) && rec[0] <= cur[1] && cur[0] <= rec[1] &&
       JSON.stringify(d.setting) !== JSON.stringify(d.current);
-    out.push(para("<b>Recommended:</b> " + code(d.dataloader || "?") + "<br>expected " +
+    var same = JSON.stringify(d.setting) === JSON.stringify(d.current) && d.batch_size === d.current_batch_size;
+    var ceil = list(d.ceiling_ci), aboveCeiling = isNum(d.of_ceiling) && d.of_ceiling > 1;
+    out.push(para("<b>Recommended:</b> " + code(d.dataloader || "?") + (same ? " (the current setting)" : "") + "<br>expected " +
       esc(fmt(d.samples_per_s, 4)) + " samples/s" + (ci(d.ci) ? " [" + esc(ci(d.ci)) + "]" : "") + ", " +
-      esc(isNum(d.speedup) ? d.speedup.toFixed(2) + "x" : "n/a") + " the current setting, " + esc(pct(d.of_ceiling)) +
-      " of the model ceiling" + (overlap ? "; their 95 % CIs overlap, so on this run the difference from the current " +
+      (same ? "" : esc(isNum(d.speedup) ? d.speedup.toFixed(2) + "x" : "n/a") + " the current setting, ") + esc(pct(d.of_ceiling)) +
+      " of the model ceiling" + (aboveCeiling ? " (above it: " + (isNum(ceil[1]) && d.samples_per_s <= ceil[1]
+        ? "inside the ceiling's 95 % CI, so the two are indistinguishable on this run)"
+        : "the ceiling's estimate is off on this run)") : "") + (overlap ? "; their 95 % CIs overlap, so on this run the difference from the current " +
         "setting is within noise" : "") + (d.lr_note ? "<br>" + esc(d.lr_note) : ""), "headline"));
     var cut = list(d.skipped).filter(function (s) { return /^(no block measured|budget)/.test(String(s.reason || "")); });
     if (cut.length) {
@@ -545,7 +549,7 @@
     out.push(section("Evidence", hBars({
       title: "Every measurement the search made",
       sub: "samples/s, median with its 95 % CI; colour by phase: " + phases.join(", ") + "; axis from zero",
-      xLabel: "samples/s", labelWidth: 330,
+      xLabel: "samples/s", labelWidth: 300, right: 260,
       items: evidence.map(function (ev) {
         var c = list(ev.ci), label = ev.phase + ": " + ev.label;
         return {
