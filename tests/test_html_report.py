@@ -133,13 +133,36 @@ def test_tune_out_refuses_an_unwritable_folder_before_measuring(cli, tmp_path):
     assert "is a file, not a folder" in proc.stderr and "tune-" not in proc.stdout
 
 
-def test_a_diagnosis_field_the_page_does_not_know_is_still_shown(folders, tmp_path):
+def diagnosis_with_other_fields(folders: dict[str, Path], folder: Path) -> Path:
+    """The real diagnosis with a field the page does not know (a later verdict's) and without sub-stages (older)."""
+    folder.mkdir(exist_ok=True)
     record = RunStore(folders["diagnosis"]).records()[-1]
     record["diagnosis"]["speedups"] = {"no_preprocess": {"ratio": 1.06, "ci": [1.02, 1.1]}}
-    del record["diagnosis"]["stages"]  # an older record: no sub-stages
-    RunStore(tmp_path).append(record)
-    rebuild(tmp_path)
-    data = embedded((tmp_path / "report.html").read_text())["data"]
+    del record["diagnosis"]["stages"]
+    RunStore(folder).append(record)
+    rebuild(folder)
+    return folder
+
+
+def sweep_with_every_section(folders: dict[str, Path], folder: Path) -> Path:
+    """The real sweep's records plus a failed run, per-count verdicts and a data-parallel step."""
+    folder.mkdir(exist_ok=True)
+    records = RunStore(folders["sweep"]).records()
+    for r in records:
+        r["extra"] = dict(r.get("extra") or {}, verdict="gpu_io", shares={"preprocessing": 0.2, "gpu_io": 0.8},
+                          input_bound="moderately", comm_share=0.12, kvstore_step_ms=3.5, devices=["cpu(0)", "cpu(1)"],
+                          params_equal_on_devices=True)  # fmt: skip
+    failed = dict(records[0], status="failed", error="exit code -6 (SIGABRT)", spec=dict(records[0]["spec"], workers=2))
+    store = RunStore(folder)
+    for r in [*records, failed]:
+        store.append(r)
+    shutil.copy(folders["sweep"] / "sweep.json", folder / "sweep.json")
+    rebuild(folder)
+    return folder
+
+
+def test_a_diagnosis_field_the_page_does_not_know_is_still_embedded(folders, tmp_path):
+    data = embedded((diagnosis_with_other_fields(folders, tmp_path) / "report.html").read_text())["data"]
     assert data["diagnosis"]["speedups"]["no_preprocess"]["ci"] == [1.02, 1.1]
 
 
@@ -209,3 +232,30 @@ def test_each_report_renders_in_chromium_without_console_errors(driver, folders,
     shot = keep / f"report-{name}.png"
     assert driver.save_screenshot(str(shot))
     assert shot.stat().st_size > 20_000
+
+
+@pytest.mark.browser
+def test_optional_sections_render_when_their_fields_are_there(driver, folders, tmp_path):
+    cases = {
+        "diagnosis-other-fields": (
+            diagnosis_with_other_fields(folders, tmp_path / "d"),
+            ["More fields of the diagnosis"],
+        ),
+        "sweep-every-section": (
+            sweep_with_every_section(folders, tmp_path / "s"),
+            ["Failed runs", "Bottleneck per worker count", "Data-parallel step"],
+        ),
+    }
+    for name, (folder, sections) in cases.items():
+        driver.get((folder / "report.html").as_uri())
+        assert not [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"], name
+        headings = [h.text for h in driver.find_elements("tag name", "h2")]
+        for heading in sections:
+            assert heading in headings, (name, heading, headings)
+        text = driver.find_element("tag name", "main").text
+        assert "could not draw" not in text
+        if name.startswith("diagnosis"):
+            assert "speedups" in text and "Sub-stages" not in text
+        else:
+            assert "SIGABRT" in text
+        driver.save_screenshot(str(REPO / ".pytest-artifacts" / f"report-{name}.png"))

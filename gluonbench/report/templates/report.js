@@ -376,7 +376,7 @@
       out.push(section("Bottleneck per worker count", table(["workers", "verdict", "shares", "secondary", "input-bound"],
         diagnosed.map(function (r) {
           var sh = r.extra.shares || {};
-          return [esc(r.workers), esc(r.extra.verdict), esc(Object.keys(sh).map(function (k) { return k + " " + pct(sh[k]); }).join(", ")),
+          return [esc(r.workers), esc(r.extra.verdict), esc(ordered(sh, STAGE_ORDER).map(function (k) { return k + " " + pct(sh[k]); }).join(", ")),
             esc(list(r.extra.secondary).join(", ") || "-"), esc(get(r.extra, "input_bound", "-"))];
         }))));
     }
@@ -685,7 +685,7 @@
         diagnosed.map(function (x) {
           var sh = x.shares || {};
           return [esc(x.hosts), esc(x.workers), esc(x.repeat), esc(x.rank), esc(x.verdict),
-            esc(Object.keys(sh).map(function (k) { return k + " " + pct(sh[k]); }).join(", "))];
+            esc(ordered(sh, STAGE_ORDER).map(function (k) { return k + " " + pct(sh[k]); }).join(", "))];
         }))));
     }
     out.push(runInfo(d.env, s.command, d.started_utc, d.finished_utc, [
