@@ -12,7 +12,7 @@ import numpy as np
 from gluonbench.errors import GluonbenchError
 from gluonbench.profiler.data import NodeMetrics, ProfileData
 from gluonbench.profiler.rules.base import RuleReport
-from gluonbench.report.exporters import EXPORTERS, Report, Table, TableSyntax
+from gluonbench.report.exporters import Report, Table, TableSyntax
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 MAX_POINTS = 800
@@ -423,8 +423,3 @@ class ProfileReport(Report):
 
     def html_body(self) -> str:
         return render_body(self.profile, self.reports)
-
-
-def render_html(data: ProfileData, reports: list[RuleReport]) -> str:
-    """The whole report as one HTML string (:class:`ProfileReport` through the HTML exporter)."""
-    return EXPORTERS["html"].render(ProfileReport(data, reports))
