@@ -149,7 +149,9 @@ def sweep_with_every_section(folders: dict[str, Path], folder: Path) -> Path:
     folder.mkdir(exist_ok=True)
     records = RunStore(folders["sweep"]).records()
     for r in records:
-        r["extra"] = dict(r.get("extra") or {}, verdict="gpu_io", shares={"preprocessing": 0.2, "gpu_io": 0.8},
+        name = f"20261123T2158Z-profile-w{r['spec']['workers']}-r0"
+        profile = {"dir": str(folder / "profiles" / name), "triggered": []}
+        r["extra"] = dict(r.get("extra") or {}, profile=profile, verdict="gpu_io", shares={"preprocessing": 0.2, "gpu_io": 0.8},
                           input_bound="moderately", comm_share=0.12, kvstore_step_ms=3.5, devices=["cpu(0)", "cpu(1)"],
                           params_equal_on_devices=True)  # fmt: skip
     failed = dict(records[0], status="failed", error="exit code -6 (SIGABRT)", spec=dict(records[0]["spec"], workers=2))
@@ -254,6 +256,11 @@ def test_optional_sections_render_when_their_fields_are_there(driver, folders, t
             assert heading in headings, (name, heading, headings)
         text = driver.find_element("tag name", "main").text
         assert "could not draw" not in text
+        if name.startswith("sweep"):  # a link to each run's profile page (sweep --profile), beside this page
+            links = [a.get_attribute("href") for a in driver.find_elements("css selector", "main a")]
+            assert [link.rsplit("/", 3)[1:] for link in links] == [
+                ["profiles", f"20261123T2158Z-profile-w{w}-r0", "report.html"] for w in (0, 1)
+            ]
         if name.startswith("diagnosis"):
             assert "speedups" in text and "Sub-stages" not in text
         else:

@@ -368,6 +368,14 @@
       para((repeated ? "Medians over repeats. " : "One run per worker count. ") + "<i>samples/s</i>: training samples over the train duration (worker start-up " +
         "included); <i>steady</i> leaves out the first step; <i>input wait</i>: share of the steady step time spent " +
         "waiting for the next batch.", "note")));
+    var profiled = ok.filter(function (r) { return r.extra && r.extra.profile && r.extra.profile.dir; });
+    if (profiled.length) {  // sweep --profile: RUN_DIR/profiles/<name>/report.html, beside this page
+      out.push(section("Profiles", table(["workers", "profile (last repeat)", "rules fired"], profiled.map(function (r) {
+        var name = String(r.extra.profile.dir).split("/").filter(Boolean).pop();
+        return [esc(r.workers), '<a href="profiles/' + encodeURIComponent(name) + '/report.html">' + esc(name) + "</a>",
+          esc(list(r.extra.profile.triggered).join(", ") || "none")];
+      }), [1, 0, 0])));
+    }
     var failures = [];
     rows.forEach(function (r) { list(r.errors).forEach(function (e) { failures.push(esc(r.workers + " workers: " + e)); }); });
     if (failures.length) { out.push(section("Failed runs", bullets(failures))); }
