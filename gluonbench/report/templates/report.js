@@ -94,15 +94,28 @@
     return '<svg width="' + width + '" height="' + height + '" viewBox="0 0 ' + width + " " + height +
       '" role="img" aria-label="' + esc(title) + '">';
   }
+  /* A subtitle in lines of at most about 140 characters, broken after "; ". */
+  function subLines(sub) {
+    var lines = [], line = "";
+    String(sub || "").split("; ").forEach(function (part) {
+      if (line && (line + "; " + part).length > 140) { lines.push(line + ";"); line = part; } else { line = line ? line + "; " + part : part; }
+    });
+    if (line) { lines.push(line); }
+    return lines;
+  }
+  function extraLines(o) { return Math.max(subLines(o.sub).length - 1, 0) * 14; }
   function heading(o, left) {
     return '<text class="title" x="' + left + '" y="15">' + esc(o.title) + "</text>" +
-      (o.sub ? '<text class="sub" x="' + left + '" y="31">' + esc(o.sub) + "</text>" : "");
+      subLines(o.sub).map(function (line, i) {
+        return '<text class="sub" x="' + left + '" y="' + (31 + 14 * i) + '">' + esc(line) + "</text>";
+      }).join("");
   }
 
   /* Points against a numeric x; y from zero; whiskers lo-hi; a legend when there are several series. */
   function xyChart(o) {
     var legend = o.series.filter(function (s) { return s.name; });
-    var W = o.width || 940, H = o.height || 320, L = 70, R = 20, T = legend.length > 1 ? 62 : 46, B = 44;
+    var dy = extraLines(o), W = o.width || 940, H = (o.height || 320) + dy, L = 70, R = 20;
+    var T = (legend.length > 1 ? 62 : 46) + dy, B = 44;
     var pw = W - L - R, ph = H - T - B, xs = [], ymax = 0;
     o.series.forEach(function (s) {
       s.points.forEach(function (p) {
@@ -169,9 +182,9 @@
       var lx = L;
       legend.forEach(function (s) {
         var color = s.color || PALETTE[o.series.indexOf(s) % PALETTE.length];
-        out.push('<line x1="' + lx + '" x2="' + (lx + 20) + '" y1="44" y2="44" stroke="' + color + '" stroke-width="2"' +
+        out.push('<line x1="' + lx + '" x2="' + (lx + 20) + '" y1="' + (44 + dy) + '" y2="' + (44 + dy) + '" stroke="' + color + '" stroke-width="2"' +
           (s.dash ? ' stroke-dasharray="6 4"' : "") + "/>");
-        out.push('<text x="' + (lx + 24) + '" y="48">' + esc(s.name) + "</text>");
+        out.push('<text x="' + (lx + 24) + '" y="' + (48 + dy) + '">' + esc(s.name) + "</text>");
         lx += 34 + 6.2 * s.name.length;
       });
     }
@@ -181,7 +194,7 @@
 
   /* Horizontal bars from zero with optional lo-hi whiskers; items without a value show their note only. */
   function hBars(o) {
-    var W = o.width || 940, L = o.labelWidth || 230, R = o.right || 150, T = 46, B = 36, row = 24;
+    var W = o.width || 940, L = o.labelWidth || 230, R = o.right || 150, T = 46 + extraLines(o), B = 36, row = 24;
     var items = o.items, H = T + row * items.length + B, pw = W - L - R, vmax = o.max || 0;
     if (!items.length) { return para(esc(o.title) + ": nothing measured.", "note"); }
     if (!o.max) {
@@ -230,15 +243,15 @@
 
   /* 100 % stacked horizontal bars: each item's parts as shares of its whole. */
   function stacked(o) {
-    var W = o.width || 940, L = o.labelWidth || 150, R = 20, T = 64, B = 28, row = 24;
+    var dy = extraLines(o), W = o.width || 940, L = o.labelWidth || 150, R = 20, T = 64 + dy, B = 28, row = 24;
     var items = o.items.filter(function (it) { return it.parts; });
     if (!items.length) { return para(esc(o.title) + ": not recorded.", "note"); }
     var H = T + row * items.length + B, pw = W - L - R;
     var out = [svgOpen(W, H, o.title), heading(o, 4)];
     o.names.forEach(function (n, k) {
       var lx = L + k * 150;
-      out.push('<rect x="' + lx + '" y="40" width="12" height="12" fill="' + o.colors[k] + '"/>');
-      out.push('<text x="' + (lx + 16) + '" y="50">' + esc(n) + "</text>");
+      out.push('<rect x="' + lx + '" y="' + (40 + dy) + '" width="12" height="12" fill="' + o.colors[k] + '"/>');
+      out.push('<text x="' + (lx + 16) + '" y="' + (50 + dy) + '">' + esc(n) + "</text>");
     });
     items.forEach(function (it, i) {
       var y0 = T + row * i, x = L, total = 0;
