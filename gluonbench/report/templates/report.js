@@ -606,8 +606,10 @@
   function io(d) {
     var out = [], rows = list(d.rows), ok = rows.filter(function (r) { return r.status === "ok"; }), s = d.settings || {};
     var advice = list(d.advice);
-    out.push(para(advice.length ? advice.map(function (a) { return esc(a.text); }).join("<br>") : "No cell finished; nothing to recommend.",
-      advice.length ? "headline" : "headline warn"));
+    out.push(advice.length
+      ? h("div", "<b>Recommendation</b> (from the numbers below, seed 004's rules)" +
+        bullets(advice.map(function (a) { return esc(a.text); })), 'class="headline"')
+      : para("No cell finished; nothing to recommend.", "headline warn"));
     out.push(section("Read throughput per cell", hBars({
       title: "MB/s over all epochs, by data set / layout / input mode",
       sub: "one run per cell (no spread measured); colour by input mode; axis from zero",
