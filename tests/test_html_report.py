@@ -103,6 +103,7 @@ def test_every_kind_of_run_folder_gets_a_self_contained_report(folders, name):
     data = payload["data"]
     if KIND[name] == "run":
         assert [r["workers"] for r in data["rows"]] == ([0, 1] if name == "sweep" else [0, 1, 2, 4, 8])
+        assert len(data["runs"]) == len(RunStore(folders[name]).records()) == (2 if name == "sweep" else 15)
         for row in data["rows"]:
             assert row["runs"] >= 1 and set(row["split"]) == {"wait", "copy", "compute"}
             assert sum(row["split"].values()) == pytest.approx(1.0, abs=1e-6)

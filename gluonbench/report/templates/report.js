@@ -147,7 +147,7 @@
     o.series.forEach(function (s, k) {
       var color = s.color || PALETTE[k % PALETTE.length];
       var pts = s.points.filter(function (p) { return isNum(p.y); });
-      if (pts.length > 1) {
+      if (pts.length > 1 && !s.noLine) {
         out.push('<polyline fill="none" stroke="' + color + '" stroke-width="1.6"' +
           (s.dash ? ' stroke-dasharray="6 4"' : "") + ' points="' +
           pts.map(function (p) { return X(p.x).toFixed(1) + "," + Y(p.y).toFixed(1); }).join(" ") + '"/>');
@@ -163,8 +163,8 @@
           });
         }
         if (!s.noMarkers) {
-          out.push('<circle cx="' + px.toFixed(1) + '" cy="' + Y(p.y).toFixed(1) + '" r="' + (p.big ? 6 : 4) +
-            '" fill="' + (p.fill || color) + '"><title>' + esc((s.name ? s.name + ", " : "") + o.xName + " " + p.x + ": " +
+          out.push('<circle cx="' + px.toFixed(1) + '" cy="' + Y(p.y).toFixed(1) + '" r="' + (s.small ? 2.5 : p.big ? 6 : 4) +
+            '" fill="' + (s.small ? "none" : p.fill || color) + '" stroke="' + (p.fill || color) + '"><title>' + esc((s.name ? s.name + ", " : "") + o.xName + " " + p.x + ": " +
             fmt(p.y, 4) + (isNum(p.lo) && isNum(p.hi) ? " [" + fmt(p.lo, 4) + "-" + fmt(p.hi, 4) + "]" : "")) +
             "</title></circle>");
         }
@@ -182,8 +182,10 @@
       var lx = L;
       legend.forEach(function (s) {
         var color = s.color || PALETTE[o.series.indexOf(s) % PALETTE.length];
-        out.push('<line x1="' + lx + '" x2="' + (lx + 20) + '" y1="' + (44 + dy) + '" y2="' + (44 + dy) + '" stroke="' + color + '" stroke-width="2"' +
-          (s.dash ? ' stroke-dasharray="6 4"' : "") + "/>");
+        out.push(s.noLine
+          ? '<circle cx="' + (lx + 10) + '" cy="' + (44 + dy) + '" r="2.5" fill="none" stroke="' + color + '"/>'
+          : '<line x1="' + lx + '" x2="' + (lx + 20) + '" y1="' + (44 + dy) + '" y2="' + (44 + dy) + '" stroke="' + color +
+            '" stroke-width="2"' + (s.dash ? ' stroke-dasharray="6 4"' : "") + "/>");
         out.push('<text x="' + (lx + 24) + '" y="' + (48 + dy) + '">' + esc(s.name) + "</text>");
         lx += 34 + 6.2 * s.name.length;
       });
@@ -325,6 +327,8 @@
       out.push(para("No worker count finished a run.", "headline warn"));
     }
     var counts = ok.map(function (r) { return r.runs; });
+    var repeats = counts.some(function (n) { return n > 1; })
+      ? list(d.runs).filter(function (r) { return r.status === "ok" && isNum(r.samples_per_s); }) : [];
     out.push(section("Throughput by worker count", xyChart({
       title: "Training samples/s vs DataLoader workers",
       sub: (counts.length ? repeatsText(counts, "worker count") : "") + "; axis from zero; green: the best" +
@@ -341,7 +345,8 @@
         }) },
         { name: "steady samples/s (first step left out, median)", color: "#999", dash: true, noMarkers: true,
           points: ok.map(function (r) { return { x: r.workers, y: r.steady_samples_per_s }; }) }
-      ]
+      ].concat(repeats.length ? [{ name: "each repeat", color: "#1f77b4", noLine: true, small: true,
+        points: repeats.map(function (r) { return { x: r.workers, y: r.samples_per_s }; }) }] : [])
     })));
     var repeated = counts.some(function (n) { return n > 1; });
     var split = ok.map(function (r) {
