@@ -531,12 +531,24 @@ def io_benchmark(
 # -- tune ----------------------------------------------------------------------------------------
 
 
-def run_tune(settings: TuneSettings, on_progress: Callable[[float, float, str], None] | None = None) -> Any:
-    """Tune a registered workload (``gluonbench tune``); write ``json_path``/``toml_path``; the ``TuneResult``."""
+def run_tune(
+    settings: TuneSettings,
+    on_progress: Callable[[float, float, str], None] | None = None,
+    out: str | Path | None = None,
+) -> Any:
+    """Tune a registered workload (``gluonbench tune``); write ``json_path``/``toml_path``; the ``TuneResult``.
+
+    With ``out``, the result is also one ``kind == "tune"`` line of ``OUT/<UTC>-tune-.../runs.jsonl`` with
+    ``tune.md``, ``tune.csv``, ``tune.json`` and ``report.html`` exported from it (``gluonbench report``
+    rebuilds them); the run folder is ``result.run_dir`` (None without ``out``).
+    """
+    from gluonbench.env import utc_now
     from gluonbench.pipeline.emulate import step_ms
     from gluonbench.tune import tune_workload
 
     settings.check()
+    if out is not None:  # fail before measuring; the run folder itself is made once there is a result
+        check_out(out)
     check_loader_shm(settings.options, settings.batch_size, settings.max_workers or 0, settings.thread_pool)
     workload, options = settings.run_workload()
     if settings.pipeline:
@@ -570,4 +582,18 @@ def run_tune(settings: TuneSettings, on_progress: Callable[[float, float, str], 
         atomic_write_text(settings.json_path, json.dumps(result.to_dict(), indent=2))
     if settings.toml_path:
         atomic_write_text(settings.toml_path, result.to_toml())
+    if out is not None:
+        store = RunStore(new_run_dir(out, f"tune-{settings.workload}-{result.ctx.replace(':', '')}"))
+        store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": result.env})
+        store.append(
+            {
+                "kind": "tune",
+                "status": "ok",
+                "tune": result.to_dict(),
+                "command": command_line(),
+                "finished_utc": utc_now(),
+            }
+        )
+        _write_reports(store)
+        result.run_dir = str(store.path)
     return result

@@ -93,7 +93,7 @@ SYNTHETIC_HELP = (
 )
 
 REPORT_EXAMPLES = """examples:
-  gluonbench report results/20261122T150000Z-sweep-mnist-cpu   # rebuild csv, md, json, png from runs.jsonl
+  gluonbench report results/20261122T150000Z-sweep-mnist-cpu   # rebuild csv, md, json, png, report.html
   gluonbench report results/20261122T160000Z-io-local-read      # an io benchmark's folder
   gluonbench report results/20261122T170000Z-diagnose-mnist-w0  # a folder of gluonbench diagnose --out
   gluonbench report results/20261123T130000Z-profile-train     # rebuild a profile's rules.json, report.html
@@ -365,13 +365,15 @@ def _add_diagnose(sub: Any) -> None:
 def _add_report(sub: Any) -> None:
     p = sub.add_parser(
         "report",
-        help="rebuild every export of a run folder (sweep, io or diagnose --out) from its runs.jsonl",
+        help="rebuild every export of a run folder (sweep, io, diagnose --out, tune --out, profile), report.html "
+        "included",
         epilog=REPORT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "run_dir",
-        help="a run folder made by gluonbench sweep, io or diagnose --out, a profile folder, or a profiler-output folder",
+        help="a run folder made by gluonbench sweep, io, diagnose --out or tune --out, a profile folder, or a "
+        "profiler-output folder",
     )
     p.add_argument("--out", help="profiles: write rules.json and report.html here (default: beside profiler-output)")
     p.add_argument("--rule", action="append", metavar="RULE.PARAM=VALUE", help="profiles: override a rule parameter")
@@ -653,6 +655,7 @@ TUNE_EXAMPLES = """examples:
   gluonbench tune --emulate-step-ms resnet50@v100        # would this loader keep a V100 fed? (AU, DLIO's 90 %)
   gluonbench tune --batch-sizes 64,128,256               # also other batch sizes (learning-rate note)
   gluonbench tune --source fastfile --uri packed/        # a RecordIO data set packed by gluonbench pack
+  gluonbench tune --out results                          # also a run folder with report.html
 
 how: the model ceiling (one cached batch stepped) once; the loader alone (no model step) at a few worker
 counts, chosen by a model of how it grows with workers (linearly until the cores, or the read latency,
@@ -695,6 +698,12 @@ def _add_tune(sub: Any) -> None:
     p.add_argument("--json", metavar="FILE", help="also write the whole result as JSON (atomically)")
     p.add_argument(
         "--toml", metavar="FILE", help="write the recommendation as a sweep config (gluonbench sweep --config)"
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="also keep a run folder DIR/<UTC>-tune-.../ (runs.jsonl, tune.md/.csv/.json, report.html; "
+        "gluonbench report rebuilds it)",
     )
     _add_synthetic_knobs(p)
     p.set_defaults(func=cmd_tune)
@@ -741,7 +750,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             bar.set_postfix_str(best, refresh=True)
 
     try:
-        result = api.run_tune(settings, on_progress)
+        result = api.run_tune(settings, on_progress, out=args.out)
     finally:
         if bar is not None:
             bar.close()
@@ -750,6 +759,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
     if args.toml:
         print(f"gluonbench: wrote {args.toml} (gluonbench sweep --config {args.toml})", file=sys.stderr)
+    if result.run_dir is not None:
+        print(f"results: {result.run_dir}")
     return 0
 
 

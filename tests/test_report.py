@@ -26,7 +26,7 @@ def test_csv_and_markdown_write_one_table_differing_only_in_syntax():
 
 
 def test_every_format_is_an_exporter_with_a_name_and_suffix():
-    assert set(EXPORTERS) == {"json", "csv", "markdown", "png"}
+    assert set(EXPORTERS) == {"json", "csv", "markdown", "png", "html"}
     for name, exporter in EXPORTERS.items():
         assert isinstance(exporter, Exporter) and exporter.name == name and exporter.suffix.startswith(".")
     for report_type in report_types():
@@ -64,7 +64,7 @@ def test_diagnose_out_keeps_a_run_folder_that_report_rebuilds(cli, tmp_path, no_
     (run_dir,) = (tmp_path / "out").glob("*-diagnose-synthetic-w0")
     assert proc.stdout.rstrip().endswith(f"results: {run_dir}")
     printed = proc.stdout.rsplit("results: ", 1)[0]
-    files = {name: run_dir / name for name in ("diagnosis.md", "diagnosis.csv", "diagnosis.json")}
+    files = {name: run_dir / name for name in ("diagnosis.md", "diagnosis.csv", "diagnosis.json", "report.html")}
     # the stored record renders to exactly what diagnose printed
     assert files["diagnosis.md"].read_text() == printed
     rows = list(csv.DictReader(files["diagnosis.csv"].open()))

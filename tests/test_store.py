@@ -67,7 +67,7 @@ def test_report_rebuilt_from_runs_jsonl_alone(store):
         store.append(_result(4, rep, rate=1700))
     store.append(_result(4, 2, status="failed"))
     written = rebuild(store.path)
-    assert sorted(p.name for p in written) == ["summary.csv", "summary.json", "summary.md", "sweep.png"]
+    assert sorted(p.name for p in written) == ["report.html", "summary.csv", "summary.json", "summary.md", "sweep.png"]
     summary = load(store.path).summary
     assert summary.best_workers == 2
     row2 = next(r for r in summary.rows if r.workers == 2)
@@ -113,7 +113,7 @@ def test_near_best_names_counts_within_noise(store):
         store.append(_result(2, rep, rate=r2))
         store.append(_result(4, rep, rate=r4))
     written = rebuild(store.path)
-    assert sorted(p.name for p in written) == ["summary.csv", "summary.json", "summary.md", "sweep.png"]
+    assert sorted(p.name for p in written) == ["report.html", "summary.csv", "summary.json", "summary.md", "sweep.png"]
     summary = load(store.path).summary
     assert summary.best_workers == 2 and summary.near_best == [4]
     assert "Within run-to-run noise of it: 4 workers" in (store.path / "summary.md").read_text()
@@ -127,6 +127,6 @@ def test_exports_are_readable_by_others(store):
     rebuild(store.path)
     mask = os.umask(0o022)
     os.umask(mask)
-    for name in ("summary.csv", "summary.md", "summary.json", "sweep.png", "sweep.json", "runs.jsonl"):
+    for name in ("summary.csv", "summary.md", "summary.json", "sweep.png", "report.html", "sweep.json", "runs.jsonl"):
         mode = stat.S_IMODE((store.path / name).stat().st_mode)
         assert mode == 0o666 & ~mask, (name, oct(mode))

@@ -22,7 +22,7 @@ def test_sweep_0_to_2_writes_every_output(cli, mnist_dir, tmp_path, no_leaks):
     assert "Traceback" not in proc.stderr
     run_dir = _run_dir(out)
     assert run_dir.name.endswith("-sweep-mnist-cpu")
-    for name in ("runs.jsonl", "sweep.json", "summary.csv", "summary.md", "summary.json", "sweep.png"):
+    for name in ("runs.jsonl", "sweep.json", "summary.csv", "summary.md", "summary.json", "sweep.png", "report.html"):
         assert (run_dir / name).stat().st_size > 0, name
     runs = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
     assert [r["spec"]["workers"] for r in runs] == [0, 1, 2]

@@ -29,3 +29,8 @@ def test_sweep_profile_rules_per_run(cli, mnist_dir, tmp_path, no_leaks):
         if rules["Dataloader"]["datapoints"] > rules["Dataloader"]["parameters"]["patience"]:
             # judged: 0 workers is too few on 2+ cores; 2 workers (4 processes: train and test loaders) are not
             assert ("Dataloader" in prof["triggered"]) is (workers == 0), rules["Dataloader"]
+    # the sweep's report.html links each run's profile page, which sits beside it in profiles/
+    page = (run_dir / "report.html").read_text()
+    for run in runs.values():
+        name = run["extra"]["profile"]["dir"].rsplit("/", 1)[1]
+        assert (run_dir / "profiles" / name / "report.html").is_file() and name in page

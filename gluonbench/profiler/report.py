@@ -1,29 +1,21 @@
-"""The profile report: one self-contained HTML file (inline CSS and SVG, no script, no network)."""
+"""The profile report: one self-contained ``report.html`` (inline SVG, no network), written like every run
+folder's report by the one HTML exporter (:class:`ProfileReport`)."""
 
 from __future__ import annotations
 
 import html
-import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from gluonbench.errors import GluonbenchError
 from gluonbench.profiler.data import NodeMetrics, ProfileData
 from gluonbench.profiler.rules.base import RuleReport
+from gluonbench.report.exporters import Report, Table, TableSyntax
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 MAX_POINTS = 800
-
-CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1000px;color:#222}
-h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}
-h3{font-size:15px;margin:16px 0 4px}table{border-collapse:collapse;font-size:13px;margin:8px 0}
-td,th{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f4f4f4}
-td.num{text-align:right;font-variant-numeric:tabular-nums}.fired{color:#b00020;font-weight:600}
-.ok{color:#2e7d32}.na{color:#777}.note{color:#555;font-size:13px}.muted{color:#777}
-svg{display:block;margin:4px 0 12px}svg text{font-size:11px;fill:#333}code{font-size:12px}
-"""
 
 
 def _esc(v: Any) -> str:
@@ -359,14 +351,10 @@ def _operators_section(data: ProfileData) -> str:
     return f"<table><tr><th>Operator</th><th>Calls</th><th>Total ms</th></tr>{rows}</table>"
 
 
-def render_html(data: ProfileData, reports: list[RuleReport]) -> str:
-    """The whole report as one HTML string."""
-    title = data.root.name
+def render_body(data: ProfileData, reports: list[RuleReport]) -> str:
+    """The report's sections as HTML (inline SVG, no script): the body of its ``report.html``."""
     fired = [r.rule for r in reports if r.triggered]
     parts = [
-        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>gluonbench profile {_esc(title)}</title>",
-        f"<style>{CSS}</style></head><body>",
-        f"<h1>gluonbench profile: {_esc(title)}</h1>",
         f"<p class='note'>Rules triggered: {_esc(', '.join(fired) or 'none')}. "
         f"Nodes: {_esc(', '.join(data.nodes) or 'none')}.</p>",
         "<h2>Job summary</h2>",
@@ -388,6 +376,50 @@ def render_html(data: ProfileData, reports: list[RuleReport]) -> str:
         parts.append(_timelines(data, node))
     if not data.nodes:
         parts.append('<p class="note">No system metrics.</p>')
-    parts.append(f"<script type='application/json' id='rules'>{json.dumps([r.rule for r in reports])}</script>")
-    parts.append("</body></html>")
     return "".join(parts)
+
+
+class ProfileReport(Report):
+    """A profile folder (``gluonbench profile``): its rules and plots as ``report.html``.
+
+    Built from the profile's files (``profiler-output/``, ``profile.json``) and the rule reports
+    run over them, not from ``runs.jsonl``; written by the same :class:`~gluonbench.report.exporters.HtmlExporter`
+    as every run folder's report, its sections rendered here as HTML with inline SVG.
+    """
+
+    kind = "profile"
+    files: ClassVar[dict[str, str]] = {"html": "report.html"}
+
+    def __init__(self, data: ProfileData, reports: list[RuleReport]) -> None:
+        self.profile = data
+        self.reports = reports
+        self.summary = {"name": data.root.name, "meta": data.meta, "rules": [r.to_dict() for r in reports]}
+
+    @classmethod
+    def from_records(cls, records: list[dict[str, Any]], settings: dict[str, Any]) -> ProfileReport:
+        raise GluonbenchError("a profile folder has no runs.jsonl; gluonbench report PROFILE_DIR rebuilds it")
+
+    def data(self) -> dict[str, Any]:
+        return self.summary
+
+    def document(self, tables: TableSyntax) -> str:
+        table = Table(["rule", "status", "violations", "datapoints", "recommendation / reason"], align="llrrl")
+        for r in self.reports:
+            status = "not applicable" if not r.applicable else "triggered" if r.triggered else "ok"
+            table.rows.append(
+                [r.rule, status, r.violations, r.datapoints, r.reason if not r.applicable else r.recommendation]
+            )
+        return f"# {self.html_title()}\n\n" + tables.render(table)
+
+    def html_title(self) -> str:
+        return f"gluonbench profile: {self.profile.root.name}"
+
+    def html_subtitle(self) -> str:
+        return f"{_utc(self.profile.start)} to {_utc(self.profile.end)}"
+
+    def html_data(self) -> dict[str, Any]:
+        """The rules' findings (the plots are in the body); the whole profile stays in its own files."""
+        return {"name": self.profile.root.name, "rules": [r.to_dict() for r in self.reports]}
+
+    def html_body(self) -> str:
+        return render_body(self.profile, self.reports)

@@ -177,9 +177,13 @@ class Profiler:
 
 
 def build_report(folder: str | Path, rules: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None):
-    """(Re)build ``rules.json`` and ``report.html`` from a profile's files alone; return the rule reports."""
+    """(Re)build ``rules.json`` and ``report.html`` from a profile's files alone; return the rule reports.
+
+    ``report.html`` is :class:`~gluonbench.profiler.report.ProfileReport` written by the HTML exporter
+    every run folder's report goes through.
+    """
     from gluonbench.profiler.data import load
-    from gluonbench.profiler.report import render_html
+    from gluonbench.profiler.report import ProfileReport
     from gluonbench.profiler.rules import run_rules
 
     data = load(Path(folder))
@@ -188,7 +192,7 @@ def build_report(folder: str | Path, rules: dict[str, dict[str, Any]] | None = N
     try:
         target.mkdir(parents=True, exist_ok=True)
         atomic_write_text(target / "rules.json", json.dumps([r.to_dict() for r in reports], indent=2, default=str))
-        atomic_write_text(target / "report.html", render_html(data, reports))
+        ProfileReport(data, reports).write(target)
         if any(e.get("cat") == "operator" for e in data.events):
             # gluonbench's step events and MXNet's operators in one file for Perfetto / chrome://tracing
             atomic_write_text(target / "trace.json", json.dumps({"traceEvents": data.events}))

@@ -1,7 +1,9 @@
 """The results store (JSON lines) and every report rebuilt from it, through one exporter interface.
 
 :func:`rebuild` rebuilds every export of any run folder (a sweep, an io benchmark, a
-diagnosis) from its stored records alone; ``gluonbench report RUN_DIR`` calls it.
+diagnosis, a tune, a distributed sweep) from its stored records alone, its ``report.html``
+included; ``gluonbench report RUN_DIR`` calls it. A profile folder's report is rebuilt by
+:func:`gluonbench.profiler.session.build_report` through the same exporter.
 Modules load lazily, so importing :mod:`gluonbench.report.store` stays cheap.
 """
 
@@ -18,13 +20,15 @@ __all__ = ["load", "rebuild", "report_types", "saved_settings"]
 
 
 def report_types() -> list[type[Report]]:
-    """Every kind of run folder, by the ``kind`` of its records: sweep (``run``), ``io``, ``diagnosis``, ``dist``."""
+    """Every kind of run folder, by the ``kind`` of its records: sweep (``run``), ``io``, ``diagnosis``, ``dist``,
+    ``tune``."""
     from gluonbench.report.diagnosis import DiagnosisReport
     from gluonbench.report.iobench import IoReport
     from gluonbench.report.scaling import ScalingReport
     from gluonbench.report.sweep import SweepReport
+    from gluonbench.report.tune import TuneReport
 
-    return [SweepReport, IoReport, DiagnosisReport, ScalingReport]
+    return [SweepReport, IoReport, DiagnosisReport, ScalingReport, TuneReport]
 
 
 def saved_settings(store: RunStore) -> dict[str, Any]:

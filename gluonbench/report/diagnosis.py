@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from gluonbench.analysis.recommend import Setting, stage_name, substage_name
 from gluonbench.analysis.verdict import HEADLINE_OF, STAGES
 from gluonbench.errors import GluonbenchError
-from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax
+from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, where_when
 
 
 def _num(x: Any, digits: int = 4) -> str:
@@ -179,7 +179,12 @@ class DiagnosisReport(Report):
     """
 
     kind = "diagnosis"
-    files: ClassVar[dict[str, str]] = {"markdown": "diagnosis.md", "csv": "diagnosis.csv", "json": "diagnosis.json"}
+    files: ClassVar[dict[str, str]] = {
+        "markdown": "diagnosis.md",
+        "csv": "diagnosis.csv",
+        "json": "diagnosis.json",
+        "html": "report.html",
+    }
 
     def __init__(self, record: dict[str, Any]) -> None:
         self.summary = record
@@ -224,3 +229,17 @@ class DiagnosisReport(Report):
 
     def document(self, tables: TableSyntax) -> str:
         return to_text(self.diagnosis, tables)
+
+    def html_title(self) -> str:
+        label = (
+            self.summary.get("diagnosis", {}).get("label") if isinstance(self.summary.get("diagnosis"), dict) else ""
+        )
+        return f"gluonbench diagnose{': ' + label if label else ''}"
+
+    def html_subtitle(self) -> str:
+        d = self.summary.get("diagnosis") or {}
+        return where_when(d.get("env") or {}, str(d.get("started_utc") or ""))
+
+    def html_data(self) -> dict[str, Any]:
+        """The stored diagnosis as it is, with its probes' pipeline order."""
+        return {"diagnosis": self.summary.get("diagnosis") or {}, "probe_order": self.summary.get("probe_order") or []}

@@ -4,7 +4,8 @@ A :class:`Report` is what a run folder says, built from its stored records alone
 (``runs.jsonl`` and the settings in ``sweep.json``): the sweep's table per worker
 count, the io benchmark's matrix, a diagnosis. An :class:`Exporter` writes one
 format of any report: :class:`JsonExporter`, :class:`CsvExporter`,
-:class:`MarkdownExporter` and :class:`PngExporter`. Tabular formats share one
+:class:`MarkdownExporter`, :class:`PngExporter` and :class:`HtmlExporter` (one
+self-contained ``report.html`` per run folder, :mod:`gluonbench.report.html`). Tabular formats share one
 base, :class:`TableSyntax`, and differ only in syntax (hyperfine's ``markup.rs``):
 CSV and Markdown write the same :class:`Table` through :class:`CsvTable` and
 :class:`MarkdownTable`. Every file is written atomically, so an export is either
@@ -132,6 +133,26 @@ class Report(ABC):
         """A PNG plot, or None when there is nothing to plot."""
         return None
 
+    def html_title(self) -> str:
+        """The HTML page's title (its first heading too)."""
+        return f"gluonbench {self.kind}"
+
+    def html_subtitle(self) -> str:
+        """One line under the title: what was measured, where and when."""
+        return ""
+
+    def html_data(self) -> Any:
+        """What the HTML page embeds as JSON and draws from (default: :meth:`data`)."""
+        return self.data()
+
+    def html_body(self) -> str:
+        """HTML the page shows as it is, before what its script draws (a report that is already HTML)."""
+        return ""
+
+    def html_fallback(self) -> str:
+        """Text shown when the page's script cannot run: the Markdown document."""
+        return self.document(MarkdownTable())
+
     def write(self, run_dir: str | Path) -> list[Path]:
         """Every export of :attr:`files` into ``run_dir``; the paths written (a format with nothing to say is skipped)."""
         written = []
@@ -199,7 +220,20 @@ class PngExporter(Exporter):
         return report.figure()
 
 
-EXPORTERS: dict[str, Exporter] = {e.name: e for e in (JsonExporter(), CsvExporter(), MarkdownExporter(), PngExporter())}
+class HtmlExporter(Exporter):
+    """The report as one self-contained HTML page: template files, the records embedded as JSON, no network."""
+
+    name, suffix = "html", ".html"
+
+    def render(self, report: Report) -> str:
+        from gluonbench.report.html import html_text
+
+        return html_text(report)
+
+
+EXPORTERS: dict[str, Exporter] = {
+    e.name: e for e in (JsonExporter(), CsvExporter(), MarkdownExporter(), PngExporter(), HtmlExporter())
+}
 """Every format, by name."""
 
 
@@ -219,6 +253,12 @@ def machine_line(summary: Any) -> str:
         f"Python {env.get('python', '?')}, mxnet {env.get('mxnet', '?')}, numpy {env.get('numpy', '?')}, "
         f"gluonbench {env.get('gluonbench', '?')}; {env.get('os', '?')}"
     )
+
+
+def where_when(env: dict[str, Any], started_utc: str) -> str:
+    """``CPU (N cores), GPUs; YYYY-MM-DD`` for a page's subtitle."""
+    gpus = ", ".join(env.get("gpus") or []) or "no GPU"
+    return f"{str(env.get('cpu', '?'))[:40]} ({env.get('cores_logical', '?')} cores), {gpus}; {started_utc[:10] or '?'}"
 
 
 def png_bytes(fig: Any) -> bytes:

@@ -12,7 +12,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from gluonbench.analysis.io_rules import recommend
-from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, fmt, machine_line, png_bytes
+from gluonbench.report.exporters import (
+    MarkdownTable,
+    Report,
+    Table,
+    TableSyntax,
+    fmt,
+    machine_line,
+    png_bytes,
+    where_when,
+)
 from gluonbench.units import format_size
 
 CSV_FIELDS = [
@@ -270,7 +279,13 @@ class IoReport(Report):
     """An io benchmark's run folder: one row per (data set, layout, mode) cell (``kind == "io"`` records)."""
 
     kind = "io"
-    files: ClassVar[dict[str, str]] = {"csv": "io.csv", "markdown": "io.md", "json": "io.json", "png": "io.png"}
+    files: ClassVar[dict[str, str]] = {
+        "csv": "io.csv",
+        "markdown": "io.md",
+        "json": "io.json",
+        "png": "io.png",
+        "html": "report.html",
+    }
 
     def __init__(self, summary: IoSummary) -> None:
         self.summary = summary
@@ -287,3 +302,9 @@ class IoReport(Report):
 
     def figure(self) -> bytes | None:
         return to_png(self.summary) if any(r.get("status") == "ok" for r in self.summary.rows) else None
+
+    def html_title(self) -> str:
+        return f"gluonbench io: input modes ({self.summary.settings.get('stage', 'read')} stage)"
+
+    def html_subtitle(self) -> str:
+        return where_when(self.summary.env, self.summary.started_utc)

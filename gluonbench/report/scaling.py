@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from gluonbench.analysis.stats import median
-from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, machine_line, png_bytes
+from gluonbench.report.exporters import (
+    MarkdownTable,
+    Report,
+    Table,
+    TableSyntax,
+    machine_line,
+    png_bytes,
+    where_when,
+)
 from gluonbench.report.summary import ok_first
 
 
@@ -401,6 +409,7 @@ class ScalingReport(Report):
         "markdown": "scaling.md",
         "json": "scaling.json",
         "png": "scaling.png",
+        "html": "report.html",
     }
 
     def __init__(self, summary: ScalingSummary) -> None:
@@ -418,6 +427,13 @@ class ScalingReport(Report):
 
     def figure(self) -> bytes | None:
         return to_png(self.summary) if any(r.jobs for r in self.summary.rows) else None
+
+    def html_title(self) -> str:
+        s = self.summary.settings
+        return f"gluonbench scaling: {s.get('workload', '?')}, kvstore {s.get('kvstore')}"
+
+    def html_subtitle(self) -> str:
+        return where_when(self.summary.env, self.summary.started_utc)
 
 
 def write_scaling_reports(run_dir: str | Path) -> ScalingSummary:

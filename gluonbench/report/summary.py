@@ -32,6 +32,8 @@ class SweepRow:
     speedup: float = math.nan
     errors: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    split: dict[str, float] = field(default_factory=dict)
+    """the steady step time of all repeats pooled: ``wait``, ``copy``, ``compute`` as shares of it"""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,6 +96,7 @@ def summarise(records: list[dict[str, Any]], settings: dict[str, Any] | None = N
                 cpu_util_pct=median([r["system"].get("cpu_util_pct", math.nan) for r in ok if r.get("system")]),
                 errors=[str(r.get("error")) for r in group if r.get("status") != "ok"],
                 extra={k: v for r in ok for k, v in (r.get("extra") or {}).items()},
+                split=step_split([r["steady"] for r in ok if r.get("steady")]),
             )
         )
     measured = [row for row in rows if row.runs and not math.isnan(row.samples_per_s)]
@@ -124,6 +127,15 @@ def summarise(records: list[dict[str, Any]], settings: dict[str, Any] | None = N
         finished_utc=max((r.get("finished_utc", "") for r in runs if r.get("finished_utc")), default=""),
         settings=settings or {},
     )
+
+
+def step_split(steady: list[dict[str, Any]]) -> dict[str, float]:
+    """``wait``/``copy``/``compute`` as shares of the steady step time of these runs pooled; ``{}`` if unknown."""
+    parts = {k: sum(float(s.get(f"{k}_s") or 0.0) for s in steady) for k in ("wait", "copy", "compute")}
+    total = sum(float(s.get("total_s") or 0.0) for s in steady)
+    if total <= 0 or not all(f"{k}_s" in s for s in steady for k in parts):
+        return {}
+    return {k: v / total for k, v in parts.items()}
 
 
 def ok_first(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

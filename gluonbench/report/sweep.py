@@ -6,7 +6,16 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, fmt, machine_line, png_bytes
+from gluonbench.report.exporters import (
+    MarkdownTable,
+    Report,
+    Table,
+    TableSyntax,
+    fmt,
+    machine_line,
+    png_bytes,
+    where_when,
+)
 from gluonbench.report.summary import SweepSummary, summarise
 
 CSV_FIELDS = [
@@ -273,14 +282,27 @@ class SweepReport(Report):
         "markdown": "summary.md",
         "json": "summary.json",
         "png": "sweep.png",
+        "html": "report.html",
     }
 
-    def __init__(self, summary: SweepSummary) -> None:
+    def __init__(self, summary: SweepSummary, runs: list[dict[str, Any]] | None = None) -> None:
         self.summary = summary
+        self.runs = runs or []
+        """one line per run record: workers, repeat, status, samples/s (the HTML page plots each repeat)"""
 
     @classmethod
     def from_records(cls, records: list[dict[str, Any]], settings: dict[str, Any]) -> SweepReport:
-        return cls(summarise(records, settings))
+        runs = [
+            {
+                "workers": r["spec"]["workers"],
+                "repeat": r["spec"].get("repeat", 0),
+                "status": r.get("status"),
+                "samples_per_s": r.get("samples_per_s"),
+            }
+            for r in records
+            if r.get("kind", "run") == "run"
+        ]
+        return cls(summarise(records, settings), runs)
 
     def table(self) -> Table:
         return csv_table(self.summary)
@@ -290,3 +312,14 @@ class SweepReport(Report):
 
     def figure(self) -> bytes | None:
         return to_png(self.summary) if any(r.runs for r in self.summary.rows) else None
+
+    def html_title(self) -> str:
+        s = self.summary.settings
+        return f"gluonbench sweep: {s.get('workload', '?')} on {s.get('ctx', '?')}"
+
+    def html_subtitle(self) -> str:
+        return where_when(self.summary.env, self.summary.started_utc)
+
+    def html_data(self) -> dict[str, Any]:
+        """The summary, plus each run's samples/s (``runs``) so the page can show every repeat."""
+        return dict(self.summary.to_dict(), runs=self.runs)

@@ -93,6 +93,8 @@ class TuneResult:
     env: dict[str, Any] = field(default_factory=dict)
     sweep: dict[str, Any] = field(default_factory=dict)
     """settings for ``tuned.toml`` beyond the loader's (workload, data, options), set by the CLI"""
+    run_dir: str | None = None
+    """the run folder ``gluonbench tune --out`` kept (runs.jsonl, tune.md, report.html); None without it"""
 
     @property
     def recommended(self) -> Setting:

@@ -1,0 +1,120 @@
+"""A tune's run folder (``gluonbench tune --out``): the stored result as Markdown, JSON and ``report.html``.
+
+The folder's ``runs.jsonl`` holds one ``kind == "tune"`` record whose ``tune`` is
+``TuneResult.to_dict()``; every export is rebuilt from it (``gluonbench report RUN_DIR``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from gluonbench.errors import GluonbenchError
+from gluonbench.report.exporters import Report, Table, TableSyntax, fmt, where_when
+
+
+def _rate(value: Any, ci: Any) -> str:
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return "n/a"
+    lo, hi = ([*list(ci), None, None])[:2] if isinstance(ci, list | tuple) else (None, None)
+    if isinstance(lo, int | float) and isinstance(hi, int | float):
+        return f"{value:.0f} samples/s [{lo:.0f}, {hi:.0f}]"
+    return f"{value:.0f} samples/s"
+
+
+def _ratio(value: Any, suffix: str) -> str:
+    return f"{value:.2f}{suffix}" if isinstance(value, int | float) and math.isfinite(value) else "n/a"
+
+
+class TuneReport(Report):
+    """A tune's run folder: one ``kind == "tune"`` record (``TuneResult.to_dict()`` under ``tune``)."""
+
+    kind = "tune"
+    files: ClassVar[dict[str, str]] = {
+        "markdown": "tune.md",
+        "csv": "tune.csv",
+        "json": "tune.json",
+        "html": "report.html",
+    }
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.summary = record
+        self.result: dict[str, Any] = record.get("tune") or {}
+
+    @classmethod
+    def from_records(cls, records: list[dict[str, Any]], settings: dict[str, Any]) -> TuneReport:
+        found = [r for r in records if r.get("kind") == cls.kind]
+        if not found:
+            raise GluonbenchError("no tune record in runs.jsonl; pass a folder made by gluonbench tune --out")
+        return cls(dict(found[-1], settings=settings))
+
+    def data(self) -> dict[str, Any]:
+        return self.result
+
+    def table(self) -> Table:
+        """One row per measurement the tuner made (``tune.csv``)."""
+        table = Table(
+            ["phase", "label", "status", "samples_per_s", "ci_lo", "ci_hi", "cpu_cores", "elapsed_s", "error"]
+        )
+        for e in self.result.get("evidence") or []:
+            ci = [*list(e.get("ci") or [None, None]), None, None]
+            table.rows.append(
+                [
+                    e.get("phase"),
+                    e.get("label"),
+                    e.get("status"),
+                    e.get("samples_per_s"),
+                    ci[0],
+                    ci[1],
+                    e.get("cpu_cores"),
+                    e.get("elapsed_s"),
+                    e.get("error") or "",
+                ]
+            )
+        return table
+
+    def document(self, tables: TableSyntax) -> str:
+        r = self.result
+        lines = [
+            f"# {self.html_title()}",
+            "",
+            f"- Recommended: `{r.get('dataloader', '?')}`",
+        ]
+        if r.get("lr_note"):
+            lines.append(f"- Batch size: {r['lr_note']}")
+        lines += [
+            f"- Expected: {_rate(r.get('samples_per_s'), r.get('ci'))}, {_ratio(r.get('speedup'), 'x')} the current "
+            f"setting ({_rate(r.get('current_samples_per_s'), r.get('current_ci'))}, batch "
+            f"{r.get('current_batch_size', '?')})",
+            f"- Model ceiling (one cached batch stepped): {_rate(r.get('ceiling_samples_per_s'), r.get('ceiling_ci'))}",
+            f"- Search: {fmt(r.get('elapsed_s'))} s of a {fmt(r.get('budget_s'))} s budget, {r.get('cores', '?')} "
+            f"cores, {r.get('ctx', '?')}",
+            f"- Command: `{self.summary.get('command', '')}`",
+            "",
+            "Evidence: samples/s, median and 95 % CI, every measurement through `measure()`.",
+            "",
+        ]
+        evidence = self.table()
+        shown = Table(["phase", "setting", "samples/s", "95 % CI", "cores busy"], align="llrrr")
+        for phase, label, status, rate, lo, hi, cores, _elapsed, error in evidence.rows:
+            if status != "ok":
+                shown.rows.append([phase, label, f"failed: {error}", "", ""])
+                continue
+            shown.rows.append([phase, label, fmt(rate, 4), f"{fmt(lo, 4)}-{fmt(hi, 4)}", fmt(cores, 2)])
+        lines.append(tables.render(shown).rstrip("\n"))
+        if r.get("tried"):
+            lines += ["", f"Tried: {'; '.join(map(str, r['tried']))}"]
+        skipped = r.get("skipped") or []
+        if skipped:
+            lines += ["", "Skipped:", ""] + [f"- {s.get('what')}: {s.get('reason')}" for s in skipped]
+        return "\n".join(lines) + "\n"
+
+    def html_title(self) -> str:
+        label = self.result.get("label") or (self.summary.get("settings") or {}).get("workload") or ""
+        return f"gluonbench tune{': ' + str(label) if label else ''}"
+
+    def html_subtitle(self) -> str:
+        return where_when(self.result.get("env") or {}, str(self.result.get("started_utc") or ""))
+
+    def html_data(self) -> dict[str, Any]:
+        return dict(self.result, command=self.summary.get("command", ""))

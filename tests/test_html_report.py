@@ -1,0 +1,269 @@
+"""One ``report.html`` for every kind of run folder, written by the one HtmlExporter.
+
+Run folders come from the real commands run briefly (sweep, diagnose --out, tune --out) and from
+the committed folders under ``results/`` copied to tmp (io, scaling, profile, a repeated sweep),
+rebuilt by ``gluonbench report``. The browser tests open each page in headless Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_cli
+
+from gluonbench.report import rebuild
+from gluonbench.report.exporters import EXPORTERS, HtmlExporter
+from gluonbench.report.html import DATA_ID, TEMPLATE_FILES, embed_json, render_page, template
+from gluonbench.report.store import RunStore
+
+RESULTS = REPO / "results"
+COMMITTED = {
+    "sweep-repeat": "20261122T163950Z-sweep-mnist-cpu-1epoch-repeat3",
+    "io": "20261122T162310Z-io-local-read",
+    "scaling": "20261123T130925Z-scaling-dist_sync-cpu",
+    "profile": "20261123T132544Z-profile-cpu-hog-mnist-w2",
+}
+KIND = {"sweep": "run", "sweep-repeat": "run", "io": "io", "scaling": "dist", "profile": "profile",
+        "diagnosis": "diagnosis", "tune": "tune"}  # fmt: skip
+
+
+def embedded(page: str) -> dict:
+    """The JSON a report.html embeds."""
+    match = re.search(rf'<script type="application/json" id="{DATA_ID}">(.*?)</script>', page, re.S)
+    assert match, "no embedded records"
+    return json.loads(match.group(1))
+
+
+def assert_self_contained(page: str) -> None:
+    """Nothing is loaded from anywhere: no URL, no external script, style sheet, image or font."""
+    lowered = page.lower()
+    for needle in ("http:", "https:", "//cdn", "<link", "src=", "@import", "url("):
+        assert needle not in lowered, needle
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory, mnist_dir) -> dict[str, Path]:
+    """One run folder per kind, each made by a real command (or committed), with its report.html."""
+    tmp = tmp_path_factory.mktemp("html")
+    out = tmp / "out"
+    found: dict[str, Path] = {}
+    proc = run_cli(
+        "sweep", "--workers", "0,1", "--max-batches", "20", "--data-dir", str(mnist_dir), "--no-download",
+        "--out", str(out / "sweep"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (found["sweep"],) = (out / "sweep").iterdir()
+    common = ("--dataset", "synthetic", "--samples", "512", "--batch-size", "32", "--data-dir", str(tmp / "cache"))
+    proc = run_cli("diagnose", *common, "--budget", "4", "--out", str(out / "diagnosis"))
+    assert proc.returncode == 0, proc.stderr
+    (found["diagnosis"],) = (out / "diagnosis").iterdir()
+    proc = run_cli("tune", *common, "--budget", "10", "--out", str(out / "tune"))
+    assert proc.returncode == 0, proc.stderr
+    (found["tune"],) = (out / "tune").iterdir()
+    assert proc.stdout.rstrip().endswith(f"results: {found['tune']}")
+    for name, folder in COMMITTED.items():
+        copy = tmp / folder
+        shutil.copytree(RESULTS / folder, copy)
+        (copy / "report.html").unlink(missing_ok=True)
+        proc = run_cli("report", str(copy))
+        assert proc.returncode == 0, proc.stderr
+        found[name] = copy
+    return found
+
+
+def test_the_html_exporter_is_one_exporter_among_the_formats():
+    assert isinstance(EXPORTERS["html"], HtmlExporter) and EXPORTERS["html"].suffix == ".html"
+    for name in TEMPLATE_FILES:  # shipped as package data (setup.cfg [options.package_data])
+        assert template(name).strip()
+    assert "gluonbench.report = templates/*.html, templates/*.css, templates/*.js" in (REPO / "setup.cfg").read_text()
+
+
+def test_records_are_embedded_safely():
+    hostile = {"command": "</script><script>alert(1)</script> & <!--", "nan": float("nan")}
+    text = embed_json(hostile)
+    assert "</" not in text and "<!--" not in text
+    assert json.loads(text) == {"command": hostile["command"], "nan": None}
+    page = render_page("run", "t <b>", "s", hostile)
+    assert embedded(page)["data"]["command"] == hostile["command"]
+    assert "<title>t &lt;b&gt;</title>" in page
+
+
+@pytest.mark.parametrize("name", list(KIND))
+def test_every_kind_of_run_folder_gets_a_self_contained_report(folders, name):
+    page = (folders[name] / "report.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    assert_self_contained(page)
+    payload = embedded(page)
+    assert payload["kind"] == KIND[name]
+    assert template("report.js").strip()[:60] in page and template("report.css").strip()[:60] in page
+    data = payload["data"]
+    if KIND[name] == "run":
+        assert [r["workers"] for r in data["rows"]] == ([0, 1] if name == "sweep" else [0, 1, 2, 4, 8])
+        assert len(data["runs"]) == len(RunStore(folders[name]).records()) == (2 if name == "sweep" else 15)
+        for row in data["rows"]:
+            assert row["runs"] >= 1 and set(row["split"]) == {"wait", "copy", "compute"}
+            assert sum(row["split"].values()) == pytest.approx(1.0, abs=1e-6)
+    elif KIND[name] == "diagnosis":
+        assert data["probe_order"][0] == "full" and set(data["probe_order"]) == set(data["diagnosis"]["probes"])
+    elif KIND[name] == "tune":
+        assert data["dataloader"].startswith("gluon.data.DataLoader(") and data["evidence"]
+    elif KIND[name] == "profile":
+        assert "<h2>Rules</h2>" in page and "<svg" in page and any(r["rule"] == "InputBound" for r in data["rules"])
+    else:
+        assert data["rows"]
+
+
+@pytest.mark.parametrize("name", ["sweep", "diagnosis", "tune", "io", "scaling"])
+def test_report_html_is_rebuilt_identically_from_the_records(folders, name):
+    page = folders[name] / "report.html"
+    before = page.read_bytes()
+    page.unlink()
+    assert page in rebuild(folders[name])
+    assert page.read_bytes() == before
+
+
+def test_tune_out_refuses_an_unwritable_folder_before_measuring(cli, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    proc = cli("tune", "--dataset", "synthetic", "--samples", "64", "--out", str(blocker / "sub"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "is a file, not a folder" in proc.stderr and "tune-" not in proc.stdout
+
+
+def diagnosis_with_other_fields(folders: dict[str, Path], folder: Path) -> Path:
+    """The real diagnosis with a field the page does not know (a later verdict's) and without sub-stages (older)."""
+    folder.mkdir(exist_ok=True)
+    record = RunStore(folders["diagnosis"]).records()[-1]
+    record["diagnosis"]["speedups"] = {"no_preprocess": {"ratio": 1.06, "ci": [1.02, 1.1]}}
+    del record["diagnosis"]["stages"]
+    RunStore(folder).append(record)
+    rebuild(folder)
+    return folder
+
+
+def sweep_with_every_section(folders: dict[str, Path], folder: Path) -> Path:
+    """The real sweep's records plus a failed run, per-count verdicts and a data-parallel step."""
+    folder.mkdir(exist_ok=True)
+    records = RunStore(folders["sweep"]).records()
+    for r in records:
+        name = f"20261123T2158Z-profile-w{r['spec']['workers']}-r0"
+        profile = {"dir": str(folder / "profiles" / name), "triggered": []}
+        r["extra"] = dict(r.get("extra") or {}, profile=profile, verdict="gpu_io", shares={"preprocessing": 0.2, "gpu_io": 0.8},
+                          input_bound="moderately", comm_share=0.12, kvstore_step_ms=3.5, devices=["cpu(0)", "cpu(1)"],
+                          params_equal_on_devices=True)  # fmt: skip
+    failed = dict(records[0], status="failed", error="exit code -6 (SIGABRT)", spec=dict(records[0]["spec"], workers=2))
+    store = RunStore(folder)
+    for r in [*records, failed]:
+        store.append(r)
+    shutil.copy(folders["sweep"] / "sweep.json", folder / "sweep.json")
+    rebuild(folder)
+    return folder
+
+
+def test_a_diagnosis_field_the_page_does_not_know_is_still_embedded(folders, tmp_path):
+    data = embedded((diagnosis_with_other_fields(folders, tmp_path) / "report.html").read_text())["data"]
+    assert data["diagnosis"]["speedups"]["no_preprocess"]["ci"] == [1.02, 1.1]
+
+
+# -- in a real browser ---------------------------------------------------------------------------
+
+HEADINGS = {
+    "sweep": ["Throughput by worker count", "Step split", "Per worker count", "Run"],
+    "sweep-repeat": ["Throughput by worker count", "Step split", "Per worker count", "Run"],
+    "diagnosis": ["Pipeline", "Probe chain", "Shares", "Measurement", "Run"],
+    "tune": ["Expected throughput", "Evidence", "Run"],
+    "io": ["Read throughput per cell", "Cells", "Run"],
+    "scaling": ["Aggregate throughput", "Step split", "Per setting", "Run"],
+    "profile": ["Job summary", "Rules", "System usage", "Steps", "Timelines"],
+}
+
+
+@pytest.fixture(scope="module")
+def driver():
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    chromedriver = shutil.which("chromedriver")
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromedriver or not browser:
+        pytest.skip("chromium and chromium-driver are not installed (apt-get install -y chromium chromium-driver)")
+    options = Options()
+    options.binary_location = browser
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1100,1400",
+    ):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(chromedriver), options=options)
+    yield d
+    d.quit()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("name", list(HEADINGS))
+def test_each_report_renders_in_chromium_without_console_errors(driver, folders, name):
+    page = folders[name] / "report.html"
+    driver.set_window_size(1100, 1400)
+    driver.get(page.as_uri())
+    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    assert not errors, errors
+    assert driver.title.startswith("gluonbench")
+    headings = [h.text for h in driver.find_elements("tag name", "h2")]
+    for heading in HEADINGS[name]:
+        assert heading in headings, (heading, headings)
+    charts = driver.find_elements("tag name", "svg")
+    assert len(charts) >= 2 and all(c.size["width"] > 0 and c.size["height"] > 0 for c in charts)
+    text = driver.find_element("tag name", "main").text
+    assert "could not draw" not in text
+    if name == "sweep-repeat":
+        assert "median of 3 repeats; whiskers: min-max" in text and "Within run-to-run noise" in text
+    if name == "sweep":
+        assert "one run per worker count (no spread measured)" in text and "whiskers: min-max" not in text
+    height = driver.execute_script("return document.body.scrollHeight")
+    driver.set_window_size(1100, min(height + 200, 8000))
+    keep = REPO / ".pytest-artifacts"
+    keep.mkdir(exist_ok=True)
+    shot = keep / f"report-{name}.png"
+    assert driver.save_screenshot(str(shot))
+    assert shot.stat().st_size > 20_000
+
+
+@pytest.mark.browser
+def test_optional_sections_render_when_their_fields_are_there(driver, folders, tmp_path):
+    cases = {
+        "diagnosis-other-fields": (
+            diagnosis_with_other_fields(folders, tmp_path / "d"),
+            ["More fields of the diagnosis"],
+        ),
+        "sweep-every-section": (
+            sweep_with_every_section(folders, tmp_path / "s"),
+            ["Failed runs", "Bottleneck per worker count", "Data-parallel step"],
+        ),
+    }
+    for name, (folder, sections) in cases.items():
+        driver.get((folder / "report.html").as_uri())
+        assert not [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"], name
+        headings = [h.text for h in driver.find_elements("tag name", "h2")]
+        for heading in sections:
+            assert heading in headings, (name, heading, headings)
+        text = driver.find_element("tag name", "main").text
+        assert "could not draw" not in text
+        if name.startswith("sweep"):  # a link to each run's profile page (sweep --profile), beside this page
+            links = [a.get_attribute("href") for a in driver.find_elements("css selector", "main a")]
+            assert [link.rsplit("/", 3)[1:] for link in links] == [
+                ["profiles", f"20261123T2158Z-profile-w{w}-r0", "report.html"] for w in (0, 1)
+            ]
+        if name.startswith("diagnosis"):
+            assert "speedups" in text and "Sub-stages" not in text
+        else:
+            assert "SIGABRT" in text
+        driver.save_screenshot(str(REPO / ".pytest-artifacts" / f"report-{name}.png"))
