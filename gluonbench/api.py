@@ -538,3 +538,91 @@ def run_tune(settings: TuneSettings, on_progress: Callable[[float, float, str], 
     if settings.toml_path:
         atomic_write_text(settings.toml_path, result.to_toml())
     return result
+
+
+# -- doctor: preflight checks, ceilings, roofline (issue #20) --
+
+
+def run_doctor(settings: Any) -> Any:
+    """``gluonbench doctor``: every check and this host's ceilings (a :class:`~gluonbench.doctor.DoctorReport`)."""
+    from gluonbench.doctor import doctor
+
+    return doctor(settings)
+
+
+def preflight(
+    data_dir: str | None, ctx: str | None, workers: int, batch_size: int, options: dict[str, Any] | None = None
+) -> list[Any]:
+    """The cheap doctor checks run before sweep, diagnose and tune; the caller prints any ``fail`` as a warning."""
+    from gluonbench.doctor import preflight as cheap
+    from gluonbench.engine.watchdog import sample_bytes
+
+    folder = data_dir if data_dir and os.path.isdir(data_dir) else None
+    return cheap(
+        folder,
+        ctx if ctx and ctx.split(":")[0] in ("cpu", "gpu") else "cpu",
+        workers,
+        batch_size,
+        sample_bytes=sample_bytes(options),
+    )
+
+
+def _image_folder(data_dir: str | None, options: dict[str, Any] | None) -> str | None:
+    """The local folder a run reads its data from, where the settings name one."""
+    for cand in (data_dir, (options or {}).get("uri")):
+        if isinstance(cand, str) and "://" not in cand and os.path.isdir(cand):
+            return cand
+    return None
+
+
+def _ceilings_for(folder: str | None, ctx: str | None) -> Any:
+    from gluonbench.doctor.ceilings import cached_ceilings, measure_ceilings
+
+    try:
+        cached = cached_ceilings(folder)
+        if cached is not None:
+            return cached
+        return measure_ceilings(folder, read=False)  # the disk's ceiling is doctor's (it writes a scratch file)
+    except GluonbenchError:
+        raise
+    except Exception as exc:
+        log.warning("could not measure this machine's ceilings: %s", exc)
+        return None
+
+
+def roofline_diagnosis(settings: DiagnoseSettings, d: Diagnosis) -> list[Any]:
+    """Each stage of a diagnosis against this machine's ceilings (:mod:`gluonbench.doctor.roofline`)."""
+    from gluonbench.doctor.roofline import for_diagnosis
+    from gluonbench.engine.watchdog import sample_bytes
+
+    folder = _image_folder(settings.data_dir, settings.options)
+    return for_diagnosis(d, _ceilings_for(folder, settings.ctx), sample_bytes(settings.options))
+
+
+def roofline_sweep(settings: SweepSettings | None, summary: Any) -> list[Any]:
+    """The best worker count's throughput against the decode ceiling of the cores it used."""
+    from gluonbench.doctor.checks import usable_cores
+    from gluonbench.doctor.roofline import for_throughput
+
+    rows = [r for r in getattr(summary, "rows", []) if r.workers == getattr(summary, "best_workers", None)]
+    if settings is None or not rows:
+        return []
+    folder = _image_folder(settings.data_dir, settings.options)
+    return for_throughput(
+        rows[0].samples_per_s,
+        rows[0].workers,
+        usable_cores()[0],
+        _ceilings_for(folder, settings.ctx),
+        f"training at the best worker count ({rows[0].workers}):",
+    )
+
+
+def roofline_tune(settings: TuneSettings, result: Any) -> list[Any]:
+    """The recommended setting's throughput against the decode ceiling of the cores it uses."""
+    from gluonbench.doctor.roofline import for_throughput
+
+    folder = _image_folder(settings.data_dir, settings.options)
+    workers = int((result.setting or {}).get("num_workers", 0))
+    return for_throughput(
+        result.samples_per_s, workers, result.cores or 1, _ceilings_for(folder, settings.ctx), "the recommendation:"
+    )
