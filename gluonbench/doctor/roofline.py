@@ -70,10 +70,13 @@ def decode_line(
     used = max(1, min(max(workers, 1), cores))
     ceiling = dec.value * used
     f = rate / ceiling
-    head = (
-        f"{what} {_num(rate)} img/s over {workers} worker(s) = {_pct(f)} of {used} core(s)' decode ceiling "
-        f"({_num(ceiling)} img/s)"
-    )
+    where = f"over {workers} worker(s)" if workers > 0 else "in the main process (0 workers)"
+    head = f"{what} {_num(rate)} img/s {where} = {_pct(f)} of {used} core(s)' decode ceiling ({_num(ceiling)} img/s)"
+    if f > 1.1:
+        head += (
+            "; above 100 %: the ceiling was measured on other images or on a busier machine "
+            "(gluonbench doctor --data-dir DIR --refresh)"
+        )
     if f >= NEAR:
         return RooflineLine(
             "decode",
@@ -202,8 +205,21 @@ def for_diagnosis(d: Any, ceilings: Ceilings | None, sample_bytes: int | None = 
     workers, cores = int(setting.get("num_workers", 0)), int(setting.get("cores", 1) or 1)
     lines: list[RooflineLine] = []
     lo = probes.get("loader_only")
-    if lo is not None and not _get(lo, "same_as"):
-        rate = float(_get(lo, "samples_per_s") or 0.0)
+    rate = float(_get(lo, "samples_per_s") or math.nan) if lo is not None and not _get(lo, "same_as") else math.nan
+    if not math.isfinite(rate) or rate <= 0:
+        lines.append(
+            RooflineLine(
+                "decode",
+                None,
+                "img/s",
+                None,
+                None,
+                "none",
+                "loader: `loader_only` was not measured within the budget, so no stage can be set "
+                "against its ceiling (raise --budget)",
+            )
+        )
+    else:
         if pipeline.get("decode", "none") == "none":
             lines.append(
                 RooflineLine(
@@ -229,14 +245,22 @@ def for_diagnosis(d: Any, ceilings: Ceilings | None, sample_bytes: int | None = 
 
 
 def _verdict_line(verdict: str, lines: list[RooflineLine]) -> RooflineLine:
-    rated = [ln for ln in lines if ln.fraction is not None and ln.bound != "none"]
+    rated = [ln for ln in lines if ln.fraction is not None and math.isfinite(ln.fraction) and ln.bound != "none"]
     stage = VERDICT_STAGE.get(verdict)
-    if not rated:
+    if verdict not in VERDICT_STAGE:
+        text = f"the verdict is {verdict or 'missing'}: no stage to set against its ceiling"
+    elif not rated:
         text = "no stage has a ceiling to compare with here, so the verdict rests on the shares alone"
     else:
         nearest = max(rated, key=lambda ln: ln.fraction or 0.0)
         mine = next((ln for ln in rated if ln.stage == stage), None)
-        if verdict == "gpu_io" and mine is None:
+        if verdict == "gpu_io" and mine is None and (nearest.fraction or 0.0) >= NEAR:
+            text = (
+                f"the verdict is the model step ({verdict}), which has no ceiling here, but {nearest.stage} is at "
+                f"{_pct(nearest.fraction or 0.0)} of its ceiling: the input has little headroom left, so a faster "
+                "step (GPU, bigger batch) would soon make the input the bottleneck"
+            )
+        elif verdict == "gpu_io" and mine is None:
             text = (
                 f"the verdict is the model step ({verdict}), which has no ceiling here; the input stages are below "
                 f"theirs (nearest: {nearest.stage} at {_pct(nearest.fraction or 0.0)}), consistent with the "
