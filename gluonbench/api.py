@@ -575,6 +575,15 @@ def _image_folder(data_dir: str | None, options: dict[str, Any] | None) -> str |
     return None
 
 
+def _no_folder(workload: Any, folder: str | None) -> str:
+    """Why no decode ceiling applies when the run names no local image folder ("" when it does)."""
+    if folder:
+        return ""
+    if str(workload) in ("mnist", "fashion-mnist", "synthetic"):
+        return f"{workload}'s samples are not decoded images"
+    return "the data set's local folder is not known here: pass --data-dir"
+
+
 def _ceilings_for(folder: str | None, ctx: str | None) -> Any:
     from gluonbench.doctor.ceilings import cached_ceilings, measure_ceilings
 
@@ -612,8 +621,9 @@ def roofline_sweep(settings: SweepSettings | None, summary: Any) -> list[Any]:
         rows[0].samples_per_s,
         rows[0].workers,
         usable_cores()[0],
-        _ceilings_for(folder, settings.ctx),
+        _ceilings_for(folder, settings.ctx) if folder else None,
         f"training at the best worker count ({rows[0].workers}):",
+        _no_folder(settings.workload, folder),
     )
 
 
@@ -624,5 +634,10 @@ def roofline_tune(settings: TuneSettings, result: Any) -> list[Any]:
     folder = _image_folder(settings.data_dir, settings.options)
     workers = int((result.setting or {}).get("num_workers", 0))
     return for_throughput(
-        result.samples_per_s, workers, result.cores or 1, _ceilings_for(folder, settings.ctx), "the recommendation:"
+        result.samples_per_s,
+        workers,
+        result.cores or 1,
+        _ceilings_for(folder, settings.ctx) if folder else None,
+        "the recommendation:",
+        _no_folder(settings.workload, folder),
     )

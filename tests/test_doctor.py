@@ -197,3 +197,16 @@ def test_diagnose_runs_preflight_and_prints_the_roofline(tmp_path, cache, jpeg_d
     assert any(k in roof[-1] for k in ("verdict", "nearest")), roof  # the verdict against the nearest ceiling
     quiet = run_cli(*args[:-4], "--budget", "1", "--no-preflight", env=env, timeout=300)
     assert "preflight" not in quiet.stderr, quiet.stderr[-2000:]
+
+
+def test_sweep_and_tune_throughput_lines_say_whether_decode_is_the_limit():
+    from gluonbench.doctor.ceilings import Ceiling, Ceilings
+    from gluonbench.doctor.roofline import for_throughput
+
+    c = Ceilings("h", "/d", decode=Ceiling("decode", 500.0, "img/s", "m"))
+    far = for_throughput(50.0, 2, 2, c, "training:")[0]
+    near = for_throughput(800.0, 2, 2, c, "training:")[0]
+    assert far.bound == "software" and "decode is not the limit" in far.text and "5 %" in far.text
+    assert near.bound == "hardware" and "CPU-bound" in near.text
+    idx = for_throughput(300.0, 0, 2, None, "training:", "mnist's samples are not decoded images")[0]
+    assert idx.fraction is None and "not decoded" in idx.text

@@ -283,9 +283,34 @@ def _verdict_line(verdict: str, lines: list[RooflineLine]) -> RooflineLine:
     return RooflineLine("verdict", None, "", None, None, "none", text)
 
 
-def for_throughput(rate: float, workers: int, cores: int, ceilings: Ceilings | None, what: str) -> list[RooflineLine]:
-    """A sweep's best or a tune's recommended samples/s against the decode ceiling of the cores it used."""
-    return [decode_line(rate, workers, cores, ceilings, what)]
+def for_throughput(
+    rate: float, workers: int, cores: int, ceilings: Ceilings | None, what: str, no_folder: str = ""
+) -> list[RooflineLine]:
+    """A sweep's best or a tune's recommended training samples/s against the decode ceiling of the cores it used.
+
+    Training throughput includes the model step, so far from the ceiling means decode is not the limit
+    (the step or the loader's other work is), not that the decoder could be pushed harder.
+    """
+    if no_folder:
+        return [
+            RooflineLine(
+                "decode",
+                rate,
+                "samples/s",
+                None,
+                None,
+                "none",
+                f"{what} {_num(rate)} samples/s: no decode ceiling applies ({no_folder})",
+            )
+        ]
+    line = decode_line(rate, workers, cores, ceilings, what)
+    if line.bound == "software":
+        head = line.text.split(" (software-bound")[0]
+        line.text = (
+            f"{head} (decode is not the limit: the model step or the loader's other work is; "
+            "gluonbench diagnose says which)"
+        )
+    return [line]
 
 
 def to_text(lines: list[RooflineLine]) -> str:
