@@ -8,7 +8,8 @@ a cheap cast) with no model at each worker count, and prints for the best worker
     ratio = loader img/s / (decode ceiling per core x cores it used)
 
 where cores used = min(max(workers, 1), usable cores). The target: within 25 % (0.75..1.25).
-The ceiling is measured before and after the loader runs and averaged, so a change of machine
+Each worker count runs in its own process (killed if a forked loader hangs). The ceiling is
+measured before and after the loader runs and averaged, so a change of machine
 load during the run shows as the spread of the two. Exit status 1 if the ratio misses the
 target. Timings are of this machine; the load average is printed with the figures.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -63,6 +65,21 @@ def loader_rate(folder: Path, workers: int, batch_size: int, seconds: float) -> 
         del loader
 
 
+def rate_in_child(folder: Path, workers: int, batch_size: int, seconds: float) -> float | None:
+    """:func:`loader_rate` in a fresh process, killed after a generous timeout (a forked DataLoader can hang)."""
+    cmd = [sys.executable, __file__, "--one", str(workers), "--folder", str(folder)]
+    cmd += ["--batch-size", str(batch_size), "--seconds", str(seconds)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=4 * seconds + 90)
+    except subprocess.TimeoutExpired:
+        print(f"  workers {workers}: hung past {4 * seconds + 90:.0f} s and was killed", flush=True)
+        return None
+    if proc.returncode != 0:
+        print(f"  workers {workers}: failed ({proc.stderr.strip().splitlines()[-1:]})", flush=True)
+        return None
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kb", type=int, default=40, help="JPEG size in KB (default 40)")
@@ -72,7 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", default=None, help="worker counts, e.g. 0,1,2 (default 0..usable cores)")
     ap.add_argument("--mnist-dir", default=os.path.join(os.environ.get("GLUONBENCH_DATA", "data"), "mnist"))
     ap.add_argument("--out", help="also write roofline_decode-<UTC>.json into this folder")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child mode: one worker count, prints img/s
+    ap.add_argument("--folder", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.one is not None:
+        print(loader_rate(Path(args.folder), args.one, args.batch_size, args.seconds))
+        return 0
     usable, _ = usable_cores()
     counts = [int(w) for w in args.workers.split(",")] if args.workers else list(range(0, usable + 1))
     with tempfile.TemporaryDirectory(prefix="gluonbench-roofline-") as tmp:
@@ -82,9 +104,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"decode ceiling before: {before.value:.0f} img/s per core ({before.method})", flush=True)
         rates = {}
         for w in counts:
-            rates[w] = loader_rate(folder, w, args.batch_size, args.seconds)
+            rate = rate_in_child(folder, w, args.batch_size, args.seconds)
+            if rate is None:
+                continue
+            rates[w] = rate
             print(f"  workers {w}: {rates[w]:.0f} img/s (load average {os.getloadavg()[0]:.2f})", flush=True)
         after = measure_decode(str(folder), seconds=3.0)
+    if not rates:
+        print("no worker count finished: no ratio")
+        return 1
     before_value = before.value
     ceiling = (before.value + after.value) / 2
     best = max(rates, key=lambda w: rates[w])
