@@ -53,8 +53,13 @@ def decode_line(
     cores: int,
     ceilings: Ceilings | None,
     what: str = "decode + transform",
+    cpu_used: float | None = None,
 ) -> RooflineLine:
-    """Images/s of the loader against one core's decode rate x the cores its workers can use."""
+    """Images/s of the loader against one core's decode rate x the cores its workers can use.
+
+    ``cpu_used``: the cores the run's processes really got (psutil); when other programs left it
+    much less than it could use, the rate is also set against the cores it got, and that decides.
+    """
     dec = ceilings.decode if ceilings else None
     if dec is None or dec.value is None:
         why = dec.note if dec is not None else "no decode ceiling measured for this data folder (gluonbench doctor)"
@@ -76,6 +81,12 @@ def decode_line(
         head += (
             "; above 100 %: the ceiling was measured on other images or on a busier machine "
             "(gluonbench doctor --data-dir DIR --refresh)"
+        )
+    if cpu_used is not None and 0 < cpu_used < 0.8 * used:
+        f = rate / (dec.value * cpu_used)
+        head += (
+            f"; but the run got only {cpu_used:.1f} of its {used} core(s) (other programs kept the CPU busy): "
+            f"per core it got, {_pct(f)} of the ceiling"
         )
     if f >= NEAR:
         return RooflineLine(
@@ -234,7 +245,9 @@ def for_diagnosis(d: Any, ceilings: Ceilings | None, sample_bytes: int | None = 
                 )
             )
         else:
-            lines.append(decode_line(rate, workers, cores, ceilings))
+            system = _get(lo, "system") or {}
+            got = float(system["cpu_util_pct"]) / 100 * cores if "cpu_util_pct" in system else None
+            lines.append(decode_line(rate, workers, cores, ceilings, cpu_used=got))
         rl = read_line((_get(lo, "system") or {}).get("read_bytes_per_s"), ceilings, "loader_only")
         if rl is not None:
             lines.append(rl)
