@@ -551,20 +551,34 @@ def run_doctor(settings: Any) -> Any:
 
 
 def preflight(
-    data_dir: str | None, ctx: str | None, workers: int, batch_size: int, options: dict[str, Any] | None = None
+    data_dir: str | None,
+    ctx: str | None,
+    workers: int,
+    batch_size: int,
+    options: dict[str, Any] | None = None,
+    explore: bool = False,
 ) -> list[Any]:
-    """The cheap doctor checks run before sweep, diagnose and tune; the caller prints any ``fail`` as a warning."""
+    """The cheap doctor checks run before sweep, diagnose and tune; the caller prints any ``fail`` as a warning.
+
+    ``explore``: the worker count is the largest of a sweep, which goes past the cores on purpose: the
+    cores check then judges affinity and quota only, and ``/dev/shm`` is checked for that largest count.
+    """
     from gluonbench.doctor import preflight as cheap
     from gluonbench.engine.watchdog import sample_bytes
 
     folder = data_dir if data_dir and os.path.isdir(data_dir) else None
-    return cheap(
+    checks = cheap(
         folder,
         ctx if ctx and ctx.split(":")[0] in ("cpu", "gpu") else "cpu",
         workers,
         batch_size,
         sample_bytes=sample_bytes(options),
     )
+    if explore:
+        from gluonbench.doctor.checks import DoctorSettings, check_cores
+
+        checks = [check_cores(DoctorSettings(workers=0)) if c.name == "cores" else c for c in checks]
+    return checks
 
 
 def _image_folder(data_dir: str | None, options: dict[str, Any] | None) -> str | None:

@@ -651,12 +651,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
         json_path=args.json,
         toml_path=args.toml,
     ).check()
-    _preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
+    warn = _preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
 
     bar = _progress_bar(None, "tune", unit="s")
     state = {"last": 0}
 
     def on_progress(elapsed: float, budget: float, best: str) -> None:
+        warn()
         if bar is not None:
             bar.total = round(budget)
             step = round(elapsed) - state["last"]
@@ -670,6 +671,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    warn()
     print(result.to_text(), end="")
     _print_roofline(lambda: api.roofline_tune(settings, result))
     if args.json:
@@ -786,12 +788,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     settings = None if args.resume else settings_from_args(args)
     if settings is not None:
-        _preflight(
-            args, settings.data_dir, settings.ctx, max(settings.workers or [0]), settings.batch_size, settings.options
+        warn = _preflight(
+            args,
+            settings.data_dir,
+            settings.ctx,
+            max(settings.workers or [0]),
+            settings.batch_size,
+            settings.options,
+            explore=True,
         )
+    else:
+        warn = _preflight(args, None, None, 0, 1, None, enabled=False)
     state: dict[str, Any] = {"bar": None, "last": 0}
 
     def on_progress(steps: int, planned: int | None) -> None:
+        warn()
         if state["bar"] is None:
             state["bar"] = _progress_bar(planned, "sweep")
         bar = state["bar"]
@@ -800,6 +811,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             state["last"] = steps
 
     def on_result(result) -> None:
+        warn()
         if result.kind == "dist":
             from gluonbench.report.scaling import worker_line
 
@@ -825,6 +837,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     finally:
         if state["bar"] is not None:
             state["bar"].close()
+    warn()
     from gluonbench.report.scaling import ScalingSummary
 
     if isinstance(summary, ScalingSummary):
@@ -864,7 +877,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         thresholds=parse_thresholds(args.thresholds),
         json_path=args.json,
     ).check()
-    _preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
+    warn = _preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
 
     from gluonbench import api
     from gluonbench.report.diagnosis import to_text
@@ -873,6 +886,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     state = {"last": 0.0}
 
     def on_progress(elapsed: float, budget: float) -> None:
+        warn()
         if bar is not None:
             bar.total = round(budget)
             step = round(elapsed) - state["last"]
@@ -885,6 +899,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    warn()
     print(to_text(d), end="")
     _print_roofline(lambda: api.roofline_diagnosis(settings, d))
     if args.json:
@@ -995,18 +1010,38 @@ def _add_no_preflight(sub: Any) -> None:
         )
 
 
-def _preflight(args: argparse.Namespace, data_dir: Any, ctx: Any, workers: int, batch_size: int, options: Any) -> None:
-    """Run the cheap doctor checks (< 1 s) and print any ``fail`` as a warning; never stops the command."""
-    if not getattr(args, "preflight", True):
-        return
-    from gluonbench import api
+def _preflight(
+    args: argparse.Namespace,
+    data_dir: Any,
+    ctx: Any,
+    workers: int,
+    batch_size: int,
+    options: Any,
+    explore: bool = False,
+    enabled: bool = True,
+) -> Callable[[], None]:
+    """Run the cheap doctor checks now (< 1 s); return ``warn()``, which prints any ``fail`` once, as a warning.
 
-    for c in api.preflight(data_dir, ctx, workers, batch_size, options):
-        if c.status == "fail":
-            print(
-                f"gluonbench: warning: preflight {c.line()} (gluonbench doctor for all checks; --no-preflight skips them)",
-                file=sys.stderr,
-            )
+    The command calls ``warn()`` once its own validation has passed (its first progress report, or the
+    end), so bad input stays one clear line. ``explore``: a sweep tries worker counts above the cores
+    on purpose, so the cores check leaves them out (``/dev/shm`` is still checked for the largest).
+    """
+    lines: list[str] = []
+    if enabled and getattr(args, "preflight", True):
+        from gluonbench import api
+
+        for c in api.preflight(data_dir, ctx, workers, batch_size, options, explore=explore):
+            if c.status == "fail":
+                lines.append(
+                    f"gluonbench: warning: preflight {c.line()} (gluonbench doctor for all checks; "
+                    "--no-preflight skips them)"
+                )
+
+    def warn() -> None:
+        while lines:
+            print(lines.pop(0), file=sys.stderr)
+
+    return warn
 
 
 def _print_roofline(lines: Callable[[], list[Any]]) -> None:

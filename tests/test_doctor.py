@@ -210,3 +210,22 @@ def test_sweep_and_tune_throughput_lines_say_whether_decode_is_the_limit():
     assert near.bound == "hardware" and "CPU-bound" in near.text
     idx = for_throughput(300.0, 0, 2, None, "training:", "mnist's samples are not decoded images")[0]
     assert idx.fraction is None and "not decoded" in idx.text
+
+
+def test_a_sweep_past_the_cores_is_not_a_preflight_fail_but_its_shm_need_is_checked():
+    from gluonbench import api
+
+    checks = {c.name: c for c in api.preflight(None, "cpu", 2 * 1024, 64, explore=True)}
+    assert checks["cores"].status != "fail" and "--workers" not in checks["cores"].figure
+    assert checks["shm"].data["workers"] == 2 * 1024
+
+
+def test_sweep_prints_the_preflight_fail_once_and_bad_input_stays_one_line(tmp_path, mnist_dir, no_leaks):
+    usable = len(os.sched_getaffinity(0))
+    env = {**_clean_threads_env(), "MXNET_CPU_WORKER_NTHREADS": str(8 * usable)}
+    base = ["sweep", "--data-dir", str(mnist_dir), "--no-download", "--out", str(tmp_path)]
+    proc = run_cli(*base, "--workers", "0", "--max-batches", "2", env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr.count("gluonbench: warning: preflight [fail] threads") == 1, proc.stderr
+    bad = run_cli(*base, "--dataset", "cifar", env=env, timeout=120)
+    assert_one_clear_line(bad, "unknown --dataset 'cifar'")
