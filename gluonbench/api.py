@@ -286,6 +286,7 @@ def run_diagnosis(
         seed=settings.seed,
         on_progress=on_progress,
     )
+    d.analysis["roofline"] = [line.to_dict() for line in roofline_diagnosis(settings, d)]  # doctor (issue 20)
     if settings.json_path:
         atomic_write_text(settings.json_path, json.dumps(d.to_dict(), indent=2))
     if out is None:

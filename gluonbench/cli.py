@@ -901,7 +901,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             bar.close()
     warn()
     print(to_text(d), end="")
-    _print_roofline(lambda: api.roofline_diagnosis(settings, d))
+    _print_roofline(lambda: d.analysis.get("roofline") or [])
     if args.json:
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
     if run_dir is not None:
@@ -1045,9 +1045,10 @@ def _preflight(
 
 
 def _print_roofline(lines: Callable[[], list[Any]]) -> None:
-    from gluonbench.doctor.roofline import to_text
+    """Print roofline lines (:class:`~gluonbench.doctor.roofline.RooflineLine` or their dicts) under a heading."""
+    from gluonbench.doctor.roofline import RooflineLine, to_text
 
-    text = to_text(lines())
+    text = to_text([ln if isinstance(ln, RooflineLine) else RooflineLine(**ln) for ln in lines()])
     if text:
         print(text, end="")
 
