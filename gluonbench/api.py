@@ -308,6 +308,7 @@ def run_diagnosis(
         seed=settings.seed,
         on_progress=on_progress,
     )
+    d.analysis["roofline"] = [line.to_dict() for line in roofline_diagnosis(settings, d)]  # doctor (issue 20)
     if settings.json_path:
         atomic_write_text(settings.json_path, json.dumps(d.to_dict(), indent=2))
     if out is None:
@@ -597,3 +598,120 @@ def run_tune(
         _write_reports(store)
         result.run_dir = str(store.path)
     return result
+
+
+# -- doctor: preflight checks, ceilings, roofline (issue #20) --
+
+
+def run_doctor(settings: Any) -> Any:
+    """``gluonbench doctor``: every check and this host's ceilings (a :class:`~gluonbench.doctor.DoctorReport`)."""
+    from gluonbench.doctor import doctor
+
+    return doctor(settings)
+
+
+def preflight(
+    data_dir: str | None,
+    ctx: str | None,
+    workers: int,
+    batch_size: int,
+    options: dict[str, Any] | None = None,
+    explore: bool = False,
+) -> list[Any]:
+    """The cheap doctor checks run before sweep, diagnose and tune; the caller prints any ``fail`` as a warning.
+
+    ``explore``: the worker count is the largest of a sweep, which goes past the cores on purpose: the
+    cores check then judges affinity and quota only, and ``/dev/shm`` is checked for that largest count.
+    """
+    from gluonbench.doctor import preflight as cheap
+    from gluonbench.engine.watchdog import sample_bytes
+
+    folder = data_dir if data_dir and os.path.isdir(data_dir) else None
+    checks = cheap(
+        folder,
+        ctx if ctx and ctx.split(":")[0] in ("cpu", "gpu") else "cpu",
+        workers,
+        batch_size,
+        sample_bytes=sample_bytes(options),
+    )
+    if explore:
+        from gluonbench.doctor.checks import DoctorSettings, check_cores
+
+        checks = [check_cores(DoctorSettings(workers=0)) if c.name == "cores" else c for c in checks]
+    return checks
+
+
+def _image_folder(data_dir: str | None, options: dict[str, Any] | None) -> str | None:
+    """The local folder a run reads its data from, where the settings name one."""
+    for cand in (data_dir, (options or {}).get("uri")):
+        if isinstance(cand, str) and "://" not in cand and os.path.isdir(cand):
+            return cand
+    return None
+
+
+def _no_folder(workload: Any, folder: str | None) -> str:
+    """Why no decode ceiling applies when the run names no local image folder ("" when it does)."""
+    if folder:
+        return ""
+    if str(workload) in ("mnist", "fashion-mnist", "synthetic"):
+        return f"{workload}'s samples are not decoded images"
+    return "the data set's local folder is not known here: pass --data-dir"
+
+
+def _ceilings_for(folder: str | None, ctx: str | None) -> Any:
+    from gluonbench.doctor.ceilings import cached_ceilings, measure_ceilings
+
+    try:
+        cached = cached_ceilings(folder)
+        if cached is not None:
+            return cached
+        return measure_ceilings(folder, read=False)  # the disk's ceiling is doctor's (it writes a scratch file)
+    except GluonbenchError:
+        raise
+    except Exception as exc:
+        log.warning("could not measure this machine's ceilings: %s", exc)
+        return None
+
+
+def roofline_diagnosis(settings: DiagnoseSettings, d: Diagnosis) -> list[Any]:
+    """Each stage of a diagnosis against this machine's ceilings (:mod:`gluonbench.doctor.roofline`)."""
+    from gluonbench.doctor.roofline import for_diagnosis
+    from gluonbench.engine.watchdog import sample_bytes
+
+    folder = _image_folder(settings.data_dir, settings.options)
+    return for_diagnosis(d, _ceilings_for(folder, settings.ctx), sample_bytes(settings.options))
+
+
+def roofline_sweep(settings: SweepSettings | None, summary: Any) -> list[Any]:
+    """The best worker count's throughput against the decode ceiling of the cores it used."""
+    from gluonbench.doctor.checks import usable_cores
+    from gluonbench.doctor.roofline import for_throughput
+
+    rows = [r for r in getattr(summary, "rows", []) if r.workers == getattr(summary, "best_workers", None)]
+    if settings is None or not rows:
+        return []
+    folder = _image_folder(settings.data_dir, settings.options)
+    return for_throughput(
+        rows[0].samples_per_s,
+        rows[0].workers,
+        usable_cores()[0],
+        _ceilings_for(folder, settings.ctx) if folder else None,
+        f"training at the best worker count ({rows[0].workers}):",
+        _no_folder(settings.workload, folder),
+    )
+
+
+def roofline_tune(settings: TuneSettings, result: Any) -> list[Any]:
+    """The recommended setting's throughput against the decode ceiling of the cores it uses."""
+    from gluonbench.doctor.roofline import for_throughput
+
+    folder = _image_folder(settings.data_dir, settings.options)
+    workers = int((result.setting or {}).get("num_workers", 0))
+    return for_throughput(
+        result.samples_per_s,
+        workers,
+        result.cores or 1,
+        _ceilings_for(folder, settings.ctx) if folder else None,
+        "the recommendation:",
+        _no_folder(settings.workload, folder),
+    )

@@ -736,11 +736,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
         pipeline=args.pipeline,
         pipeline_options=_pipeline_options(args),
     ).check()
+    warn = _preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
 
     bar = _progress_bar(None, "tune", unit="s")
     state = {"last": 0}
 
     def on_progress(elapsed: float, budget: float, best: str) -> None:
+        warn()
         if bar is not None:
             bar.total = round(budget)
             step = round(elapsed) - state["last"]
@@ -754,7 +756,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    warn()
     print(result.to_text(), end="")
+    _print_roofline(lambda: api.roofline_tune(settings, result))
     if args.json:
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
     if args.toml:
@@ -795,6 +799,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in SUBCOMMANDS:
         add(sub)
+    _add_no_preflight(sub)
     return parser
 
 
@@ -873,9 +878,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from gluonbench.report.sweep import seed_lines, to_markdown
 
     settings = None if args.resume else settings_from_args(args)
+    if settings is not None:
+        warn = _preflight(
+            args,
+            settings.data_dir,
+            settings.ctx,
+            max(settings.workers or [0]),
+            settings.batch_size,
+            settings.options,
+            explore=True,
+        )
+    else:
+        warn = _preflight(args, None, None, 0, 1, None, enabled=False)
     state: dict[str, Any] = {"bar": None, "last": 0}
 
     def on_progress(steps: int, planned: int | None) -> None:
+        warn()
         if state["bar"] is None:
             state["bar"] = _progress_bar(planned, "sweep")
         bar = state["bar"]
@@ -884,6 +902,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             state["last"] = steps
 
     def on_result(result) -> None:
+        warn()
         if result.kind == "dist":
             from gluonbench.report.scaling import worker_line
 
@@ -909,6 +928,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     finally:
         if state["bar"] is not None:
             state["bar"].close()
+    warn()
     from gluonbench.report.scaling import ScalingSummary
 
     if isinstance(summary, ScalingSummary):
@@ -920,6 +940,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print("\n".join(seed_lines(summary)))
     print()
     print(to_markdown(summary))
+    _print_roofline(lambda: api.roofline_sweep(settings, summary))
     print(f"results: {run_dir}")
     return 0 if all(r.failed == 0 for r in summary.rows) else 1
 
@@ -949,6 +970,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         pipeline=args.pipeline,
         pipeline_options=_pipeline_options(args),
     ).check()
+    warn = _preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
 
     from gluonbench import api
     from gluonbench.report.diagnosis import to_text
@@ -957,6 +979,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     state = {"last": 0.0}
 
     def on_progress(elapsed: float, budget: float) -> None:
+        warn()
         if bar is not None:
             bar.total = round(budget)
             step = round(elapsed) - state["last"]
@@ -969,7 +992,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    warn()
     print(to_text(d), end="")
+    _print_roofline(lambda: d.analysis.get("roofline") or [])
     if args.json:
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
     if run_dir is not None:
@@ -994,6 +1019,131 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(path.read_text(encoding="utf-8"))
     print(f"rebuilt: {', '.join(str(p) for p in written)}")
     return 0
+
+
+DOCTOR_EXAMPLES = """examples:
+  gluonbench doctor                                     # this machine: cores, memory, /dev/shm, threads, MXNet build
+  gluonbench doctor --data-dir data/images --workers 4 --batch-size 128   # and the data folder, its ceilings
+  gluonbench doctor --data-dir data/images --refresh    # measure the ceilings again (else cached per host)
+  gluonbench doctor --ctx gpu:0 --json                  # JSON on stdout; exit 1 when any check fails
+  gluonbench doctor --json doctor.json --no-ceilings    # the checks alone, in about a second
+
+checks: cores (affinity, cgroup quota), memory (cgroup limit), shm (/dev/shm against workers x prefetch x
+  batch bytes), threads (OMP_NUM_THREADS, MXNET_CPU_WORKER_NTHREADS, BLAS), mxnet build (MKLDNN, CUDA, CUDNN,
+  NCCL, DIST_KVSTORE), versions (numpy / MXNet shims), data fs (local, tmpfs, NFS/FUSE), page cache (does the
+  data set fit in free RAM), gpu (driver, CUDA, GPUs MXNet sees vs NVML, pinned memory).
+ceilings (cached in $GLUONBENCH_CACHE or ~/.cache/gluonbench): read MB/s with the page cache bypassed,
+  decode img/s per core (mx.image.imdecode of the data set's images), memcpy GB/s per core, H2D GB/s on a GPU.
+exit status: 0 no check failed, 1 a check failed, 2 bad input.
+"""
+
+
+def _add_doctor(sub: Any) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="check this machine's setup (cores, /dev/shm, threads, MXNet build, data folder) and measure its ceilings",
+        description="Preflight checks, each ok / warn / fail with the figure and a one-line fix, then this "
+        "machine's measured ceilings (disk read, decode per core, memcpy, host-to-device) that diagnose, "
+        "sweep and tune compare every stage with.",
+        epilog=DOCTOR_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--data-dir", help="the data set's folder: its file system, size against RAM, read and decode ceilings"
+    )
+    p.add_argument("--ctx", default="cpu", help="cpu (default), gpu or gpu:N: also check the GPU and measure H2D")
+    p.add_argument("--workers", type=int, default=0, help="DataLoader workers you plan to run (default 0)")
+    p.add_argument("--batch-size", type=int, default=64, help="batch size you plan to run (default 64)")
+    p.add_argument("--prefetch", type=int, help="DataLoader prefetch (default 2 x workers)")
+    p.add_argument("--refresh", action="store_true", help="measure the ceilings again instead of using the cache")
+    p.add_argument("--no-ceilings", dest="ceilings", action="store_false", help="only the checks; measure nothing")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE", help="JSON on stdout, or into FILE")
+    p.set_defaults(func=cmd_doctor)
+
+
+SUBCOMMANDS.append(_add_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import json
+
+    from gluonbench import api
+    from gluonbench.doctor import DoctorSettings
+
+    settings = DoctorSettings(
+        data_dir=args.data_dir,
+        ctx=args.ctx,
+        workers=args.workers,
+        batch_size=args.batch_size,
+        prefetch=args.prefetch,
+        refresh=args.refresh,
+        ceilings=args.ceilings,
+    ).check()
+    report = api.run_doctor(settings)
+    if args.json == "-":
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.to_text(), end="")
+        if args.json:
+            from gluonbench.report.store import atomic_write_text
+
+            atomic_write_text(args.json, json.dumps(report.to_dict(), indent=2))
+            print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    return report.exit_code
+
+
+def _add_no_preflight(sub: Any) -> None:
+    """``--no-preflight`` on the commands that run the cheap doctor checks first."""
+    for name in ("sweep", "diagnose", "tune"):
+        sub.choices[name].add_argument(
+            "--no-preflight",
+            dest="preflight",
+            action="store_false",
+            help="skip the cheap doctor checks (cores, /dev/shm, threads, data fs) that run first",
+        )
+
+
+def _preflight(
+    args: argparse.Namespace,
+    data_dir: Any,
+    ctx: Any,
+    workers: int,
+    batch_size: int,
+    options: Any,
+    explore: bool = False,
+    enabled: bool = True,
+) -> Callable[[], None]:
+    """Run the cheap doctor checks now (< 1 s); return ``warn()``, which prints any ``fail`` once, as a warning.
+
+    The command calls ``warn()`` once its own validation has passed (its first progress report, or the
+    end), so bad input stays one clear line. ``explore``: a sweep tries worker counts above the cores
+    on purpose, so the cores check leaves them out (``/dev/shm`` is still checked for the largest).
+    """
+    lines: list[str] = []
+    if enabled and getattr(args, "preflight", True):
+        from gluonbench import api
+
+        for c in api.preflight(data_dir, ctx, workers, batch_size, options, explore=explore):
+            if c.status == "fail":
+                lines.append(
+                    f"gluonbench: warning: preflight {c.line()} (gluonbench doctor for all checks; "
+                    "--no-preflight skips them)"
+                )
+
+    def warn() -> None:
+        while lines:
+            print(lines.pop(0), file=sys.stderr)
+
+    return warn
+
+
+def _print_roofline(lines: Callable[[], list[Any]]) -> None:
+    """Print roofline lines (:class:`~gluonbench.doctor.roofline.RooflineLine` or their dicts) under a heading."""
+    from gluonbench.doctor.roofline import RooflineLine, to_text
+
+    text = to_text([ln if isinstance(ln, RooflineLine) else RooflineLine(**ln) for ln in lines()])
+    if text:
+        print(text, end="")
 
 
 _MAIN_PID = os.getpid()
