@@ -543,9 +543,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _print_rules(reports: list) -> None:
+    print(f"{'rule':<22} {'status':<10} {'violations / datapoints':<23} note")
     for r in reports:
         status = "TRIGGERED" if r.triggered else "ok" if r.applicable else "n/a"
-        print(f"{r.rule:<22} {status:<10} {r.violations:>6} / {r.datapoints:<6} {r.reason if not r.applicable else ''}")
+        note = r.reason if not r.applicable else r.recommendation if r.triggered else ""
+        print(f"{r.rule:<22} {status:<10} {r.violations:>10} / {r.datapoints:<10} {note}".rstrip())
 
 
 def _is_profile(folder: Any) -> bool:
