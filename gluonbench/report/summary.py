@@ -79,9 +79,7 @@ class SweepSummary:
         if any(r.runs > 1 for r in self.rows if r.workers == self.best_workers):
             return list(self.near_best)
         return [
-            r.workers
-            for r in self.rows
-            if r.runs and r.workers != self.best_workers and r.samples_per_s_max >= floor
+            r.workers for r in self.rows if r.runs and r.workers != self.best_workers and r.samples_per_s_max >= floor
         ]
 
 
