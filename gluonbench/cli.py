@@ -534,6 +534,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
         rules=parse_overrides(args.rule),
         mxnet_profiler=args.mxnet_profiler,
     ).check()
+    print(
+        f"profile: running {' '.join(cmd) or '(no command)'} with system metrics every {args.interval} ms; it ends "
+        "when the program does, then the rules run and report.html is written",
+        file=sys.stderr,
+        flush=True,
+    )
     result = run_command(cmd, settings)
     _print_rules(result.rules)
     if result.interrupted:
@@ -654,23 +660,22 @@ def cmd_tune(args: argparse.Namespace) -> int:
         toml_path=args.toml,
     ).check()
 
-    bar = _progress_bar(None, "tune", unit="s")
-    state = {"last": 0}
+    from gluonbench.console import Progress, duration
+
+    progress = Progress("tune", settings.budget_s, "s", timed=True)
+    progress.start(
+        f"searching DataLoader settings of {settings.workload} (batch {settings.batch_size}"
+        + (f", batch sizes {', '.join(map(str, settings.batch_sizes))}" if settings.batch_sizes else "")
+        + f") within a {duration(settings.budget_s)} budget, then a report"
+    )
 
     def on_progress(elapsed: float, budget: float, best: str) -> None:
-        if bar is not None:
-            bar.total = round(budget)
-            step = round(elapsed) - state["last"]
-            if step > 0:
-                bar.update(step)
-                state["last"] += step
-            bar.set_postfix_str(best, refresh=True)
+        progress.advance(elapsed, budget, best)
 
     try:
         result = api.run_tune(settings, on_progress)
     finally:
-        if bar is not None:
-            bar.close()
+        progress.close()
     print(result.to_text(), end="")
     if args.json:
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
@@ -780,15 +785,21 @@ def _progress_bar(total: int | None, desc: str, unit: str = "step"):
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from gluonbench import api
+    from gluonbench.console import Progress
     from gluonbench.engine.run import seed_line
-    from gluonbench.report.sweep import seed_lines, to_markdown
+    from gluonbench.report.sweep import to_markdown
 
     settings = None if args.resume else settings_from_args(args)
+    progress = Progress("sweep", _planned_runs(settings), "run")
+    progress.start(_sweep_plan(settings, args.resume))
     state: dict[str, Any] = {"bar": None, "last": 0}
 
     def on_progress(steps: int, planned: int | None) -> None:
+        # on a terminal, a bar of training steps (with the ETA); the run lines are written above it
         if state["bar"] is None:
             state["bar"] = _progress_bar(planned, "sweep")
+            if state["bar"] is not None:
+                progress.attach(state["bar"])
         bar = state["bar"]
         if bar is not None and steps > state["last"]:
             bar.update(steps - state["last"])
@@ -803,10 +814,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             line = seed_line(result)
         if "profile" in result.extra:
             line += f"; rules fired: {', '.join(result.extra['profile']['triggered']) or 'none'}"
-        if state["bar"] is not None:
-            state["bar"].write(line, file=sys.stderr)
-        else:
-            print(line, file=sys.stderr)
+        progress.finished(line)
 
     try:
         run_dir, summary = api.sweep(
@@ -818,8 +826,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             profile=args.profile,
         )
     finally:
-        if state["bar"] is not None:
-            state["bar"].close()
+        progress.close()
     from gluonbench.report.scaling import ScalingSummary
 
     if isinstance(summary, ScalingSummary):
@@ -828,11 +835,35 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(scaling_markdown(summary))
         print(f"results: {run_dir}")
         return 0 if summary.failed == 0 else 1
-    print("\n".join(seed_lines(summary)))
-    print()
+    # the per-run lines (seed format) went to stderr as each run finished: stdout has the table once
     print(to_markdown(summary))
     print(f"results: {run_dir}")
     return 0 if all(r.failed == 0 for r in summary.rows) else 1
+
+
+def _planned_runs(settings: Any) -> int | None:
+    """Runs a sweep makes (worker counts x repeats, x hosts for scale-out); None when resuming."""
+    if settings is None:
+        return None
+    return len(settings.workers) * settings.repeat * max(1, len(getattr(settings, "hosts", (1,)) or (1,)))
+
+
+def _sweep_plan(settings: Any, resume: str | None) -> str:
+    """The sweep's first line: what runs, and what is known of how long it takes."""
+    if settings is None:
+        return f"resuming {resume}: the runs it lacks, then the report"
+    s = settings
+    what = (
+        f"{_planned_runs(s)} run(s) (workers {', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of "
+        f"{s.workload}, {s.epochs} epoch(s)"
+        + (f" of at most {s.max_batches} batches" if s.max_batches else "")
+        + f" at batch {s.batch_size} on {s.ctx}"
+    )
+    return (
+        f"{what}; each run is a fresh process (start-up, training, eval). How long a run takes is known once the "
+        "first finishes: each finished run prints the time left"
+        + (f" (each run is stopped after {s.timeout_s:g} s)" if getattr(s, "timeout_s", None) else "")
+    )
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -860,24 +891,22 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     ).check()
 
     from gluonbench import api
+    from gluonbench.console import Progress, duration
     from gluonbench.report.diagnosis import to_text
 
-    bar = _progress_bar(None, "diagnose", unit="s")
-    state = {"last": 0.0}
+    progress = Progress("diagnose", settings.budget_s, "s", timed=True)
+    progress.start(
+        f"timing {settings.workload} at {settings.workers} worker(s), batch {settings.batch_size}, with each "
+        f"pipeline stage swapped for a stand-in, in interleaved rounds within a {duration(settings.budget_s)} budget"
+    )
 
     def on_progress(elapsed: float, budget: float) -> None:
-        if bar is not None:
-            bar.total = round(budget)
-            step = round(elapsed) - state["last"]
-            if step > 0:
-                bar.update(step)
-                state["last"] += step
+        progress.advance(elapsed, budget)
 
     try:
         run_dir, d = api.run_diagnosis(settings, out=args.out, on_progress=on_progress)
     finally:
-        if bar is not None:
-            bar.close()
+        progress.close()
     print(to_text(d), end="")
     if args.json:
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
@@ -1018,19 +1047,27 @@ def cmd_io(args: argparse.Namespace) -> int:
         emulate_step_ms=args.emulate_step_ms,
     ).check()
 
+    from gluonbench.console import Progress
+
+    cells = len(settings.modes) * len(settings.sizes) * len(settings.layouts)
+    progress = Progress("io", cells, "cell")
+    progress.start(
+        f"{cells} cell(s): modes {', '.join(settings.modes)} x sizes {', '.join(settings.sizes)} x layouts "
+        f"{', '.join(settings.layouts)}, {settings.epochs} epoch(s) each; the data sets are generated first "
+        "(reused with --work-dir); each finished cell prints the time left"
+    )
+
     def on_result(r) -> None:
         c = r.cell
         what = f"{c['mode']:>8} {c['size']:>5} {c['layout']:>6}"
         if r.ok:
             au = f", AU {r.emulated['au']:.0%}" if r.emulated else ""
-            print(
+            progress.finished(
                 f"{what}: start-up {r.startup_s:.3f} s, {r.read_mb_per_s:.0f} MB/s, {r.samples_per_s:.0f} samples/s, "
-                f"total {r.total_s:.2f} s{au}",
-                file=sys.stderr,
-                flush=True,
+                f"total {r.total_s:.2f} s{au}"
             )
         else:
-            print(f"{what}: failed ({r.error})", file=sys.stderr, flush=True)
+            progress.finished(f"{what}: failed ({r.error})")
 
     run_dir, summary = api.io_benchmark(settings, out=args.out, on_result=on_result)
     print(to_markdown(summary))
