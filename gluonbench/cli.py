@@ -1084,6 +1084,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    from gluonbench.names import use_flags
+
+    use_flags()  # messages name the flags (--budget), not the Python arguments (budget_s)
     # SIGTERM (a scheduler, `kill`) stops as cleanly as Ctrl-C: finished runs kept, report rebuilt
     global _MAIN_PID
     _MAIN_PID = os.getpid()

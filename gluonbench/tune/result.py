@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gluonbench.names import arg, example
 from gluonbench.tune.model import Setting
 
 
@@ -149,7 +150,8 @@ class TuneResult:
         if self.cut_short:
             lines.append(
                 f"warning:     the {self.budget_s:g} s budget ran out before {'; '.join(self.cut_short)}: this is the "
-                "best of what was measured, maybe not the best there is; raise --budget (e.g. 60) on a busy machine"
+                f"best of what was measured, maybe not the best there is; raise {arg('budget_s')} (e.g. "
+                f"{example(f'budget_s={2 * self.budget_s:g}', f'--budget {2 * self.budget_s:g}')}) on a busy machine"
             )
         for b in self.batch_sizes:
             if len(self.batch_sizes) > 1:
