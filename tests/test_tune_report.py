@@ -76,3 +76,21 @@ def test_the_budget_warning_names_the_python_argument_from_python(tuned):
         assert "raise --budget (e.g. --budget 20)" in r.to_text()
     finally:
         use_flags(False)
+
+
+def test_within_noise_compares_round_by_round():
+    from gluonbench.tune.model import Confirmed, choose
+
+    load = [1.0, 1.6, 1.1, 2.0, 1.3, 1.0, 1.8, 1.2]  # background load that moves between rounds
+    best_s = {r: 0.002 * f for r, f in enumerate(load)}  # seconds per sample per round
+    # 5 % slower in every round: the load hides it in the two CIs, the paired ratio does not
+    slower = {r: s / 0.95 for r, s in best_s.items()}
+    best = Confirmed(Setting(2), 500, (280, 510), best_s)
+    c = Confirmed(Setting(0), 480, (260, 495), slower)
+    winner, tied = choose([best, c])
+    assert winner.setting == Setting(2) and [t.setting for t in tied] == [Setting(2)]
+    # as fast, round by round within noise either way: the cheaper one wins
+    same = {r: s * (1.04 if r % 2 else 0.96) for r, s in best_s.items()}
+    c = Confirmed(Setting(0), 495, (270, 505), same)
+    winner, tied = choose([best, c])
+    assert winner.setting == Setting(0) and {t.setting for t in tied} == {Setting(0), Setting(2)}

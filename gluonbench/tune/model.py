@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from gluonbench.analysis.stats import paired_ratio
+
 SATURATED = 0.85
 """a point below this fraction of the linear model marks saturation"""
 OUTRUN_MARGIN = 0.20
@@ -294,17 +296,32 @@ class Confirmed:
     """seconds per sample in each confirmation round (round number -> median block)"""
 
 
-def choose(confirmed: Sequence[Confirmed], near: float = NEAR_BEST) -> tuple[Confirmed, list[Confirmed]]:
-    """The cheapest setting within noise of the best, and all those within noise.
+def within_noise_of(c: Confirmed, best: Confirmed, near: float = NEAR_BEST) -> bool:
+    """Whether ``c`` does as well as ``best`` as far as the measurement can tell.
 
-    Within noise: its CI reaches the best's CI (they overlap) and its median is at least ``near``
-    of the best's median.
+    Round by round when both ran in at least 6 confirmation rounds (the ratio of their figures in the
+    same round, where background load cancels): ``c`` is within noise unless the 95 % CI of its
+    throughput over the best's lies wholly below 1, or is practically equal (the whole CI at or above
+    ``near``). With fewer rounds: the two CIs overlap and ``c``'s median is at least ``near`` of the best's.
     """
+    if c is best:
+        return True
+    paired = paired_ratio(best.per_round, c.per_round) if c.per_round and best.per_round else None
+    if paired is not None:
+        _, (lo, hi) = paired  # c's samples/s over the best's (the best's seconds per sample over c's)
+        if math.isfinite(lo) and math.isfinite(hi):
+            return hi >= 1.0 or lo >= near
+    return c.ci[1] >= best.ci[0] and c.samples_per_s >= near * best.samples_per_s
+
+
+def choose(confirmed: Sequence[Confirmed], near: float = NEAR_BEST) -> tuple[Confirmed, list[Confirmed]]:
+    """The cheapest setting within noise of the best (:func:`within_noise_of`), and all those within noise,
+    cheapest first: when several do as well, the recommendation is the cheapest of them every time."""
     ok = [c for c in confirmed if math.isfinite(c.samples_per_s) and c.samples_per_s > 0]
     if not ok:
         raise ValueError("no setting was confirmed")
     best = max(ok, key=lambda c: c.samples_per_s)
-    tied = [c for c in ok if c.ci[1] >= best.ci[0] and c.samples_per_s >= near * best.samples_per_s]
+    tied = [c for c in ok if within_noise_of(c, best, near)]
     tied.sort(key=lambda c: c.setting.cost())
     return tied[0], tied
 
