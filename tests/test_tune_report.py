@@ -94,3 +94,12 @@ def test_within_noise_compares_round_by_round():
     c = Confirmed(Setting(0), 495, (270, 505), same)
     winner, tied = choose([best, c])
     assert winner.setting == Setting(0) and {t.setting for t in tied} == {Setting(0), Setting(2)}
+
+
+def test_a_figure_of_one_block_is_not_called_slower():
+    from gluonbench.tune.model import Confirmed, choose
+
+    best = Confirmed(Setting(1), 349, (242, 370), {r: 1 / 349 for r in range(8)})
+    one_block = Confirmed(Setting(0), 216, (216, 216), {0: 1 / 216})  # the CI of one block has no width
+    winner, tied = choose([best, one_block])
+    assert winner.setting == Setting(0) and len(tied) == 2

@@ -296,6 +296,12 @@ class Confirmed:
     """seconds per sample in each confirmation round (round number -> median block)"""
 
 
+def _unknown_spread(c: Confirmed) -> bool:
+    """Too few figures for a spread: a zero-width or missing CI, or fewer than 2 rounds."""
+    lo, hi = c.ci
+    return not (math.isfinite(lo) and math.isfinite(hi) and hi > lo) or (0 < len(c.per_round) < 2)
+
+
 def within_noise_of(c: Confirmed, best: Confirmed, near: float = NEAR_BEST) -> bool:
     """Whether ``c`` does as well as ``best`` as far as the measurement can tell.
 
@@ -303,9 +309,12 @@ def within_noise_of(c: Confirmed, best: Confirmed, near: float = NEAR_BEST) -> b
     same round, where background load cancels): ``c`` is within noise unless the 95 % CI of its
     throughput over the best's lies wholly below 1, or is practically equal (the whole CI at or above
     ``near``). With fewer rounds: the two CIs overlap and ``c``'s median is at least ``near`` of the best's.
+    A figure with no spread (one block: a zero-width CI) cannot be told apart from the best: within noise.
     """
     if c is best:
         return True
+    if _unknown_spread(c) or _unknown_spread(best):
+        return True  # one block or round: the spread is unknown, so no difference can be told from noise
     paired = paired_ratio(best.per_round, c.per_round) if c.per_round and best.per_round else None
     if paired is not None:
         _, (lo, hi) = paired  # c's samples/s over the best's (the best's seconds per sample over c's)
