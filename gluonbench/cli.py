@@ -841,11 +841,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if all(r.failed == 0 for r in summary.rows) else 1
 
 
+def _is_dist(settings: Any) -> bool:
+    return str(getattr(settings, "kvstore", "") or "").startswith("dist")
+
+
 def _planned_runs(settings: Any) -> int | None:
-    """Runs a sweep makes (worker counts x repeats, x hosts for scale-out); None when resuming."""
+    """Lines a sweep prints: one per run (worker counts x repeats), or with a dist_* kvstore one per
+    worker process of each job (sum of --hosts x worker counts x repeats); None when resuming."""
     if settings is None:
         return None
-    return len(settings.workers) * settings.repeat * max(1, len(getattr(settings, "hosts", (1,)) or (1,)))
+    per_setting = sum(settings.hosts) if _is_dist(settings) else 1
+    return len(settings.workers) * settings.repeat * per_setting
 
 
 def _sweep_plan(settings: Any, resume: str | None) -> str:
@@ -853,9 +859,15 @@ def _sweep_plan(settings: Any, resume: str | None) -> str:
     if settings is None:
         return f"resuming {resume}: the runs it lacks, then the report"
     s = settings
-    what = (
-        f"{_planned_runs(s)} run(s) (workers {', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of "
-        f"{s.workload}, {s.epochs} epoch(s)"
+    if _is_dist(s):
+        jobs = len(s.workers) * s.repeat * len(s.hosts)
+        what = f"{jobs} {s.kvstore} job(s) ({', '.join(map(str, s.hosts))} worker process(es) x loader workers " + (
+            f"{', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {s.workload}"
+        )
+    else:
+        what = f"{_planned_runs(s)} run(s) (workers {', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {s.workload}"
+    what += (
+        f", {s.epochs} epoch(s)"
         + (f" of at most {s.max_batches} batches" if s.max_batches else "")
         + f" at batch {s.batch_size} on {s.ctx}"
     )
