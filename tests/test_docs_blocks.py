@@ -135,7 +135,9 @@ def _bare_env(tmp_path: Path) -> dict[str, str]:
     shim = bin_dir / "gluonbench"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gluonbench "$@"\n')
     shim.chmod(0o755)
-    (bin_dir / "python").symlink_to(sys.executable)
+    python = bin_dir / "python"  # a shim, not a link: a link would lose the virtual environment
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GLUONBENCH_", "MXNET_HOME"))}
     env.update(
         PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
