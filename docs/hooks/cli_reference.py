@@ -31,7 +31,7 @@ def cli_reference() -> str:
     return "\n".join(parts)
 
 
-def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ANN001 - MkDocs' hook signature
+def on_page_markdown(markdown: str, page, config, files) -> str:
     if MARKER not in markdown:
         return markdown
     return markdown.replace(MARKER, cli_reference())
