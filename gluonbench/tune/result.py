@@ -214,10 +214,9 @@ class TuneResult:
             _lo, hi = self.ceiling_ci if self.ceiling_ci else (math.nan, math.nan)
             within = hi is not None and math.isfinite(hi) and self.samples_per_s <= hi
             text += (
-                ": at the ceiling; above 100 % because the ceiling was measured once, in the first phase, under "
-                "other background load"
-                + (" (the figure is inside its 95 % CI)" if within else ", not beside this setting")
-                + ": the loader is not the limit"
+                ": above 100 % because the ceiling was measured once, early, under other background load"
+                + (" (this figure is inside the ceiling's 95 % CI)" if within else " (outside the ceiling's 95 % CI)")
+                + "; read it as at the ceiling: the loader is not the limit"
             )
         return text
 
