@@ -608,6 +608,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
         rules=parse_overrides(args.rule),
         mxnet_profiler=args.mxnet_profiler,
     ).check()
+    print(
+        f"profile: running {' '.join(cmd) or '(no command)'} with system metrics every {args.interval} ms; it ends "
+        "when the program does, then the rules run and report.html is written",
+        file=sys.stderr,
+        flush=True,
+    )
     result = run_command(cmd, settings)
     _print_rules(result.rules)
     if result.interrupted:
@@ -617,9 +623,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _print_rules(reports: list) -> None:
+    print(f"{'rule':<22} {'status':<10} {'violations / datapoints':<23} note")
     for r in reports:
         status = "TRIGGERED" if r.triggered else "ok" if r.applicable else "n/a"
-        print(f"{r.rule:<22} {status:<10} {r.violations:>6} / {r.datapoints:<6} {r.reason if not r.applicable else ''}")
+        note = r.reason if not r.applicable else r.recommendation if r.triggered else ""
+        print(f"{r.rule:<22} {status:<10} {r.violations:>10} / {r.datapoints:<10} {note}".rstrip())
 
 
 def _is_profile(folder: Any) -> bool:
@@ -738,24 +746,23 @@ def cmd_tune(args: argparse.Namespace) -> int:
     ).check()
     warn = _preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
 
-    bar = _progress_bar(None, "tune", unit="s")
-    state = {"last": 0}
+    from gluonbench.console import Progress, duration
+
+    progress = Progress("tune", settings.budget_s, "s", timed=True)
+    progress.start(
+        f"searching DataLoader settings of {settings.workload} (batch {settings.batch_size}"
+        + (f", batch sizes {', '.join(map(str, settings.batch_sizes))}" if settings.batch_sizes else "")
+        + f") within a {duration(settings.budget_s)} budget, then a report"
+    )
 
     def on_progress(elapsed: float, budget: float, best: str) -> None:
         warn()
-        if bar is not None:
-            bar.total = round(budget)
-            step = round(elapsed) - state["last"]
-            if step > 0:
-                bar.update(step)
-                state["last"] += step
-            bar.set_postfix_str(best, refresh=True)
+        progress.advance(elapsed, budget, best)
 
     try:
         result = api.run_tune(settings, on_progress, out=args.out)
     finally:
-        if bar is not None:
-            bar.close()
+        progress.close()
     warn()
     print(result.to_text(), end="")
     _print_roofline(lambda: api.roofline_tune(settings, result))
@@ -874,8 +881,9 @@ def _progress_bar(total: int | None, desc: str, unit: str = "step"):
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from gluonbench import api
+    from gluonbench.console import Progress
     from gluonbench.engine.run import seed_line
-    from gluonbench.report.sweep import seed_lines, to_markdown
+    from gluonbench.report.sweep import to_markdown
 
     settings = None if args.resume else settings_from_args(args)
     if settings is not None:
@@ -890,12 +898,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     else:
         warn = _preflight(args, None, None, 0, 1, None, enabled=False)
+    progress = Progress("sweep", _planned_runs(settings), "run")
+    progress.start(_sweep_plan(settings, args.resume))
     state: dict[str, Any] = {"bar": None, "last": 0}
 
     def on_progress(steps: int, planned: int | None) -> None:
         warn()
+        # on a terminal, a bar of training steps (with the ETA); the run lines are written above it
         if state["bar"] is None:
             state["bar"] = _progress_bar(planned, "sweep")
+            if state["bar"] is not None:
+                progress.attach(state["bar"])
         bar = state["bar"]
         if bar is not None and steps > state["last"]:
             bar.update(steps - state["last"])
@@ -911,10 +924,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             line = seed_line(result)
         if "profile" in result.extra:
             line += f"; rules fired: {', '.join(result.extra['profile']['triggered']) or 'none'}"
-        if state["bar"] is not None:
-            state["bar"].write(line, file=sys.stderr)
-        else:
-            print(line, file=sys.stderr)
+        progress.finished(line)
 
     try:
         run_dir, summary = api.sweep(
@@ -926,8 +936,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             profile=args.profile,
         )
     finally:
-        if state["bar"] is not None:
-            state["bar"].close()
+        progress.close()
     warn()
     from gluonbench.report.scaling import ScalingSummary
 
@@ -937,12 +946,48 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(scaling_markdown(summary))
         print(f"results: {run_dir}")
         return 0 if summary.failed == 0 else 1
-    print("\n".join(seed_lines(summary)))
-    print()
+    # the per-run lines (seed format) went to stderr as each run finished: stdout has the table once
     print(to_markdown(summary))
     _print_roofline(lambda: api.roofline_sweep(settings, summary))
     print(f"results: {run_dir}")
     return 0 if all(r.failed == 0 for r in summary.rows) else 1
+
+
+def _is_dist(settings: Any) -> bool:
+    return str(getattr(settings, "kvstore", "") or "").startswith("dist")
+
+
+def _planned_runs(settings: Any) -> int | None:
+    """Lines a sweep prints: one per run (worker counts x repeats), or with a dist_* kvstore one per
+    worker process of each job (sum of --hosts x worker counts x repeats); None when resuming."""
+    if settings is None:
+        return None
+    per_setting = sum(settings.hosts) if _is_dist(settings) else 1
+    return len(settings.workers) * settings.repeat * per_setting
+
+
+def _sweep_plan(settings: Any, resume: str | None) -> str:
+    """The sweep's first line: what runs, and what is known of how long it takes."""
+    if settings is None:
+        return f"resuming {resume}: the runs it lacks, then the report"
+    s = settings
+    if _is_dist(s):
+        jobs = len(s.workers) * s.repeat * len(s.hosts)
+        what = f"{jobs} {s.kvstore} job(s) ({', '.join(map(str, s.hosts))} worker process(es) x loader workers " + (
+            f"{', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {s.workload}"
+        )
+    else:
+        what = f"{_planned_runs(s)} run(s) (workers {', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {s.workload}"
+    what += (
+        f", {s.epochs} epoch(s)"
+        + (f" of at most {s.max_batches} batches" if s.max_batches else "")
+        + f" at batch {s.batch_size} on {s.ctx}"
+    )
+    return (
+        f"{what}; each run is a fresh process (start-up, training, eval). How long a run takes is known once the "
+        "first finishes: each finished run prints the time left"
+        + (f" (each run is stopped after {s.timeout_s:g} s)" if getattr(s, "timeout_s", None) else "")
+    )
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -973,25 +1018,23 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     warn = _preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
 
     from gluonbench import api
+    from gluonbench.console import Progress, duration
     from gluonbench.report.diagnosis import to_text
 
-    bar = _progress_bar(None, "diagnose", unit="s")
-    state = {"last": 0.0}
+    progress = Progress("diagnose", settings.budget_s, "s", timed=True)
+    progress.start(
+        f"timing {settings.workload} at {settings.workers} worker(s), batch {settings.batch_size}, with each "
+        f"pipeline stage swapped for a stand-in, in interleaved rounds within a {duration(settings.budget_s)} budget"
+    )
 
     def on_progress(elapsed: float, budget: float) -> None:
         warn()
-        if bar is not None:
-            bar.total = round(budget)
-            step = round(elapsed) - state["last"]
-            if step > 0:
-                bar.update(step)
-                state["last"] += step
+        progress.advance(elapsed, budget)
 
     try:
         run_dir, d = api.run_diagnosis(settings, out=args.out, on_progress=on_progress)
     finally:
-        if bar is not None:
-            bar.close()
+        progress.close()
     warn()
     print(to_text(d), end="")
     _print_roofline(lambda: d.analysis.get("roofline") or [])
@@ -1259,19 +1302,27 @@ def cmd_io(args: argparse.Namespace) -> int:
         emulate_step_ms=args.emulate_step_ms,
     ).check()
 
+    from gluonbench.console import Progress
+
+    cells = len(settings.modes) * len(settings.sizes) * len(settings.layouts)
+    progress = Progress("io", cells, "cell")
+    progress.start(
+        f"{cells} cell(s): modes {', '.join(settings.modes)} x sizes {', '.join(settings.sizes)} x layouts "
+        f"{', '.join(settings.layouts)}, {settings.epochs} epoch(s) each; the data sets are generated first "
+        "(reused with --work-dir); each finished cell prints the time left"
+    )
+
     def on_result(r) -> None:
         c = r.cell
         what = f"{c['mode']:>8} {c['size']:>5} {c['layout']:>6}"
         if r.ok:
             au = f", AU {r.emulated['au']:.0%}" if r.emulated else ""
-            print(
+            progress.finished(
                 f"{what}: start-up {r.startup_s:.3f} s, {r.read_mb_per_s:.0f} MB/s, {r.samples_per_s:.0f} samples/s, "
-                f"total {r.total_s:.2f} s{au}",
-                file=sys.stderr,
-                flush=True,
+                f"total {r.total_s:.2f} s{au}"
             )
         else:
-            print(f"{what}: failed ({r.error})", file=sys.stderr, flush=True)
+            progress.finished(f"{what}: failed ({r.error})")
 
     run_dir, summary = api.io_benchmark(settings, out=args.out, on_result=on_result)
     print(to_markdown(summary))
@@ -1288,6 +1339,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    from gluonbench.names import use_flags
+
+    use_flags()  # messages name the flags (--budget), not the Python arguments (budget_s)
     # SIGTERM (a scheduler, `kill`) stops as cleanly as Ctrl-C: finished runs kept, report rebuilt
     global _MAIN_PID
     _MAIN_PID = os.getpid()

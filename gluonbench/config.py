@@ -13,6 +13,7 @@ from typing import Any
 
 from gluonbench.engine.run import RunSpec
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg, example
 from gluonbench.ranges import parse_int_list
 from gluonbench.validate import check_seed
 
@@ -134,29 +135,33 @@ class SweepSettings:
         check_name(self.name, "--name")
         for name in ("batch_size", "epochs", "repeat"):
             if getattr(self, name) < 1:
-                raise GluonbenchError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
+                raise GluonbenchError(f"{arg(name)} must be at least 1 (got {getattr(self, name)})")
         if self.max_batches is not None and self.max_batches < 1:
-            raise GluonbenchError(f"--max-batches must be at least 1 (got {self.max_batches})")
+            raise GluonbenchError(f"{arg('max_batches')} must be at least 1 (got {self.max_batches})")
         if self.eval_workers is not None and self.eval_workers < 0:
-            raise GluonbenchError(f"--eval-workers must be 0 or more (got {self.eval_workers})")
+            raise GluonbenchError(f"{arg('eval_workers')} must be 0 or more (got {self.eval_workers})")
         if any(w < 0 for w in self.workers):
-            raise GluonbenchError(f"--workers must be 0 or more (got {list(self.workers)})")
-        check_seconds(self.timeout_s, "--timeout")
-        check_seconds(self.diagnose_budget_s, "--diagnose-budget")
+            raise GluonbenchError(f"{arg('workers')} must be 0 or more (got {list(self.workers)})")
+        check_seconds(self.timeout_s, arg("timeout_s"))
+        check_seconds(self.diagnose_budget_s, arg("diagnose_budget_s"))
         if self.timeout_s <= 0:
-            raise GluonbenchError(f"--timeout must be positive (got {self.timeout_s})")
+            raise GluonbenchError(f"{arg('timeout_s')} must be positive (got {self.timeout_s})")
         from gluonbench.validate import check_seed
 
         check_seed(self.seed)
         if not self.diagnose_budget_s >= 2:
-            raise GluonbenchError(f"--diagnose-budget must be at least 2 seconds (got {self.diagnose_budget_s:g})")
+            raise GluonbenchError(
+                f"{arg('diagnose_budget_s')} must be at least 2 seconds (got {self.diagnose_budget_s:g})"
+            )
         if not isinstance(self.options, dict):
             raise GluonbenchError(f"options must be a table of workload options (got {self.options!r})")
         for key, value in self.options.items():
             if isinstance(value, float) and not math.isfinite(value):
                 raise GluonbenchError(f"option {key}={value} is not a finite number; give a finite value")
         if not self.workers:
-            raise GluonbenchError("--workers names no worker count; e.g. --workers 0..8")
+            raise GluonbenchError(
+                f"{arg('workers')} names no worker count; e.g. {example('workers=(0, 1, 2)', '--workers 0..8')}"
+            )
         self.run_workload()  # vision settings only with image data
         from gluonbench.engine.scale import check_scale
 
@@ -635,11 +640,14 @@ class DiagnoseSettings:
         from gluonbench.workloads import workload_names
 
         if self.batch_size < 1:
-            raise GluonbenchError(f"--batch-size must be at least 1 (got {self.batch_size})")
+            raise GluonbenchError(f"{arg('batch_size')} must be at least 1 (got {self.batch_size})")
         if self.workers < 0:
-            raise GluonbenchError(f"--workers must be 0 or more (got {self.workers})")
+            raise GluonbenchError(f"{arg('workers')} must be 0 or more (got {self.workers})")
         if not 2 <= self.budget_s < math.inf:
-            raise GluonbenchError(f"--budget must be at least 2 seconds (got {self.budget_s:g}); e.g. --budget 60")
+            raise GluonbenchError(
+                f"{arg('budget_s')} must be at least 2 seconds (got {self.budget_s:g}); "
+                f"e.g. {example('budget_s=60', '--budget 60')}"
+            )
         if self.ctx is not None:
             check_ctx(self.ctx)
         check_seed(self.seed)
@@ -718,17 +726,20 @@ class TuneSettings:
         if isinstance(self.budget_s, bool) or not isinstance(self.budget_s, int | float):
             raise GluonbenchError(f"setting budget_s must be a number of seconds (got {self.budget_s!r})")
         if self.batch_size < 1:
-            raise GluonbenchError(f"--batch-size must be at least 1 (got {self.batch_size})")
+            raise GluonbenchError(f"{arg('batch_size')} must be at least 1 (got {self.batch_size})")
         if self.workers < 0:
-            raise GluonbenchError(f"--workers must be 0 or more (got {self.workers})")
+            raise GluonbenchError(f"{arg('workers')} must be 0 or more (got {self.workers})")
         if self.max_workers is not None and self.max_workers < 0:
-            raise GluonbenchError(f"--max-workers must be 0 or more (got {self.max_workers})")
+            raise GluonbenchError(f"{arg('max_workers')} must be 0 or more (got {self.max_workers})")
         if self.prefetch is not None and self.prefetch < 0:
-            raise GluonbenchError(f"--prefetch must be 0 or more (got {self.prefetch})")
+            raise GluonbenchError(f"{arg('prefetch')} must be 0 or more (got {self.prefetch})")
         if not 10 <= self.budget_s < math.inf:
-            raise GluonbenchError(f"--budget must be at least 10 seconds (got {self.budget_s:g}); e.g. --budget 60")
+            raise GluonbenchError(
+                f"{arg('budget_s')} must be at least 10 seconds (got {self.budget_s:g}); "
+                f"e.g. {example('budget_s=60', '--budget 60')}"
+            )
         if self.batch_sizes is not None and (not self.batch_sizes or min(self.batch_sizes) < 1):
-            raise GluonbenchError(f"--batch-sizes must be at least 1 each (got {self.batch_sizes})")
+            raise GluonbenchError(f"{arg('batch_sizes')} must be at least 1 each (got {self.batch_sizes})")
         if self.emulate_step_ms is not None:
             step_ms(self.emulate_step_ms)
         if self.ctx is not None:

@@ -49,6 +49,42 @@ def gpus() -> list[str]:
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
+def _cgroup_cpu_limit() -> float | None:
+    """CPUs allowed by the cgroup's quota (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``), or None when unlimited."""
+    for quota_path, period_path in (
+        ("/sys/fs/cgroup/cpu.max", None),
+        ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us"),
+    ):
+        try:
+            with open(quota_path, encoding="utf-8") as f:
+                fields = f.read().split()
+            if period_path is not None:
+                with open(period_path, encoding="utf-8") as f:
+                    fields.append(f.read().strip())
+        except OSError:
+            continue
+        if len(fields) >= 2 and fields[0] not in ("max", "-1"):
+            try:
+                quota, period = float(fields[0]), float(fields[1])
+            except ValueError:
+                return None
+            return quota / period if period > 0 and quota > 0 else None
+        return None
+    return None
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity, capped by a cgroup CPU quota (containers, CI)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = psutil.cpu_count() or 1
+    limit = _cgroup_cpu_limit()
+    if limit is not None:
+        cores = min(cores, max(1, int(limit)))
+    return max(1, cores)
+
+
 @functools.lru_cache(maxsize=1)
 def environment() -> dict:
     """Versions, hardware and OS; computed once per process."""
@@ -73,6 +109,7 @@ def environment() -> dict:
         "cpu": cpu_model(),
         "cores_logical": psutil.cpu_count() or 0,
         "cores_physical": psutil.cpu_count(logical=False) or 0,
+        "cores_usable": usable_cores(),
         "memory_bytes": psutil.virtual_memory().total,
         "gpus": gpus(),
         "os": platform.platform(),

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, assert_one_clear_line, make_unwritable, release
+from conftest import PLAN_LINE, REPO, assert_one_clear_line, make_unwritable, release
 from faults import run_in_tmpfs
 
 QUICK = ["--max-batches", "2", "--batch-size", "32"]
@@ -133,7 +133,11 @@ def test_disk_filling_during_the_sweep_costs_no_measured_record(tmp_path, no_lea
     )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip() and "workers:" not in line]
+    lines = [
+        line
+        for line in proc.stderr.splitlines()
+        if line.strip() and "workers:" not in line and not PLAN_LINE.match(line)
+    ]
     assert len(lines) == 1 and "disk full at" in lines[0], proc.stderr
     records = [json.loads(line) for line in saved.read_text().splitlines()]
     # three records of ~2 KB need a second 4 KiB page of the tmpfs, which only the reservation holds

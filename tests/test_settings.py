@@ -44,9 +44,10 @@ def test_parse_thresholds():
 @pytest.mark.parametrize(
     ("changes", "needle"),
     [
-        ({"batch_size": 0}, "--batch-size must be at least 1"),
-        ({"workers": -1}, "--workers must be 0 or more"),
-        ({"budget_s": 1.0}, "--budget must be at least 2 seconds"),
+        # from Python, a message names the Python argument (the CLI's flags: tests/test_diagnose_cli.py)
+        ({"batch_size": 0}, "batch_size must be at least 1"),
+        ({"workers": -1}, "workers must be 0 or more"),
+        ({"budget_s": 1.0}, "budget_s must be at least 2 seconds"),
         ({"ctx": "tpu"}, "--ctx 'tpu'"),
         ({"workload": "cifar"}, "unknown --dataset 'cifar'"),
         ({"json_path": "/nonexistent/d.json"}, "does not exist"),

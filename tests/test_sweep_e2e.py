@@ -48,8 +48,9 @@ def test_sweep_0_to_2_writes_every_output(cli, mnist_dir, tmp_path, no_leaks):
     md = (run_dir / "summary.md").read_text()
     assert "| workers | train duration (s) | eval duration (s) | test accuracy | samples/s" in md
     assert "Best worker count" in md
-    # the console: seed-style lines then the table
-    assert "0 workers: train duration" in proc.stdout and "2 workers: train duration" in proc.stdout
+    # the console: one seed-style line per run as it finishes (stderr, once), then the table (stdout)
+    assert "0 workers: train duration" in proc.stderr and "2 workers: train duration" in proc.stderr
+    assert (proc.stdout + proc.stderr).count("2 workers: train duration") == 1
     assert "Best worker count" in proc.stdout
 
 

@@ -148,7 +148,16 @@ def test_inconclusive_advice_names_budget_and_noise():
     v = classify(t(100, 0.3), t(80, 0.3), t(75, 0.3))
     probes = _probes(100, 80, 75, per_core=(99, 99), util=50.0)
     (line,) = recommend(v, probes, Setting(64, 0, 2, "cpu", budget_s=10))
-    assert "--budget (e.g. 20)" in line and "close other programs" in line and "49 % busy" in line
+    # from Python the argument, from the CLI the flag
+    assert "Raise budget_s (e.g. budget_s=20)" in line and "close other programs" in line and "49 % busy" in line
+    from gluonbench.names import use_flags
+
+    use_flags()
+    try:
+        (line,) = recommend(v, probes, Setting(64, 0, 2, "cpu", budget_s=10))
+    finally:
+        use_flags(False)
+    assert "Raise --budget (e.g. --budget 20)" in line
 
 
 def test_evidence_cites_cores_per_probe():

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from gluonbench.analysis.verdict import HEADLINE_OF, Verdict
+from gluonbench.names import arg, example
 
 STAGE_TEXT = {
     "preprocessing": "preprocessing: decode and the per-sample transform",
@@ -551,8 +552,9 @@ def advise(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting
                 "inconclusive",
                 "fix",
                 f"Inconclusive: after {setting.budget_s:g} s the noise (95 % CI up to +-{rel * 100:.0f} % of a "
-                "probe's median) still exceeds the differences between the probes. Raise --budget (e.g. "
-                f"{2 * setting.budget_s:g}), close other programs"
+                f"probe's median) still exceeds the differences between the probes. Raise {arg('budget_s')} (e.g. "
+                f"{example(f'budget_s={2 * setting.budget_s:g}', f'--budget {2 * setting.budget_s:g}')}), close other "
+                "programs"
                 + (f" (they kept the CPU {other:.0f} % busy)" if math.isfinite(other) and other >= 10 else "")
                 + f", or raise the batch size (now {setting.batch_size}) so each step is longer than the noise.",
                 knob="budget",

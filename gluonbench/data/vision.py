@@ -199,6 +199,13 @@ def load(name: str, folder: str | Path, train: bool):
     return IdxImageDataset(find_file(folder, files[0]), find_file(folder, files[1]))
 
 
+def dataset(name: str = "mnist", train: bool = True, data_dir: str | Path | None = None, download: bool = False):
+    """The raw gluon Dataset of MNIST or Fashion-MNIST, found by gluonbench's look-up (for MNIST, at the latest
+    the copy shipped inside gluonbench): no network unless ``download=True``. Samples are ``(28, 28, 1)``
+    uint8 NDArrays with an int32 label, as ``gluon.data.vision.MNIST`` gives them."""
+    return load(name, locate(name, data_dir, download=download), train)
+
+
 def _idx_dataset_class():
     from gluonbench._mx import gluon, nd
 

@@ -29,14 +29,35 @@ def _utc(ts: float | None) -> str:
 def _fmt(v: float) -> str:
     a = abs(v)
     if a >= 1e9:
-        return f"{v / 1e9:.2f}G"
+        return f"{v / 1e9:.3g}G"
     if a >= 1e6:
-        return f"{v / 1e6:.2f}M"
+        return f"{v / 1e6:.3g}M"
     if a >= 1e4:
         return f"{v / 1e3:.1f}k"
     if a >= 100 or v == int(v):
         return f"{v:.0f}"
     return f"{v:.3g}"
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """About ``n`` round tick values (1, 2, 2.5 or 5 times a power of ten) covering ``lo..hi``."""
+    span = hi - lo
+    if not (np.isfinite(span) and span > 0):
+        return [lo]
+    raw = span / max(n, 1)
+    mag = 10.0 ** np.floor(np.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = np.floor(lo / step) * step
+    ticks = [float(round(first + i * step, 10)) for i in range(int(np.ceil((hi - first) / step)) + 1)]
+    return [t for t in ticks if lo - 1e-9 * span <= t <= hi + 1e-9 * span] or [lo]
+
+
+def nice_max(v: float) -> float:
+    """The smallest round tick at or above ``v`` (the top of an axis that starts at zero)."""
+    if not (np.isfinite(v) and v > 0):
+        return 1.0
+    step = nice_ticks(0.0, v, 4)
+    return step[-1] if step[-1] >= v else step[-1] + (step[1] - step[0] if len(step) > 1 else v)
 
 
 def _thin(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -63,26 +84,28 @@ def line_chart(
     pw, ph = width - left - right, height - top - bottom
     x0 = min(float(x.min()) for _, x, _ in series)
     x1 = max(float(x.max()) for _, x, _ in series)
-    ymax = y_max if y_max is not None else max(float(y.max()) for _, _, y in series)
+    ymax = y_max if y_max is not None else nice_max(max(float(np.nanmax(y)) for _, _, y in series))
     ymax = ymax if ymax > 0 else 1.0
     xs = max(x1 - x0, 1e-9)
     parts = [
         f'<svg width="{width}" height="{height}" role="img" aria-label="{_esc(title)}">',
         f'<text x="{left}" y="14" font-weight="600">{_esc(title)}{" (" + _esc(unit) + ")" if unit else ""}</text>',
     ]
-    for i in range(5):
-        yv = ymax * i / 4
-        yy = top + ph - ph * i / 4
+    for yv in nice_ticks(0.0, ymax, 4):
+        yy = top + ph - ph * yv / ymax
         parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#eee"/>')
         parts.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end">{_fmt(yv)}</text>')
-    for i in range(6):
-        xv = x0 + xs * i / 5
-        xx = left + pw * i / 5
+    for xv in nice_ticks(x0, x1, 6):
+        xx = left + pw * (xv - x0) / xs
         parts.append(f'<text x="{xx:.1f}" y="{top + ph + 14}" text-anchor="middle">{_fmt(xv)}</text>')
     parts.append(
         f'<text x="{left + pw / 2}" y="{height - 2}" text-anchor="middle" class="muted">{_esc(x_label)}</text>'
     )
     parts.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#ccc"/>')
+    # the legend lists what fits beside the plot (one line kept for "+N more"); long labels are shortened
+    # to the column's width, the full label in the tooltip
+    rows = max(1, int((ph - 4) // 14) + 1)
+    fits = len(series) if len(series) <= rows else rows - 1
     for k, (label, x, y) in enumerate(series):
         x, y = _thin(x, y)
         pts = " ".join(
@@ -91,10 +114,14 @@ def line_chart(
         )
         color = COLORS[k % len(COLORS)]
         parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.3" points="{pts}"/>')
-        if k < 12:
+        if k < fits:
             ly = top + 10 + 14 * k
+            short = label if len(label) <= 27 else label[:26] + "…"
             parts.append(f'<rect x="{left + pw + 10}" y="{ly - 8}" width="10" height="3" fill="{color}"/>')
-            parts.append(f'<text x="{left + pw + 24}" y="{ly}">{_esc(label)}</text>')
+            parts.append(f'<text x="{left + pw + 24}" y="{ly}"><title>{_esc(label)}</title>{_esc(short)}</text>')
+    if len(series) > fits:
+        ly = top + 10 + 14 * fits
+        parts.append(f'<text x="{left + pw + 10}" y="{ly}" class="muted">+{len(series) - fits} more</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -108,36 +135,70 @@ def histogram(
     width: int = 940,
     height: int = 170,
 ) -> str:
-    """An SVG histogram; bars beyond ``limit`` (outliers) in red, the limit as a dashed line."""
+    """An SVG histogram; bars beyond ``limit`` (outliers) in red, the limit as a dashed line.
+
+    The axis covers the bulk of the values (to the 99th percentile, and the limit); the few beyond it (a
+    slow first step) are counted in one last bar marked with their maximum, so they do not squash the rest.
+    """
     values = np.asarray(values, float)
+    values = values[np.isfinite(values)]
     if not len(values):
         return f'<p class="note">{_esc(title)}: no data.</p>'
-    counts, edges = np.histogram(values, bins=bins)
+    vmin, vmax = float(values.min()), float(values.max())
+    view_hi = float(np.percentile(values, 99)) * 1.1
+    if limit is not None and np.isfinite(limit):
+        view_hi = max(view_hi, limit * 1.05)
+    view_hi = min(view_hi, vmax)
+    ticks = nice_ticks(vmin, view_hi, 6) if view_hi > vmin else [vmin]
+    lo = min(ticks[0], vmin)
+    hi = max(ticks[-1], view_hi) if len(ticks) > 1 else vmax
+    if not hi > lo:
+        hi = lo + max(abs(lo) * 0.1, 1e-9)
+    overflow = values[values > hi]
+    counts, edges = np.histogram(values[values <= hi], bins=bins, range=(lo, hi))
+    counts = list(counts)
+    if len(overflow):
+        counts.append(len(overflow))
     left, right, top, bottom = 60, 20, 22, 30
     pw, ph = width - left - right, height - top - bottom
-    cmax = max(int(counts.max()), 1)
-    lo, hi = float(edges[0]), float(edges[-1])
-    span = max(hi - lo, 1e-12)
+    cmax = max(max(counts), 1)
+    span = hi - lo
+    bw = pw / len(counts)
+    pw_main = bw * bins
     parts = [
         f'<svg width="{width}" height="{height}" role="img" aria-label="{_esc(title)}">',
         f'<text x="{left}" y="14" font-weight="600">{_esc(title)}</text>',
         f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#ccc"/>',
     ]
-    bw = pw / len(counts)
     for i, c in enumerate(counts):
         h = ph * c / cmax
-        color = "#d62728" if limit is not None and edges[i] >= limit else "#1f77b4"
+        over = i >= bins
+        color = "#d62728" if over or (limit is not None and edges[i] >= limit) else "#1f77b4"
+        tip = (
+            f"&gt; {_fmt(hi)} {unit} (up to {_fmt(vmax)}): {c}"
+            if over
+            else f"{_fmt(edges[i])}-{_fmt(edges[i + 1])} {unit}: {c}"
+        )
         parts.append(
             f'<rect x="{left + i * bw + 0.5:.1f}" y="{top + ph - h:.1f}" width="{max(bw - 1, 0.5):.1f}" '
-            f'height="{h:.1f}" fill="{color}"><title>{_fmt(edges[i])}-{_fmt(edges[i + 1])} {unit}: {c}</title></rect>'
+            f'height="{h:.1f}" fill="{color}"><title>{tip}</title></rect>'
         )
-    for i in range(6):
-        xv = lo + span * i / 5
-        parts.append(f'<text x="{left + pw * i / 5:.1f}" y="{top + ph + 14}" text-anchor="middle">{_fmt(xv)}</text>')
+    for xv in ticks:
+        if lo <= xv <= hi:
+            parts.append(
+                f'<text x="{left + pw_main * (xv - lo) / span:.1f}" y="{top + ph + 14}" text-anchor="middle">'
+                f"{_fmt(xv)}</text>"
+            )
+    if len(overflow):
+        # above the plot, right-aligned over the overflow bar (clear of the tick labels)
+        parts.append(
+            f'<text x="{left + pw:.1f}" y="14" text-anchor="end" fill="#d62728">'
+            f"last bar: {len(overflow)} step(s) &gt; {_fmt(hi)} {_esc(unit)} (max {_fmt(vmax)})</text>"
+        )
     parts.append(f'<text x="{left - 6}" y="{top + 8}" text-anchor="end">{cmax}</text>')
     parts.append(f'<text x="{left + pw / 2}" y="{height - 2}" text-anchor="middle" class="muted">{_esc(unit)}</text>')
     if limit is not None and lo <= limit <= hi:
-        lx = left + pw * (limit - lo) / span
+        lx = left + pw_main * (limit - lo) / span
         parts.append(
             f'<line x1="{lx:.1f}" x2="{lx:.1f}" y1="{top}" y2="{top + ph}" stroke="#d62728" stroke-dasharray="4 3"/>'
         )

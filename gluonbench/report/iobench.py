@@ -269,7 +269,8 @@ def to_png(summary: IoSummary) -> bytes:
     env = summary.env
     fig.suptitle(
         f"gluonbench io ({summary.settings.get('stage', 'read')} stage): {str(env.get('cpu', '?'))[:40]} "
-        f"({env.get('cores_logical', '?')} cores), {summary.started_utc[:10]}",
+        f"({env.get('cores_usable') or env.get('cores_logical', '?')} {'usable' if env.get('cores_usable') else 'logical'} "
+        f"cores), {summary.started_utc[:10]}, one run per cell",
         fontsize=9,
     )
     return png_bytes(fig)

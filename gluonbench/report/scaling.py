@@ -394,7 +394,8 @@ def to_png(summary: ScalingSummary) -> bytes:
         f"{s.get('workload', '?')}, {s.get('kvstore')}, per-worker batch "
         f"{summary.rows[0].per_worker_batch if summary.rows else '?'}, {s.get('servers')} server(s): "
         f"{str(env.get('cpu', '?'))[:40]} ({env.get('cores_logical', '?')} cores)\n{summary.started_utc[:10]}, "
-        "efficiency annotated; median over repeats",
+        "efficiency annotated"
+        + (f"; median over {s.get('repeat')} repeats" if (s.get("repeat") or 1) > 1 else "; one run per setting"),
         fontsize=9,
     )
     return png_bytes(fig)

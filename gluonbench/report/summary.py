@@ -55,6 +55,39 @@ class SweepSummary:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def repeats(self) -> int:
+        """The most successful runs of any worker count (1: the run-to-run spread is unknown)."""
+        return max((r.runs for r in self.rows), default=0)
+
+    def noise_floor(self) -> tuple[float, str]:
+        """The lowest samples/s still within noise of the best, and the rule, as the report states it.
+
+        Repeated: the best count's worst repeat (a count is within noise when its best repeat reaches it,
+        as :attr:`near_best`); one run each: 10 % below the best (the spread is unknown).
+        """
+        best = next((r for r in self.rows if r.workers == self.best_workers), None)
+        if best is None:
+            return math.nan, ""
+        if best.runs > 1:
+            return best.samples_per_s_min, "the best count's worst repeat"
+        return NOISE_ONE_RUN * best.samples_per_s, f"{(1 - NOISE_ONE_RUN) * 100:.0f} % below the best (one run each)"
+
+    def within_noise(self) -> list[int]:
+        """Other worker counts within noise of the best (:meth:`noise_floor`), fewest workers first."""
+        floor, _ = self.noise_floor()
+        if not math.isfinite(floor):
+            return []
+        if any(r.runs > 1 for r in self.rows if r.workers == self.best_workers):
+            return list(self.near_best)
+        return [
+            r.workers for r in self.rows if r.runs and r.workers != self.best_workers and r.samples_per_s_max >= floor
+        ]
+
+
+NOISE_ONE_RUN = 0.9
+"""With one run per count the spread is unknown: counts within 10 % of the best are called within noise."""
+
 
 def _ok(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if r.get("status") == "ok"]

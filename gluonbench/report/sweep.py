@@ -133,10 +133,17 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
         )
         if best.runs == 1 and len([r for r in summary.rows if r.runs]) > 1:
             runner_up = max((r.samples_per_s for r in summary.rows if r.runs and r is not best), default=math.nan)
+            tied = summary.within_noise()
             lines.append(
                 f"One run per worker count, so the run-to-run spread is unknown: the best is "
                 f"{(best.samples_per_s / runner_up - 1) * 100:.0f} % ahead of the next; treat differences of "
                 "about 10 % or less as noise, or rerun with --repeat 3 for min-max bars."
+                + (
+                    f" Within 10 % of it: {', '.join(map(str, tied))} workers; of those, fewer workers cost less "
+                    "CPU and memory."
+                    if tied
+                    else ""
+                )
             )
         if summary.near_best:
             lines.append(
@@ -216,23 +223,47 @@ def seed_lines(summary: SweepSummary) -> list[str]:
     return out
 
 
+def _cores_line(env: dict[str, Any]) -> tuple[int | None, str]:
+    """The usable core count (affinity and cgroup aware) and how to name it; older records: logical cores."""
+    usable = env.get("cores_usable")
+    if isinstance(usable, int) and usable > 0:
+        return usable, f"{usable} usable cores"
+    logical = env.get("cores_logical")
+    if isinstance(logical, int) and logical > 0:
+        return logical, f"{logical} logical cores"
+    return None, ""
+
+
 def to_png(summary: SweepSummary) -> bytes:
+    """``sweep.png`` (:func:`figure`) as PNG bytes."""
+    return png_bytes(figure(summary))
+
+
+def figure(summary: SweepSummary) -> Any:
+    """The matplotlib figure of ``sweep.png``: samples/s and train duration per worker count, y-axes from zero, the best count marked
+    with its min-max, a band for "within noise of the best" (the rule the markdown states) and a line at the
+    usable core count."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = [r for r in summary.rows if r.runs]
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6.8), sharex=True)
     xs = [r.workers for r in rows]
+    repeated = summary.repeats > 1
 
     def bars(ax, values, lo, hi, color, ylabel):
-        yerr = [
-            [max(v - a, 0) for v, a in zip(values, lo, strict=False)],
-            [max(b - v, 0) for v, b in zip(values, hi, strict=False)],
-        ]
-        ax.errorbar(xs, values, yerr=yerr, marker="o", color=color, capsize=4)
+        if repeated:
+            yerr = [
+                [max(v - a, 0) for v, a in zip(values, lo, strict=False)],
+                [max(b - v, 0) for v, b in zip(values, hi, strict=False)],
+            ]
+            ax.errorbar(xs, values, yerr=yerr, marker="o", color=color, capsize=4, label="median, min-max")
+        else:
+            ax.plot(xs, values, marker="o", color=color, label="one run")
         ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0, top=max([*hi, *values, 0]) * 1.18 or 1)
         ax.grid(alpha=0.3)
 
     bars(
@@ -251,26 +282,51 @@ def to_png(summary: SweepSummary) -> bytes:
         "tab:red",
         "train duration (s)",
     )
-    if summary.best_workers is not None:
-        best = next(r for r in rows if r.workers == summary.best_workers)
-        ax1.annotate(
-            f"best: {best.workers}",
-            (best.workers, best.samples_per_s),
-            textcoords="offset points",
-            xytext=(0, 10),
-            ha="center",
+    best = next((r for r in rows if r.workers == summary.best_workers), None)
+    if best is not None:
+        floor, rule = summary.noise_floor()
+        top = best.samples_per_s_max if repeated else best.samples_per_s
+        if math.isfinite(floor):
+            ax1.axhspan(floor, top, color="tab:green", alpha=0.15, label=f"within noise of the best: {rule}")
+        ax1.errorbar(
+            [best.workers],
+            [best.samples_per_s],
+            yerr=[[best.samples_per_s - best.samples_per_s_min], [best.samples_per_s_max - best.samples_per_s]],
+            marker="*",
+            markersize=15,
+            color="tab:green",
+            capsize=6,
+            linestyle="none",
+            label="best" + (" (median, min-max)" if repeated else ""),
         )
+        tied = summary.within_noise()
+        text = f"best: {best.workers} ({best.samples_per_s:.0f}/s)"
+        if tied:
+            text += f"\nwithin noise: {', '.join(map(str, tied))}"
+        # at an end of the axis the text runs inwards, so it is not cut off
+        ha = "right" if best.workers == max(xs) and len(xs) > 1 else "left" if best.workers == min(xs) else "center"
+        ax1.annotate(text, (best.workers, best.samples_per_s), textcoords="offset points", xytext=(0, -34),
+                     ha=ha, fontsize=8)  # fmt: skip
+    cores, cores_text = _cores_line(summary.env)
+    if cores is not None and xs and min(xs) <= cores <= max(xs):
+        for ax in (ax1, ax2):
+            ax.axvline(cores, color="grey", linestyle="--", linewidth=1, label=cores_text if ax is ax1 else None)
+    ax1.legend(fontsize=7, loc="lower right")
     ax2.set_xlabel("DataLoader workers")
     ax2.set_xticks(xs)
     s = summary.settings
     env = summary.env
+    spread = (
+        f"median with min-max over {summary.repeats} repeats"
+        if repeated
+        else "one run per worker count (spread unknown)"
+    )
     fig.suptitle(
         f"{s.get('workload', '?')}, batch {s.get('batch_size')}, {s.get('ctx')}: "
-        f"{str(env.get('cpu', '?'))[:40]} ({env.get('cores_logical', '?')} cores)\n{summary.started_utc[:10]}, "
-        "median with min-max over repeats",
+        f"{str(env.get('cpu', '?'))[:40]} ({cores_text or '? cores'})\n{summary.started_utc[:10]}, {spread}",
         fontsize=9,
     )
-    return png_bytes(fig)
+    return fig
 
 
 class SweepReport(Report):

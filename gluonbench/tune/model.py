@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gluonbench.analysis.stats import paired_ratio
 from gluonbench.knobs import knob_default
 
 SATURATED = 0.85
@@ -297,17 +298,41 @@ class Confirmed:
     """seconds per sample in each confirmation round (round number -> median block)"""
 
 
-def choose(confirmed: Sequence[Confirmed], near: float = NEAR_BEST) -> tuple[Confirmed, list[Confirmed]]:
-    """The cheapest setting within noise of the best, and all those within noise.
+def _unknown_spread(c: Confirmed) -> bool:
+    """Too few figures for a spread: a zero-width or missing CI, or fewer than 2 rounds."""
+    lo, hi = c.ci
+    return not (math.isfinite(lo) and math.isfinite(hi) and hi > lo) or (0 < len(c.per_round) < 2)
 
-    Within noise: its CI reaches the best's CI (they overlap) and its median is at least ``near``
-    of the best's median.
+
+def within_noise_of(c: Confirmed, best: Confirmed, near: float = NEAR_BEST) -> bool:
+    """Whether ``c`` does as well as ``best`` as far as the measurement can tell.
+
+    Round by round when both ran in at least 6 confirmation rounds (the ratio of their figures in the
+    same round, where background load cancels): ``c`` is within noise unless the 95 % CI of its
+    throughput over the best's lies wholly below 1, or is practically equal (the whole CI at or above
+    ``near``). With fewer rounds: the two CIs overlap and ``c``'s median is at least ``near`` of the best's.
+    A figure with no spread (one block: a zero-width CI) cannot be told apart from the best: within noise.
     """
+    if c is best:
+        return True
+    if _unknown_spread(c) or _unknown_spread(best):
+        return True  # one block or round: the spread is unknown, so no difference can be told from noise
+    paired = paired_ratio(best.per_round, c.per_round) if c.per_round and best.per_round else None
+    if paired is not None:
+        _, (lo, hi) = paired  # c's samples/s over the best's (the best's seconds per sample over c's)
+        if math.isfinite(lo) and math.isfinite(hi):
+            return hi >= 1.0 or lo >= near
+    return c.ci[1] >= best.ci[0] and c.samples_per_s >= near * best.samples_per_s
+
+
+def choose(confirmed: Sequence[Confirmed], near: float = NEAR_BEST) -> tuple[Confirmed, list[Confirmed]]:
+    """The cheapest setting within noise of the best (:func:`within_noise_of`), and all those within noise,
+    cheapest first: when several do as well, the recommendation is the cheapest of them every time."""
     ok = [c for c in confirmed if math.isfinite(c.samples_per_s) and c.samples_per_s > 0]
     if not ok:
         raise ValueError("no setting was confirmed")
     best = max(ok, key=lambda c: c.samples_per_s)
-    tied = [c for c in ok if c.ci[1] >= best.ci[0] and c.samples_per_s >= near * best.samples_per_s]
+    tied = [c for c in ok if within_noise_of(c, best, near)]
     tied.sort(key=lambda c: c.setting.cost())
     return tied[0], tied
 

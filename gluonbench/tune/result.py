@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gluonbench.names import arg, example
 from gluonbench.tune.model import Setting
 
 
@@ -106,6 +107,15 @@ class TuneResult:
         return [s["what"] for s in self.skipped if str(s.get("reason", "")).startswith(("no block measured", "budget"))]
 
     @property
+    def within_noise(self) -> list[str]:
+        """The settings (labels) within noise of the best at the recommended batch size, the recommendation
+        among them (the cheapest); a single entry when nothing else came close."""
+        b = next((b for b in self.batch_sizes if b.batch_size == self.batch_size), None)
+        rec = self.recommended.label
+        tied = list(b.within_noise) if b is not None else []
+        return tied if rec in tied else [rec, *tied]
+
+    @property
     def speedup(self) -> float:
         c = self.current_samples_per_s
         return self.samples_per_s / c if c and c > 0 else math.nan
@@ -137,9 +147,14 @@ class TuneResult:
         lines.append(
             f"expected:    {_rate(self.samples_per_s, self.ci)}; "
             f"{_x(self.speedup)} the current setting ({cur.label}, batch {self.current_batch_size}: "
-            f"{_rate(self.current_samples_per_s, self.current_ci)}); "
-            f"{_pct(self.of_ceiling)} of the model ceiling ({_rate(self.ceiling_samples_per_s, self.ceiling_ci)})"
+            f"{_rate(self.current_samples_per_s, self.current_ci)}); {self.ceiling_text()}"
         )
+        tied = self.within_noise
+        if len(tied) > 1:
+            lines.append(
+                f"equivalent:  {len(tied)} settings are within noise of the best ({'; '.join(tied)}): any of them "
+                f"does as well here; the cheapest, {self.recommended.label}, is recommended"
+            )
         if self.emulated:
             e = self.emulated
             lines.append(f"emulated:    {e['text']}")
@@ -151,15 +166,16 @@ class TuneResult:
         if self.cut_short:
             lines.append(
                 f"warning:     the {self.budget_s:g} s budget ran out before {'; '.join(self.cut_short)}: this is the "
-                "best of what was measured, maybe not the best there is; raise --budget (e.g. 60) on a busy machine"
+                f"best of what was measured, maybe not the best there is; raise {arg('budget_s')} (e.g. "
+                f"{example(f'budget_s={2 * self.budget_s:g}', f'--budget {2 * self.budget_s:g}')}) on a busy machine"
             )
         for b in self.batch_sizes:
             if len(self.batch_sizes) > 1:
                 lines.append(
                     f"batch {b.batch_size}: {Setting.from_dict(b.setting).label} {_rate(b.samples_per_s, b.ci)}"
                 )
-            if b.within_noise and len(b.within_noise) > 1:
-                lines.append(f"within noise of the best (the cheapest wins): {'; '.join(b.within_noise)}")
+            if len(self.batch_sizes) > 1 and b.within_noise and len(b.within_noise) > 1:
+                lines.append(f"  within noise of the best (the cheapest wins): {'; '.join(b.within_noise)}")
             m = b.model
             if m.get("per_worker") is not None:
                 sat = m.get("cpu_workers")
@@ -177,18 +193,34 @@ class TuneResult:
                 )
             lines.append(f"search stopped: {b.stop_reason}")
         lines.append("evidence (samples/s, median and 95 % CI):")
+        lines.append(f"  {'phase':14s} {'pipeline measured':34s} {'samples/s [95 % CI]':28s} cores busy")
         for e in self.evidence:
+            phase = PHASE_TEXT.get(e.phase, e.phase)
             if e.status != "ok":
-                lines.append(f"  {e.phase:16s} {e.label:34s} FAILED: {e.error}")
+                lines.append(f"  {phase:14s} {e.label:34s} FAILED: {e.error}")
                 continue
-            cpu = f"  {e.cpu_cores:.2f} cores busy" if e.cpu_cores == e.cpu_cores else ""
-            lines.append(f"  {e.phase:16s} {e.label:34s} {_rate(e.samples_per_s, e.ci)}{cpu}")
+            cpu = f"{e.cpu_cores:.2f}" if e.cpu_cores == e.cpu_cores else "-"
+            lines.append(f"  {phase:14s} {e.label:34s} {_rate(e.samples_per_s, e.ci):28s} {cpu}")
         lines.append("tried: " + "; ".join(self.tried))
         if self.skipped:
             lines.append("skipped:")
             lines.extend(f"  {s['what']}: {s['reason']}" for s in self.skipped)
         lines.append(f"time: {self.elapsed_s:.1f} s of a {self.budget_s:g} s budget, {self.cores} cores, {self.ctx}")
         return "\n".join(lines) + "\n"
+
+    def ceiling_text(self) -> str:
+        """The recommendation's share of the model ceiling; above 100 % with why (never a bare overshoot)."""
+        share = self.of_ceiling
+        text = f"{_pct(share)} of the model ceiling ({_rate(self.ceiling_samples_per_s, self.ceiling_ci)})"
+        if isinstance(share, float) and math.isfinite(share) and round(100 * share) > 100:
+            _lo, hi = self.ceiling_ci if self.ceiling_ci else (math.nan, math.nan)
+            within = hi is not None and math.isfinite(hi) and self.samples_per_s <= hi
+            text += (
+                ": above 100 % because the ceiling was measured once, early, under other background load"
+                + (" (this figure is inside the ceiling's 95 % CI)" if within else " (outside the ceiling's 95 % CI)")
+                + "; read it as at the ceiling: the loader is not the limit"
+            )
+        return text
 
     def to_toml(self) -> str:
         """A ``tuned.toml`` that ``gluonbench sweep --config`` reads: the recommended setting as a sweep."""
@@ -215,6 +247,16 @@ class TuneResult:
             if table:
                 lines += ["", f"[{name}]"] + [f"{k} = {_toml(v)}" for k, v in table.items() if v is not None]
         return "\n".join(lines) + "\n"
+
+
+PHASE_TEXT = {
+    "ceiling + loader": "first",
+    "ceiling": "ceiling",
+    "loader": "search",
+    "confirm": "confirmation",
+}
+"""how the report names each phase of :attr:`Evidence.phase`: first (the ceiling and the loader at 0 and 1
+workers, interleaved), the search (the loader alone), the confirmation (full pipelines)"""
 
 
 def _toml(v: Any) -> str:

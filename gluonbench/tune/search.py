@@ -373,7 +373,7 @@ def tune(
     from gluonbench.engine.loop import ModelStep
     from gluonbench.engine.probes import measure_first_batch
     from gluonbench.engine.run import utc_now
-    from gluonbench.env import environment
+    from gluonbench.env import environment, usable_cores
     from gluonbench.pipeline.emulate import describe, emulated_step, seconds_per_batch, step_ms
     from gluonbench.probes import Context, by_name
     from gluonbench.workloads.mnist import seed_loss, seed_net
@@ -392,7 +392,7 @@ def tune(
             sizes.append(b)
     emulation = step_ms(emulate_step_ms) if emulate_step_ms is not None else None
     ctx = resolve_ctx(ctx)
-    cores = os.cpu_count() or 1
+    cores = usable_cores()  # affinity and cgroup quota: the cores this process may use
     max_workers = max(16, 4 * cores) if max_workers is None else max_workers
     current = Setting(num_workers, thread_pool, prefetch)
     started = utc_now()
@@ -616,7 +616,8 @@ def _note_skips(search: _Search, model: Any, ceiling: float, max_workers: int, c
                 else "the search stopped"
             )
         )
-        search.skipped.append({"what": f"{top + 1}..{max_workers} workers", "reason": why})
+        what = f"{top + 1} workers" if top + 1 == max_workers else f"{top + 1} to {max_workers} workers"
+        search.skipped.append({"what": what, "reason": why})
     if not on_gpu:
         search.skipped.append({"what": "pin_memory", "reason": "a CPU context has no host-to-device copy to speed up"})
 

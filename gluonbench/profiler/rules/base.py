@@ -84,6 +84,13 @@ class Rule:
         """The recommendation; subclasses may tailor it to what they found."""
         return self.recommendation
 
+    def passed(self) -> str:
+        """What the report says when the rule ran and did not fire: no advice to act on (a rule whose
+        :meth:`advice` is tailored to its findings says what it found; the others a plain line)."""
+        if type(self).advice is not Rule.advice:
+            return self.advice()
+        return f"Passed: {self.violations} violation(s) in {self.datapoints} datapoints, below what fires the rule."
+
     # -- the driver ---------------------------------------------------------------------------
     def evaluate(self, data: ProfileData) -> RuleReport:
         reason = self.not_applicable(data)
@@ -101,7 +108,7 @@ class Rule:
             violations=self.violations,
             datapoints=self.datapoints,
             parameters=dict(self.params),
-            recommendation=self.advice() if not reason else "",
+            recommendation="" if reason else self.advice() if self.times_triggered > 0 else self.passed(),
             applicable=not reason,
             reason=reason,
             times_triggered=self.times_triggered,

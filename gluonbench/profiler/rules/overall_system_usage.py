@@ -61,6 +61,9 @@ class OverallSystemUsage(Rule):
     def not_applicable(self, data) -> str:
         return "" if data.nodes else "no system metrics in this profile"
 
+    def passed(self) -> str:
+        return self.recommendation
+
     def finish(self, data) -> None:
         for node in data.nodes.values():
             self.datapoints = max(self.datapoints, len(node.snapshots))

@@ -1,0 +1,109 @@
+"""What ``tune`` prints (issue #22): equivalent settings named with the cheapest recommended, an evidence
+table with headers, ranges that read as ranges, no share above 100 % of the ceiling without why."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from gluonbench.tune.model import Setting
+
+
+@pytest.fixture(scope="module")
+def tuned():
+    """A real tune: an emulated 150 ms step fed by cheap in-memory samples (0 and 1 workers do as well)."""
+    import gluonbench
+    from gluonbench._mx import gluon
+
+    rng = np.random.default_rng(0)
+    data = gluon.data.ArrayDataset(rng.random((512, 1, 28, 28), dtype=np.float32), rng.integers(0, 10, 512))
+    return gluonbench.tune(data, batch_size=64, ctx="cpu", budget_s=10, max_workers=2, emulate_step_ms=150)
+
+
+def test_the_report_names_equivalent_settings_and_recommends_the_cheapest(tuned):
+    r = tuned
+    text = r.to_text()
+    tied = r.within_noise
+    assert r.recommended.label in tied
+    cheapest = min(
+        (Setting.from_dict(c["setting"]) for b in r.batch_sizes for c in b.confirmed if c["label"] in tied),
+        key=Setting.cost,
+    )
+    assert r.recommended == cheapest, text
+    if len(tied) > 1:
+        assert f"equivalent:  {len(tied)} settings are within noise of the best" in text, text
+        assert f"the cheapest, {r.recommended.label}, is recommended" in text, text
+    else:
+        assert "equivalent:" not in text
+    # the evidence has a header; phase and pipeline never run together ("ceiling + loader loader: ...")
+    assert "  phase          pipeline measured" in text, text
+    assert "ceiling + loader loader" not in text and "loader loader" not in text, text
+    # ranges read as ranges: never "2..2 workers"
+    assert not re.search(r"\b(\d+)\.\.\1 workers", text), text
+    # a share shown as 100 % or less needs no explanation; above it always has one
+    line = next(line for line in text.splitlines() if line.startswith("expected:"))
+    assert ("above 100 %" in line) == (round(100 * r.of_ceiling) > 100), line
+
+
+def test_a_share_above_the_ceiling_says_why(tuned):
+    from gluonbench.tune.result import TuneResult
+
+    data = tuned.to_dict()
+    # the same result with the ceiling 20 % below the recommendation (what noise between phases gives)
+    data["ceiling_samples_per_s"] = data["samples_per_s"] / 1.22
+    r = TuneResult.from_dict(data)
+    assert math.isclose(r.of_ceiling, 1.22)
+    line = next(line for line in r.to_text().splitlines() if line.startswith("expected:"))
+    assert (
+        "122 % of the model ceiling" in line
+        and "above 100 % because the ceiling was measured once" in line
+        and "read it as at the ceiling" in line
+    ), line
+    data["ceiling_samples_per_s"] = data["samples_per_s"] / 0.8
+    line = next(line for line in TuneResult.from_dict(data).to_text().splitlines() if line.startswith("expected:"))
+    assert "80 % of the model ceiling" in line and "above 100 %" not in line, line
+
+
+def test_the_budget_warning_names_the_python_argument_from_python(tuned):
+    from gluonbench.names import use_flags
+    from gluonbench.tune.result import TuneResult
+
+    data = tuned.to_dict()
+    data["skipped"] = [{"what": "loader alone at 2 workers", "reason": "budget: the model asks for it"}]
+    r = TuneResult.from_dict(data)
+    assert "raise budget_s (e.g. budget_s=20)" in r.to_text()
+    use_flags()
+    try:
+        assert "raise --budget (e.g. --budget 20)" in r.to_text()
+    finally:
+        use_flags(False)
+
+
+def test_within_noise_compares_round_by_round():
+    from gluonbench.tune.model import Confirmed, choose
+
+    load = [1.0, 1.6, 1.1, 2.0, 1.3, 1.0, 1.8, 1.2]  # background load that moves between rounds
+    best_s = {r: 0.002 * f for r, f in enumerate(load)}  # seconds per sample per round
+    # 5 % slower in every round: the load hides it in the two CIs, the paired ratio does not
+    slower = {r: s / 0.95 for r, s in best_s.items()}
+    best = Confirmed(Setting(2), 500, (280, 510), best_s)
+    c = Confirmed(Setting(0), 480, (260, 495), slower)
+    winner, tied = choose([best, c])
+    assert winner.setting == Setting(2) and [t.setting for t in tied] == [Setting(2)]
+    # as fast, round by round within noise either way: the cheaper one wins
+    same = {r: s * (1.04 if r % 2 else 0.96) for r, s in best_s.items()}
+    c = Confirmed(Setting(0), 495, (270, 505), same)
+    winner, tied = choose([best, c])
+    assert winner.setting == Setting(0) and {t.setting for t in tied} == {Setting(0), Setting(2)}
+
+
+def test_a_figure_of_one_block_is_not_called_slower():
+    from gluonbench.tune.model import Confirmed, choose
+
+    best = Confirmed(Setting(1), 349, (242, 370), {r: 1 / 349 for r in range(8)})
+    one_block = Confirmed(Setting(0), 216, (216, 216), {0: 1 / 216})  # the CI of one block has no width
+    winner, tied = choose([best, one_block])
+    assert winner.setting == Setting(0) and len(tied) == 2
