@@ -748,9 +748,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     from gluonbench.console import Progress, duration
 
+    _pipeline_first(settings)
     progress = Progress("tune", settings.budget_s, "s", timed=True)
     progress.start(
-        f"searching DataLoader settings of {settings.workload} (batch {settings.batch_size}"
+        f"searching DataLoader settings of {_what(settings)} (batch {settings.batch_size}"
         + (f", batch sizes {', '.join(map(str, settings.batch_sizes))}" if settings.batch_sizes else "")
         + f") within a {duration(settings.budget_s)} budget, then a report"
     )
@@ -898,6 +899,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     else:
         warn = _preflight(args, None, None, 0, 1, None, enabled=False)
+    _pipeline_first(settings)
     progress = Progress("sweep", _planned_runs(settings), "run")
     progress.start(_sweep_plan(settings, args.resume))
     state: dict[str, Any] = {"bar": None, "last": 0}
@@ -966,6 +968,20 @@ def _planned_runs(settings: Any) -> int | None:
     return len(settings.workers) * settings.repeat * per_setting
 
 
+def _what(settings: Any) -> str:
+    """What a command runs, for its first line: the user's pipeline factory or the registered workload."""
+    return f"the pipeline {settings.pipeline}" if getattr(settings, "pipeline", None) else str(settings.workload)
+
+
+def _pipeline_first(settings: Any) -> None:
+    """Import and check a ``--pipeline`` factory before the first line, so bad input stays one line (the
+    library checks it again before measuring; a factory is cheap to call, it only builds objects)."""
+    if settings is not None and getattr(settings, "pipeline", None):
+        from gluonbench import api
+
+        api.check_pipeline(settings.pipeline, settings.pipeline_options)
+
+
 def _sweep_plan(settings: Any, resume: str | None) -> str:
     """The sweep's first line: what runs, and what is known of how long it takes."""
     if settings is None:
@@ -974,10 +990,10 @@ def _sweep_plan(settings: Any, resume: str | None) -> str:
     if _is_dist(s):
         jobs = len(s.workers) * s.repeat * len(s.hosts)
         what = f"{jobs} {s.kvstore} job(s) ({', '.join(map(str, s.hosts))} worker process(es) x loader workers " + (
-            f"{', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {s.workload}"
+            f"{', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {_what(s)}"
         )
     else:
-        what = f"{_planned_runs(s)} run(s) (workers {', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {s.workload}"
+        what = f"{_planned_runs(s)} run(s) (workers {', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {_what(s)}"
     what += (
         f", {s.epochs} epoch(s)"
         + (f" of at most {s.max_batches} batches" if s.max_batches else "")
@@ -1021,9 +1037,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from gluonbench.console import Progress, duration
     from gluonbench.report.diagnosis import to_text
 
+    _pipeline_first(settings)
     progress = Progress("diagnose", settings.budget_s, "s", timed=True)
     progress.start(
-        f"timing {settings.workload} at {settings.workers} worker(s), batch {settings.batch_size}, with each "
+        f"timing {_what(settings)} at {settings.workers} worker(s), batch {settings.batch_size}, with each "
         f"pipeline stage swapped for a stand-in, in interleaved rounds within a {duration(settings.budget_s)} budget"
     )
 
