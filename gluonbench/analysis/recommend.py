@@ -216,9 +216,9 @@ def _preprocessing(
         Rec(
             head,
             "finding",
-            f"Removing preprocessing makes training {speedup_text(v, 'preprocessing')} faster"
-            + (f" ({perfect_input_text(v)})" if not secondary else "")
-            + f"; its removal saves {_pct(v.shares['preprocessing'])} of the step "
+            ("" if secondary else f"{perfect_input_text(v)[0].upper()}{perfect_input_text(v)[1:]}; ")
+            + f"{'r' if not secondary else 'R'}emoving preprocessing makes it {speedup_text(v, 'preprocessing')} "
+            f"faster; its removal saves {_pct(v.shares['preprocessing'])} of the step "
             f"({_step_ms(v, 'preprocessing', s):.1f} ms a batch of {s.batch_size}, "
             f"{v.stage_s['preprocessing'] * 1e6:.0f} us a sample); decode and the transform run {where}, "
             f"with {_cores(full)} during `full`.",
@@ -308,9 +308,9 @@ def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting,
         Rec(
             head,
             "finding",
-            f"Removing reading and the loader makes training {speedup_text(v, 'disk_io')} faster"
-            + (f" ({perfect_input_text(v)})" if not secondary else "")
-            + f"; their removal saves {_pct(v.shares['disk_io'])} of the step{split} "
+            ("" if secondary else f"{perfect_input_text(v)[0].upper()}{perfect_input_text(v)[1:]}; ")
+            + f"{'r' if not secondary else 'R'}emoving reading and the loader makes it {speedup_text(v, 'disk_io')} "
+            f"faster; their removal saves {_pct(v.shares['disk_io'])} of the step{split} "
             f"({_step_ms(v, 'disk_io', s):.1f} ms a batch, {v.stage_s['disk_io'] * 1e6:.0f} us a sample); during "
             f"`no_preprocess` the run read {_bytes(read)}/s from storage, iowait {iowait:.1f} %, {_cores(sysd)}.",
             substage=top,
