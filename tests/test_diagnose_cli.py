@@ -38,8 +38,10 @@ def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli,
         "| cached_batch |",
         "| loader_only |",
         "**Verdict: preprocessing**",
-        "Shares of step time (95 % interval): preprocessing",
-        "Input-bound (TF Profiler's rule",
+        ": with a perfect input pipeline training would be",
+        "Speed-ups, paired round by round (95 % interval): removing preprocessing",
+        "Time each stage's removal saves, share of the step (95 % interval): preprocessing",
+        "Input-bound (TF's labels on the time a perfect input pipeline saves): ",
         "Evidence (psutil, per probe):",
         "during `full`: ",
         "Recommendations:",
@@ -48,6 +50,7 @@ def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli,
         assert needle in text, needle
     d = json.loads(out.read_text())
     assert d["verdict"] == "preprocessing"
+    assert d["speedups"]["preprocessing"] > 1 and d["speedup_ci"]["input"][0] > 1
     assert d["setting"]["batch_size"] == 32 and d["setting"]["num_workers"] == 0
     assert abs(sum(d["shares"].values()) - 1) < 1e-9
     assert d["probes"]["full"]["system"]["per_core_pct"]
@@ -114,8 +117,10 @@ def test_sweep_diagnose_adds_the_verdict_per_worker_count(cli, tmp_path, no_leak
         assert abs(sum(extra["shares"].values()) - 1) < 1e-3
         assert extra["diagnosis"]["setting"]["num_workers"] == r["spec"]["workers"]
         assert extra["diagnosis"]["probes"]["full"]["steps"] > 0
+        assert extra["input_speedup"] == pytest.approx(extra["diagnosis"]["speedups"]["input"], rel=1e-3)
     md = (run_dir / "summary.md").read_text()
     assert "## Bottleneck per worker count" in md and "| 0 | " in md and "| 2 | " in md
+    assert "one reused batch" in md and "by the seed's rule" in md
     assert "Bottleneck per worker count" in proc.stdout
     rows = list(csv.DictReader((run_dir / "summary.csv").open()))
     assert {row["verdict"] for row in rows} <= set(VERDICTS)
