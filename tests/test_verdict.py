@@ -45,6 +45,9 @@ def test_shares_follow_the_seed_formula_and_sum_to_one():
         (100, 99, 98, "gpu_io"),
         (100, 55, 5, "disk_io"),
         (100, 80, 78, "preprocessing"),
+        # the ratios compound: removing preprocessing gains 4.9x, the rest a further 7.5x, yet preprocessing
+        # saves 47 ms of the step and the rest 10 ms
+        (59.3, 12.0, 1.6, "preprocessing"),
     ],
 )
 def test_the_input_stage_whose_removal_gains_most_wins(full, no_pre, cached, expected):

@@ -28,8 +28,9 @@ With ``line = 1 / (1 - input_gain)`` (a perfect input pipeline saving ``input_ga
 TF's 5 %): ``gpu_io`` when reusing one batch gains nothing: the input speed-up's CI lies under the
 line, or (once the measurement converged) 1 lies within its CI or its gain is under the line.
 When the speed-up is beyond the noise (CI above 1) and above the line, the verdict is the input stage
-whose removal gains the most (preprocessing or disk I/O). Otherwise ``inconclusive``. The other input
-stage, when its own gain is beyond the noise and above the line, is named secondary.
+whose removal saves the most time (preprocessing or disk I/O: the chain's ratios compound, so the
+stage times, not the ratios, are compared). Otherwise ``inconclusive``. The other input stage, when
+its own gain is beyond the noise and saves at least ``input_gain`` of the step, is named secondary.
 
 **Overlap and contention** (:func:`overlap`): the input pipeline alone (``loader_only``) and the model
 alone (the last chain probe, ``cached_batch`` or ``device_batch``) against ``full``. A loop that
@@ -301,7 +302,13 @@ def attribute(
     gains = dict(gains) if gains is not None else timing_gains({n: chain.get(n) for n in CHAIN})
     line = 1.0 / (1.0 - thresholds.input_gain)
     g, g_lo, g_hi = gains.get("input", (math.nan, math.nan, math.nan))
-    beyond = {k: gains[k][1] > 1.0 and gains[k][0] > line for k in ("preprocessing", "disk_io") if k in gains}
+    # an input stage counts when removing it gains beyond the noise and saves at least input_gain of full's step
+    t_full = full.median if full.median > 0 else math.inf
+    beyond = {
+        k: gains[k][1] > 1.0 and stage[k] / t_full >= thresholds.input_gain
+        for k in ("preprocessing", "disk_io")
+        if k in gains
+    }
     # the seed's "no gain": the CI under the line, or, converged, 1 within the CI or the gain under the line
     nothing = math.isfinite(g_hi) and (g_hi <= line or (converged and (g_lo <= 1.0 or g <= line)))
     gain_real = math.isfinite(g_lo) and g_lo > 1.0 and g > line
@@ -322,14 +329,14 @@ def attribute(
                 f"input_gain={thresholds.input_gain:g}) after the measurement converged"
             )
     elif gain_real:
-        pre, disk = gains.get("preprocessing", (1.0,) * 3), gains.get("disk_io", (1.0,) * 3)
-        verdict = "preprocessing" if pre[0] >= disk[0] else "disk_io"
-        lead, other = (pre, disk) if verdict == "preprocessing" else (disk, pre)
+        # the input stage whose removal saves the most time (the chain's ratios compound, so their sizes do not
+        # compare: removing preprocessing first shrinks the step the rest is a ratio of)
+        verdict = "preprocessing" if stage["preprocessing"] >= stage["disk_io"] else "disk_io"
         runner = "disk_io" if verdict == "preprocessing" else "preprocessing"
-        if lead[1] <= other[2] and established[runner]:
+        if stage[verdict] - unc[verdict] <= stage[runner] + unc[runner] and established[runner]:
             notes.append(
-                f"close call: removing {verdict} gains {_x(lead[0])}, removing {runner} {_x(other[0])}, "
-                "within the noise of each other; both are worth fixing"
+                f"close call: removing {verdict} saves {shares[verdict]:.0%} of the step, removing {runner} "
+                f"{shares[runner]:.0%}, within the noise of each other; both are worth fixing"
             )
     anomalies = {
         "preprocessing": "no_preprocess ran slower than full",
