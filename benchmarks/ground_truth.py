@@ -14,7 +14,7 @@ Each round's seconds per step give paired ratios (the median over rounds and its
 speed-up of one reused batch over the full pipeline, and of removing preprocessing. The seed's rule
 then reads: ``gpu_io`` when reusing one batch gains nothing (the CI under the 5 % line: a speed-up of
 1/(1-0.05), or 1 within the CI and the gain under the line), else the input stage whose removal gains
-the most (``preprocessing`` or ``disk_io``), ``unclear`` when the CI straddles the line.
+the most time (``preprocessing`` or ``disk_io``), ``unclear`` when the CI straddles the line.
 
     python benchmarks/ground_truth.py --quick                      # the test suite's cases
     python benchmarks/ground_truth.py --only mnist-seed-0workers --seconds 40
@@ -67,13 +67,18 @@ class GroundTruth:
         return asdict(self)
 
 
-def seed_rule(reuse: tuple[float, float, float], pre: tuple[float, float, float], rest: tuple[float, float, float]):
-    """The seed's decision on (ratio, low, high) speed-ups: see the module docstring."""
+def seed_rule(reuse: tuple[float, float, float], step_ms: dict[str, float]) -> str:
+    """The seed's decision on the (ratio, low, high) speed-up of one reused batch: see the module docstring.
+
+    Of the input stages, the one whose removal saves the most time per step (``full - no_preprocess``
+    against ``no_preprocess - reused``) is named.
+    """
     g, lo, hi = reuse
     if hi <= LINE or (lo <= 1.0 and g <= LINE):
         return "gpu_io"
     if lo > 1.0 and g > LINE:
-        return "preprocessing" if pre[0] >= rest[0] else "disk_io"
+        no_pre = step_ms.get("no_preprocess", step_ms["full"])
+        return "preprocessing" if step_ms["full"] - no_pre >= no_pre - step_ms["reused"] else "disk_io"
     return "unclear"
 
 
@@ -159,16 +164,17 @@ def measure(case: Case, dirs: dict[str, Any], seconds: float = 20.0, min_rounds:
         rest = _paired(times["no_preprocess"], times["reused"])
     else:
         pre, rest = (1.0, 1.0, 1.0), reuse
+    step_ms = {k: median(v) * 1000 for k, v in times.items()}
     return GroundTruth(
         case=case.name,
-        seed_rule=seed_rule(reuse, pre, rest),
+        seed_rule=seed_rule(reuse, step_ms),
         reuse_speedup=reuse[0],
         reuse_ci=[reuse[1], reuse[2]],
         preprocess_speedup=pre[0],
         preprocess_ci=[pre[1], pre[2]],
         rest_speedup=rest[0],
         rest_ci=[rest[1], rest[2]],
-        step_ms={k: median(v) * 1000 for k, v in times.items()},
+        step_ms=step_ms,
         rounds=r,
         load_average=os.getloadavg()[0],
     )

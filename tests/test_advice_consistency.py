@@ -138,6 +138,11 @@ def test_cpu_contention_and_balance_are_named_with_the_cpu_evidence():
     assert "Contention:" in text and "the 2 CPU cores" in text and "during `full` both cores at 95 % or more" in text
     assert "Balanced:" in text and "speeding up either alone gains little" in text
     assert "gpu" not in text.lower()
+    # cores that were not saturated are not blamed
+    for p in probes.values():
+        p["system"] = {**p["system"], "per_core_pct": [60.0, 62.0], "cpu_util_pct": 60.0}
+    text = " ".join(render(advise(v, probes, _setting("cpu"))))
+    assert "Contention:" in text and "the cores were not saturated" in text and "the 2 CPU cores" not in text
     doc = _diagnosis_text(v, probes, _setting("cpu"))
     assert "contention" in doc and "balanced" in doc
 

@@ -13,7 +13,7 @@ import math
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from time import perf_counter
 from typing import Any
 
@@ -358,6 +358,59 @@ def _classify(ps: ProbeSet, thresholds: Thresholds) -> Verdict:
         thresholds=thresholds,
         enough_data=all(len(p.blocks) >= thresholds.min_blocks for p in ps.probes.values() if p.same_as is None),
         gains=probe_gains(ps.probes),
+    )
+
+
+def reassess(d: Diagnosis, thresholds: Thresholds | None = None) -> Diagnosis:
+    """A stored diagnosis re-read by the current verdict rule from its own probe records (nothing is measured).
+
+    The verdict, speed-ups, shares, labels, overlap and advice are pure functions of the probes' records
+    (per-round figures, blocks, splits, psutil evidence), so a diagnosis made under an earlier rule can be
+    brought up to date; ``thresholds`` default to the ones it was made with.
+    """
+    if thresholds is None:
+        names = {f for f in Thresholds.__dataclass_fields__}
+        thresholds = Thresholds(**{k: v for k, v in (d.thresholds or {}).items() if k in names})
+    probes = d.probes
+    measured = {n: p for n, p in probes.items() if p.same_as is None}
+    converged = all(
+        len(p.blocks) >= thresholds.min_blocks and p.rel_half_width <= thresholds.rel_ci
+        for n, p in measured.items()
+        if n != "loader_only"
+    )
+    full = probes.get("full")
+    wait = (full.split or {}).get("wait_frac", math.nan) if full is not None else math.nan
+    v = attribute(
+        paired_timings(probes),
+        wait_frac=math.nan if wait is None else wait,
+        converged=converged,
+        thresholds=thresholds,
+        enough_data=all(len(p.blocks) >= thresholds.min_blocks for p in measured.values()),
+        gains=probe_gains(probes),
+    )
+    setting = Setting(**d.setting)
+    probe_dicts = {k: p.to_dict() for k, p in probes.items()}
+    advice = advise(v, probe_dicts, setting)
+    return replace(
+        d,
+        verdict=v.verdict,
+        shares=v.shares,
+        stages=v.substages,
+        stage_ci=v.substage_ci,
+        share_ci=v.share_ci,
+        speedups=v.speedups,
+        speedup_ci=v.speedup_ci,
+        input_saved=v.input_saved,
+        input_saved_ci=v.input_saved_ci,
+        overlap=v.overlap,
+        secondary=v.secondary,
+        input_bound=v.input_bound,
+        wait_frac=v.wait_frac,
+        notes=v.notes,
+        analysis=v.to_dict(),
+        recommendations=render(advice),
+        advice=[r.to_dict() for r in advice],
+        thresholds=thresholds.to_dict(),
     )
 
 

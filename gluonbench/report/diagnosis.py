@@ -121,8 +121,7 @@ def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
             if o.get("contention"):
                 verdicts.append(
                     f"contention: `full` is {o['full_vs_slower']:.2f}x [{lo:.2f}, {hi:.2f}] the slower of the two "
-                    "alone, so they compete for a shared resource"
-                    + (" (the CPU cores)" if setting is not None and not setting.on_gpu else "")
+                    "alone, so they compete for a shared resource (see the recommendations)"
                 )
             else:
                 verdicts.append(f"`full` runs at {o['full_vs_slower']:.2f}x [{lo:.2f}, {hi:.2f}] the slower one's time")
