@@ -651,7 +651,13 @@ def _overlap(v: Verdict, probes: Mapping[str, Mapping[str, Any]], s: Setting) ->
                 "finding",
                 f"Contention: {alone}; together (`full`) {full_ms:.1f} ms, {o['full_vs_slower']:.2f}x "
                 f"[{lo:.2f}, {hi:.2f}] the slower of the two alone, where a loop that overlaps them would run at "
-                f"the slower one's pace: the two compete for {resource}."
+                f"the slower one's pace"
+                + (
+                    f"; it is about their sum ({loader_ms + model_ms:.1f} ms), so they do not overlap at all"
+                    if o.get("serial")
+                    else ""
+                )
+                + f": the two compete for {resource}."
                 + ("" if o.get("balanced") else " Making either cheaper frees that resource for the other."),
             )
         )
