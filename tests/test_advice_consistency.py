@@ -154,3 +154,30 @@ def test_no_contention_when_the_loop_overlaps():
     assert "Contention" not in text and "Balanced" not in text
     # the loop waits 40 % of the step, yet removing the input saves ~1 %: named as overlap, not as input-bound
     assert "overlaps compute" in text and math.isfinite(v.input_saved)
+
+
+def test_a_stored_diagnosis_is_re_read_by_the_current_rule():
+    from gluonbench.engine.diagnosis import Diagnosis, reassess
+    from gluonbench.engine.probes import ProbeResult
+
+    _, probes = _case(CLASSES["preprocessing"], 0.005)
+    results = {}
+    for name, p in probes.items():
+        r = ProbeResult.from_dict({**p, "batch_size": BATCH, "blocks": [p["s_per_sample"]] * 8})
+        results[name] = r
+    # a record written under the earlier rule: verdict gpu_io (the largest share), no speed-ups
+    old = Diagnosis(
+        verdict="gpu_io",
+        shares={"preprocessing": 0.3, "disk_io": 0.0, "gpu_io": 0.7},
+        probes=results,
+        recommendations=["the input pipeline keeps up"],
+        evidence=[],
+        setting=_setting("cpu").to_dict(),
+        thresholds={"rel_ci": 0.05, "min_blocks": 6},
+    )
+    new = reassess(old)
+    assert new.verdict == "preprocessing" and new.input_bound == "highly"
+    assert new.speedups["input"] == pytest.approx(40.0 / 26.6, rel=1e-6)
+    assert not any("keeps up" in r for r in new.recommendations)
+    assert Diagnosis.from_dict(new.to_dict()).speedup_ci == new.speedup_ci
+    assert "training would be 1.50x" in to_text(new)
