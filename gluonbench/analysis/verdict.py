@@ -1,6 +1,6 @@
 """From probe timings to a verdict: which stage of the pipeline costs the step time.
 
-The seed's method (SEEDS.md, 001) made quantitative. With ``t_full``,
+The seed's method (SEEDS.md, 001) made quantitative. The shares: with ``t_full``,
 ``t_no_preprocess`` and ``t_cached_batch`` the probes' median seconds per sample:
 
 * ``preprocessing = t_full - t_no_preprocess``  (what removing the transform gains)
@@ -35,8 +35,9 @@ its own gain is beyond the noise and saves at least ``input_gain`` of the step, 
 **Overlap and contention** (:func:`overlap`): the input pipeline alone (``loader_only``) and the model
 alone (the last chain probe, ``cached_batch`` or ``device_batch``) against ``full``. A loop that
 overlaps them perfectly runs at the slower of the two; ``full`` clearly slower than that (paired CI
-above 1 and above the line) means the two compete for a shared resource (on a CPU context, the cores).
-The two alone within the line of each other are *balanced*: speeding up either alone gains little.
+above 1 and above the line) means the two compete for a shared resource (the advice names it from the
+CPU evidence: the cores when they were saturated). The two alone within the line of each other are
+*balanced*: speeding up either alone gains little; ``full`` within the line of their sum is *serial*.
 
 **The shares** stay, for what they are: the time each stage's removal saves, over ``full``'s time
 (``preprocessing = t_full - t_no_preprocess``, ``disk_io = t_no_preprocess - t_cached_batch``,
