@@ -11,23 +11,28 @@ from gluonbench.analysis.verdict import VERDICTS
 
 def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli, tmp_path, no_leaks):
     out = tmp_path / "d.json"
-    proc = cli(
-        "diagnose",
-        "--dataset",
-        "synthetic",
-        "--cpu-ms",
-        "2",
-        "--samples",
-        "1024",
-        "--batch-size",
-        "32",
-        "--data-dir",
-        str(tmp_path / "cache"),
-        "--budget",
-        "8",
-        "--json",
-        str(out),
-    )
+    # a machine busy with other jobs can leave the CIs too wide in 8 s: retry with a doubled budget, as the
+    # inconclusive advice says (a wrong verdict still fails)
+    for budget in ("8", "16", "32"):
+        proc = cli(
+            "diagnose",
+            "--dataset",
+            "synthetic",
+            "--cpu-ms",
+            "2",
+            "--samples",
+            "1024",
+            "--batch-size",
+            "32",
+            "--data-dir",
+            str(tmp_path / "cache"),
+            "--budget",
+            budget,
+            "--json",
+            str(out),
+        )
+        if proc.returncode != 0 or "**Verdict: inconclusive**" not in proc.stdout:
+            break
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     text = proc.stdout
