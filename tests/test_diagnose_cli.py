@@ -119,10 +119,14 @@ def test_sweep_diagnose_adds_the_verdict_per_worker_count(cli, tmp_path, no_leak
         assert r["spec"]["options"] == {"samples": 1024, "read_ms": 0.5}, "knobs reach the child's workload"
         extra = r["extra"]
         assert extra["verdict"] in VERDICTS
-        assert abs(sum(extra["shares"].values()) - 1) < 1e-3
+        notes = extra["diagnosis"]["notes"]
+        if not any("no measurement of" in n for n in notes):  # a 4 s budget on a busy machine may leave a probe out
+            assert abs(sum(extra["shares"].values()) - 1) < 1e-3, notes
+            assert extra["input_speedup"] == pytest.approx(extra["diagnosis"]["speedups"]["input"], rel=1e-3)
+        else:
+            assert extra["verdict"] == "inconclusive"
         assert extra["diagnosis"]["setting"]["num_workers"] == r["spec"]["workers"]
         assert extra["diagnosis"]["probes"]["full"]["steps"] > 0
-        assert extra["input_speedup"] == pytest.approx(extra["diagnosis"]["speedups"]["input"], rel=1e-3)
     md = (run_dir / "summary.md").read_text()
     assert "## Bottleneck per worker count" in md and "| 0 | " in md and "| 2 | " in md
     assert "one reused batch" in md and "by the seed's rule" in md
