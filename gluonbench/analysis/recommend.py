@@ -310,8 +310,8 @@ def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting,
             "finding",
             ("" if secondary else f"{perfect_input_text(v)[0].upper()}{perfect_input_text(v)[1:]}; ")
             + f"{'r' if not secondary else 'R'}emoving reading and the loader"
-            + (" (after preprocessing)" if v.measured.get("preprocessing") else "")
-            + f" makes it a further {speedup_text(v, 'disk_io')} faster; their removal saves {_pct(v.shares['disk_io'])} of the step{split} "
+            + (" (after preprocessing) makes it a further" if v.measured.get("preprocessing") else " makes it")
+            + f" {speedup_text(v, 'disk_io')} faster; their removal saves {_pct(v.shares['disk_io'])} of the step{split} "
             f"({_step_ms(v, 'disk_io', s):.1f} ms a batch, {v.stage_s['disk_io'] * 1e6:.0f} us a sample); during "
             f"`no_preprocess` the run read {_bytes(read)}/s from storage, iowait {iowait:.1f} %, {_cores(sysd)}.",
             substage=top,
