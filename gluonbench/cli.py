@@ -65,17 +65,18 @@ DIAGNOSE_EXAMPLES = """examples:
 probes (each the pipeline with more stages swapped, measured in interleaved rounds):
 {probes}
 
-verdict: the seed's three shares of step time, each split into sub-stages measured by their own probe:
-  preprocessing = full - no_preprocess                      (decode + transform)
-  disk_io       = no_preprocess - cached_batch              (read = no_preprocess - no_read,
-                                                             loader = no_read - cached_batch)
-  gpu_io        = cached_batch                              (copy = cached_batch - device_batch,
-                                                             compute = device_batch)
-  each over the total; the largest share whose difference is significant (beyond the probes' 95 %
-  CIs) is the verdict; others above secondary_share are secondary; inconclusive when noise exceeds
-  the effects. Every share is printed with its 95 % interval.
+verdict: the seed's rule, as speed-ups paired round by round with 95 % CIs:
+  input         = full / cached_batch       (one batch reused: "with a perfect input pipeline
+                                             training would be 1.27x [1.21, 1.33] faster")
+  preprocessing = full / no_preprocess      disk_io = no_preprocess / cached_batch (read, loader)
+  gpu_io only when reusing one batch gains nothing (the input CI under the input_gain line, or 1
+  within it once converged); else the input stage whose removal gains the most; inconclusive when
+  the CIs cannot tell. The shares (the time each stage's removal saves) are printed too:
+  preprocessing = full - no_preprocess, disk_io = no_preprocess - cached_batch, gpu_io = cached_batch
+  (copy = cached_batch - device_batch, compute = device_batch), each over the total, with intervals.
 thresholds (--threshold KEY=VALUE): rel_ci=0.05 (stop when every probe's median is known to
   +-5 %), min_blocks=6, secondary_share=0.15, highly_input_bound=0.20, moderately_input_bound=0.05,
+  input_gain=0.05 (a perfect input pipeline must save 5 % of the step to count),
   share_precision=0.05 (measure on, within the budget, until every share is known to +-5 points).
 """
 

@@ -11,23 +11,28 @@ from gluonbench.analysis.verdict import VERDICTS
 
 def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli, tmp_path, no_leaks):
     out = tmp_path / "d.json"
-    proc = cli(
-        "diagnose",
-        "--dataset",
-        "synthetic",
-        "--cpu-ms",
-        "2",
-        "--samples",
-        "1024",
-        "--batch-size",
-        "32",
-        "--data-dir",
-        str(tmp_path / "cache"),
-        "--budget",
-        "8",
-        "--json",
-        str(out),
-    )
+    # a machine busy with other jobs can leave the CIs too wide in 8 s: retry with a doubled budget, as the
+    # inconclusive advice says (a wrong verdict still fails)
+    for budget in ("8", "16", "32"):
+        proc = cli(
+            "diagnose",
+            "--dataset",
+            "synthetic",
+            "--cpu-ms",
+            "2",
+            "--samples",
+            "1024",
+            "--batch-size",
+            "32",
+            "--data-dir",
+            str(tmp_path / "cache"),
+            "--budget",
+            budget,
+            "--json",
+            str(out),
+        )
+        if proc.returncode != 0 or "**Verdict: inconclusive**" not in proc.stdout:
+            break
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     text = proc.stdout
@@ -38,8 +43,10 @@ def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli,
         "| cached_batch |",
         "| loader_only |",
         "**Verdict: preprocessing**",
-        "Shares of step time (95 % interval): preprocessing",
-        "Input-bound (TF Profiler's rule",
+        ": with a perfect input pipeline training would be",
+        "Speed-ups, paired round by round (95 % interval): removing preprocessing",
+        "Time each stage's removal saves, share of the step (95 % interval): preprocessing",
+        "Input-bound (TF's labels on the time a perfect input pipeline saves): ",
         "Evidence (psutil, per probe):",
         "during `full`: ",
         "Recommendations:",
@@ -48,6 +55,7 @@ def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli,
         assert needle in text, needle
     d = json.loads(out.read_text())
     assert d["verdict"] == "preprocessing"
+    assert d["speedups"]["preprocessing"] > 1 and d["speedup_ci"]["input"][0] > 1
     assert d["setting"]["batch_size"] == 32 and d["setting"]["num_workers"] == 0
     assert abs(sum(d["shares"].values()) - 1) < 1e-9
     assert d["probes"]["full"]["system"]["per_core_pct"]
@@ -111,11 +119,18 @@ def test_sweep_diagnose_adds_the_verdict_per_worker_count(cli, tmp_path, no_leak
         assert r["spec"]["options"] == {"samples": 1024, "read_ms": 0.5}, "knobs reach the child's workload"
         extra = r["extra"]
         assert extra["verdict"] in VERDICTS
-        assert abs(sum(extra["shares"].values()) - 1) < 1e-3
+        notes = extra["diagnosis"]["notes"]
+        if not any("no measurement of" in n for n in notes):  # a 4 s budget on a busy machine may leave a probe out
+            assert abs(sum(extra["shares"].values()) - 1) < 1e-3, notes
+            assert extra["input_speedup"] == pytest.approx(extra["diagnosis"]["speedups"]["input"], rel=1e-3)
+        else:
+            assert extra["verdict"] == "inconclusive"
         assert extra["diagnosis"]["setting"]["num_workers"] == r["spec"]["workers"]
-        assert extra["diagnosis"]["probes"]["full"]["steps"] > 0
+        unmeasured = " ".join(n for n in notes if "no measurement of" in n)
+        assert extra["diagnosis"]["probes"]["full"]["steps"] > 0 or "full" in unmeasured, notes
     md = (run_dir / "summary.md").read_text()
     assert "## Bottleneck per worker count" in md and "| 0 | " in md and "| 2 | " in md
+    assert "one reused batch" in md and "by the seed's rule" in md
     assert "Bottleneck per worker count" in proc.stdout
     rows = list(csv.DictReader((run_dir / "summary.csv").open()))
     assert {row["verdict"] for row in rows} <= set(VERDICTS)

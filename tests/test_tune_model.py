@@ -200,3 +200,34 @@ def test_emulation_settings():
         with pytest.raises(GluonbenchError):
             step_ms(bad)
     assert au_of(0.9, 1.0).passes and not au_of(0.89, 1.0).passes
+
+
+@pytest.mark.parametrize(
+    ("rate", "ci", "fed"),
+    [
+        (1090.0, (1080.0, 1100.0), "yes"),  # the ceiling 1100 [1095, 1105]: 1.01x, nothing to gain
+        (800.0, (790.0, 810.0), "no"),  # 1.38x: the input pipeline still limits training
+        (1030.0, (850.0, 1150.0), "unclear"),  # 1.07x with a wide CI
+    ],
+)
+def test_tune_says_whether_the_model_is_fed_by_the_seeds_rule(rate, ci, fed):
+    from gluonbench.tune.result import TuneResult
+
+    r = TuneResult(
+        setting=Setting(2).to_dict(),
+        batch_size=64,
+        dataloader="x",
+        samples_per_s=rate,
+        ci=ci,
+        current=Setting(0).to_dict(),
+        current_batch_size=64,
+        current_samples_per_s=500.0,
+        current_ci=(490.0, 510.0),
+        ceiling_samples_per_s=1100.0,
+        ceiling_ci=(1095.0, 1105.0),
+    )
+    assert r.keeps_model_fed == fed
+    text = r.to_text()
+    assert f"model fed:   {fed}: one reused batch (the model ceiling) would train {1100 / rate:.2f}x" in text
+    assert ("keeps the model fed" in text) == (fed == "yes")
+    assert r.to_dict()["keeps_model_fed"] == fed

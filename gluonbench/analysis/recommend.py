@@ -188,7 +188,23 @@ def _split_text(v: Verdict, head: str, setting: Setting) -> str:
 Rec = Recommendation
 
 
-def _preprocessing(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[Rec]:
+def speedup_text(v: Verdict, key: str) -> str:
+    """``1.27x [1.21, 1.33]``: a speed-up with its 95 % interval."""
+    r = v.speedups.get(key, math.nan)
+    lo, hi = (v.speedup_ci.get(key) or [math.nan, math.nan])[:2]
+    if not math.isfinite(r):
+        return "?"
+    return f"{r:.2f}x [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) and math.isfinite(hi) else f"{r:.2f}x"
+
+
+def perfect_input_text(v: Verdict) -> str:
+    """The seed's test in the words a user acts on."""
+    return f"with a perfect input pipeline (one batch reused) training would be {speedup_text(v, 'input')} faster"
+
+
+def _preprocessing(
+    v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting, secondary: bool = False
+) -> list[Rec]:
     s = setting
     full = probes["full"].get("system") or {}
     where = (
@@ -201,7 +217,9 @@ def _preprocessing(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting:
         Rec(
             head,
             "finding",
-            f"Preprocessing costs {_pct(v.shares['preprocessing'])} of the step "
+            ("" if secondary else f"{perfect_input_text(v)[0].upper()}{perfect_input_text(v)[1:]}; ")
+            + f"{'r' if not secondary else 'R'}emoving preprocessing makes it {speedup_text(v, 'preprocessing')} "
+            f"faster; its removal saves {_pct(v.shares['preprocessing'])} of the step "
             f"({_step_ms(v, 'preprocessing', s):.1f} ms a batch of {s.batch_size}, "
             f"{v.stage_s['preprocessing'] * 1e6:.0f} us a sample); decode and the transform run {where}, "
             f"with {_cores(full)} during `full`.",
@@ -278,7 +296,7 @@ def _preprocessing(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting:
     return out
 
 
-def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[Rec]:
+def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting, secondary: bool = False) -> list[Rec]:
     s = setting
     head = "disk_io"
     sysd = probes.get("no_preprocess", {}).get("system") or probes["full"].get("system") or {}
@@ -291,7 +309,10 @@ def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting)
         Rec(
             head,
             "finding",
-            f"Reading and batching cost {_pct(v.shares['disk_io'])} of the step{split} "
+            ("" if secondary else f"{perfect_input_text(v)[0].upper()}{perfect_input_text(v)[1:]}; ")
+            + f"{'r' if not secondary else 'R'}emoving reading and the loader"
+            + (" (after preprocessing) makes it a further" if v.measured.get("preprocessing") else " makes it")
+            + f" {speedup_text(v, 'disk_io')} faster; their removal saves {_pct(v.shares['disk_io'])} of the step{split} "
             f"({_step_ms(v, 'disk_io', s):.1f} ms a batch, {v.stage_s['disk_io'] * 1e6:.0f} us a sample); during "
             f"`no_preprocess` the run read {_bytes(read)}/s from storage, iowait {iowait:.1f} %, {_cores(sysd)}.",
             substage=top,
@@ -439,7 +460,9 @@ def _read_fixes(v: Verdict, s: Setting, read: float, iowait: float, mean_busy: f
     return out
 
 
-def _device(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[Rec]:
+def _device(
+    v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting, secondary: bool = False
+) -> list[Rec]:
     s = setting
     head = "gpu_io"
     cached = probes["cached_batch"]
@@ -452,9 +475,11 @@ def _device(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Settin
         Rec(
             head,
             "finding",
-            f"The {what} is {_pct(v.shares['gpu_io'])} of the step{split} ({_step_ms(v, 'gpu_io', s):.1f} ms a "
-            f"batch; {rate:.0f} samples/s with one cached batch and {_cores(sysd)}): the input pipeline keeps up and "
-            f"training runs at the {'device' if s.on_gpu else 'CPU'}'s peak for batch size {s.batch_size}.",
+            f"Reusing one batch gains nothing beyond the noise or the input_gain line: {perfect_input_text(v)}. "
+            f"The {what} sets the pace"
+            f"{split} ({_step_ms(v, 'gpu_io', s):.1f} ms a batch; {rate:.0f} samples/s with one cached batch and "
+            f"{_cores(sysd)}): the input pipeline keeps up and training runs at the "
+            f"{'device' if s.on_gpu else 'CPU'}'s peak for batch size {s.batch_size}.",
             substage=top,
         )
     ]
@@ -474,7 +499,7 @@ def _device(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Settin
             head,
             "fix",
             f"Raise the batch size (now {s.batch_size}; try {2 * s.batch_size} and {4 * s.batch_size}, scaling the "
-            "learning rate): throughput rises until the device saturates.",
+            f"learning rate): throughput rises until the {'device' if s.on_gpu else 'CPU'} saturates.",
             "compute",
             "batch_size",
         )
@@ -504,7 +529,9 @@ def _device(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Settin
             head,
             "fix",
             "Add devices: split each batch over GPUs (gluon.utils.split_and_load) or train data-parallel over "
-            "machines (KVStore / Horovod).",
+            "machines (KVStore / Horovod)."
+            if s.on_gpu
+            else "Add machines: train data-parallel over several hosts (KVStore / Horovod), each with its own cores.",
             "compute",
             "devices",
         )
@@ -527,8 +554,8 @@ def _device(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Settin
             Rec(
                 head,
                 "fix",
-                "On a CPU context this is CPU compute: a GPU, an MKL-DNN (oneDNN) build of MXNet, or cores kept free "
-                "of other work speed it up"
+                "On a CPU context this is CPU compute: more or faster cores, an MKL-DNN (oneDNN) build of MXNet, or "
+                "cores kept free of other work speed it up"
                 + (f" (other programs kept the CPU {other:.0f} % busy during `cached_batch`)." if other >= 15 else "."),
                 "compute",
                 "hardware",
@@ -563,19 +590,87 @@ def advise(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting
         return out
     out += RULES[v.verdict](v, probes, setting)
     for stage in v.secondary:
-        recs = RULES[stage](v, probes, setting)
+        recs = RULES[stage](v, probes, setting, secondary=True)
         # a secondary stage gets its cost and its two main fixes
         out += [replace(r, secondary=True) for r in recs[:3]]
-    input_share = v.shares["preprocessing"] + v.shares["disk_io"]
-    if math.isfinite(v.wait_frac) and v.wait_frac - input_share >= 0.10:
+    out += _overlap(v, probes, setting)
+    return out
+
+
+def _overlap(v: Verdict, probes: Mapping[str, Mapping[str, Any]], s: Setting) -> list[Rec]:
+    """Findings on how the input pipeline and the model share the machine (from ``v.overlap`` and the wait)."""
+    out: list[Rec] = []
+    if math.isfinite(v.wait_frac) and math.isfinite(v.input_saved) and v.wait_frac - v.input_saved >= 0.10:
         out.append(
             Rec(
                 "overlap",
                 "finding",
-                f"The step waits for input {_pct(v.wait_frac)} of the time ({v.input_bound} input-bound by TF's rule), "
-                f"yet removing the input stages gains only {_pct(input_share)}: MXNet computes the previous step "
-                f"while the next batch loads, so about {_pct(v.wait_frac - input_share)} of the step's wait overlaps "
-                "compute.",
+                f"The loop waits for the next batch {_pct(v.wait_frac)} of the step, yet a perfect input pipeline "
+                f"saves only {_pct(max(v.input_saved, 0.0))}: MXNet computes the previous step while the next batch "
+                f"loads, so about {_pct(v.wait_frac - max(v.input_saved, 0.0))} of the step's wait overlaps compute "
+                "(the wait alone overstates what the input costs).",
+            )
+        )
+    o = v.overlap or {}
+    if not o:
+        return out
+    full = probes.get("full", {})
+    full_ms = float(full.get("step_s", math.nan)) * 1000
+    lo_p, model_p = probes.get("loader_only", {}), probes.get(o.get("model_probe", "cached_batch"), {})
+    loader_ms = float(lo_p.get("step_s", math.nan)) * 1000
+    model_ms = float(model_p.get("step_s", math.nan)) * 1000
+    alone = (
+        f"the input pipeline alone (`loader_only`) takes {loader_ms:.1f} ms a batch and the model alone "
+        f"(`{o.get('model_probe')}`) {model_ms:.1f} ms"
+    )
+    if o.get("contention"):
+        lo, hi = o["full_vs_slower_ci"]
+        if s.on_gpu:
+            resource = "a shared resource: the CPU cores, Python's interpreter lock or host memory bandwidth"
+        else:
+            sysd = full.get("system") or {}
+            used = float(sysd.get("cpu_util_pct", math.nan)) / 100 * s.cores
+            per = sysd.get("per_core_pct") or []
+            seen = f"during `full` {_cores(sysd)}" + (
+                f", this run's processes used {used:.1f} of {s.cores} cores" if math.isfinite(used) else ""
+            )
+            if (per and min(per) >= 85) or (math.isfinite(used) and used >= 0.85 * s.cores):
+                resource = (
+                    f"the {s.cores} CPU cores (on a CPU context the loader and the model compute both run on them: "
+                    f"{seen})"
+                )
+            else:
+                resource = f"something other than idle cores ({seen}: the cores were not saturated): " + (
+                    "with num_workers=0 the loader runs in the training loop's own thread, and an NDArray "
+                    "transform queues in MXNet's engine beside the model's operators"
+                    if s.num_workers == 0
+                    else "the workers and MXNet's operator threads share the engine, memory bandwidth and the "
+                    "hand-off through shared memory"
+                )
+        out.append(
+            Rec(
+                "overlap",
+                "finding",
+                f"Contention: {alone}; together (`full`) {full_ms:.1f} ms, {o['full_vs_slower']:.2f}x "
+                f"[{lo:.2f}, {hi:.2f}] the slower of the two alone, where a loop that overlaps them would run at "
+                f"the slower one's pace"
+                + (
+                    f"; it is about their sum ({loader_ms + model_ms:.1f} ms), so they do not overlap at all"
+                    if o.get("serial")
+                    else ""
+                )
+                + f": the two compete for {resource}."
+                + ("" if o.get("balanced") else " Making either cheaper frees that resource for the other."),
+            )
+        )
+    if o.get("balanced"):
+        lo, hi = o["loader_vs_model_ci"]
+        out.append(
+            Rec(
+                "overlap",
+                "finding",
+                f"Balanced: {alone}, within the noise of each other ({o['loader_vs_model']:.2f}x [{lo:.2f}, {hi:.2f}]): "
+                "speeding up either alone gains little; both must get faster for training to.",
             )
         )
     return out

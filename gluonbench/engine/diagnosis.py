@@ -13,13 +13,21 @@ import math
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from time import perf_counter
 from typing import Any
 
 from gluonbench.analysis.recommend import Setting, advise, evidence, render, stage_name
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS
-from gluonbench.analysis.verdict import STAGES, Thresholds, Verdict, attribute, paired_rounds, paired_timings
+from gluonbench.analysis.verdict import (
+    STAGES,
+    Thresholds,
+    Verdict,
+    attribute,
+    paired_rounds,
+    paired_timings,
+    probe_gains,
+)
 from gluonbench.engine.measure import Rounds
 from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.errors import GluonbenchError
@@ -70,6 +78,19 @@ class Diagnosis:
     """what ran in each stage of the full pipeline"""
     advice: list[dict[str, Any]] = field(default_factory=list)
     """the recommendations as records: stage, sub-stage, finding or fix, the knob, the text"""
+    speedups: dict[str, float] = field(default_factory=dict)
+    """what the verdict is read from (the seed's rule): how much faster training runs with a stage removed:
+    ``input`` (one batch reused: full / cached_batch), ``preprocessing`` (full / no_preprocess), ``disk_io``
+    (no_preprocess / cached_batch), ``read``, ``loader``, ``copy``"""
+    speedup_ci: dict[str, list[float]] = field(default_factory=dict)
+    """95 % interval of each speed-up, paired round by round"""
+    input_saved: float = math.nan
+    """share of the full pipeline's step time a perfect input pipeline saves (1 - 1/speedups['input']);
+    ``input_bound`` labels it"""
+    input_saved_ci: list[float] = field(default_factory=list)
+    overlap: dict[str, Any] = field(default_factory=dict)
+    """the input pipeline alone vs the model alone vs both: ``contention``, ``balanced``, ``full_vs_slower``
+    (+ ``_ci``), ``loader_vs_model`` (+ ``_ci``), ``slower_alone``, ``model_probe``"""
 
     @property
     def verdict_text(self) -> str:
@@ -98,8 +119,9 @@ class Diagnosis:
             d[key] = {k: given[k] for k in SUBSTAGES if k in given}
         share_ci = d.get("share_ci") or {}
         d["share_ci"] = {k: share_ci[k] for k in STAGES if k in share_ci}
-        if d.get("wait_frac") is None:
-            d["wait_frac"] = math.nan
+        for key in ("wait_frac", "input_saved"):
+            if d.get(key) is None:
+                d[key] = math.nan
         return cls(**d)
 
 
@@ -301,6 +323,11 @@ def diagnose(
         recommendations=render(advice),
         advice=[r.to_dict() for r in advice],
         evidence=evidence(probe_dicts, setting),
+        speedups=verdict.speedups,
+        speedup_ci=verdict.speedup_ci,
+        input_saved=verdict.input_saved,
+        input_saved_ci=verdict.input_saved_ci,
+        overlap=verdict.overlap,
         secondary=verdict.secondary,
         input_bound=verdict.input_bound,
         wait_frac=verdict.wait_frac,
@@ -331,6 +358,60 @@ def _classify(ps: ProbeSet, thresholds: Thresholds) -> Verdict:
         ),
         thresholds=thresholds,
         enough_data=all(len(p.blocks) >= thresholds.min_blocks for p in ps.probes.values() if p.same_as is None),
+        gains=probe_gains(ps.probes),
+    )
+
+
+def reassess(d: Diagnosis, thresholds: Thresholds | None = None) -> Diagnosis:
+    """A stored diagnosis re-read by the current verdict rule from its own probe records (nothing is measured).
+
+    The verdict, speed-ups, shares, labels, overlap and advice are pure functions of the probes' records
+    (per-round figures, blocks, splits, psutil evidence), so a diagnosis made under an earlier rule can be
+    brought up to date; ``thresholds`` default to the ones it was made with.
+    """
+    if thresholds is None:
+        names = {f for f in Thresholds.__dataclass_fields__}
+        thresholds = Thresholds(**{k: v for k, v in (d.thresholds or {}).items() if k in names})
+    probes = d.probes
+    measured = {n: p for n, p in probes.items() if p.same_as is None}
+    converged = all(
+        len(p.blocks) >= thresholds.min_blocks and p.rel_half_width <= thresholds.rel_ci
+        for n, p in measured.items()
+        if n != "loader_only"
+    )
+    full = probes.get("full")
+    wait = (full.split or {}).get("wait_frac", math.nan) if full is not None else math.nan
+    v = attribute(
+        paired_timings(probes),
+        wait_frac=math.nan if wait is None else wait,
+        converged=converged,
+        thresholds=thresholds,
+        enough_data=all(len(p.blocks) >= thresholds.min_blocks for p in measured.values()),
+        gains=probe_gains(probes),
+    )
+    setting = Setting(**d.setting)
+    probe_dicts = {k: p.to_dict() for k, p in probes.items()}
+    advice = advise(v, probe_dicts, setting)
+    return replace(
+        d,
+        verdict=v.verdict,
+        shares=v.shares,
+        stages=v.substages,
+        stage_ci=v.substage_ci,
+        share_ci=v.share_ci,
+        speedups=v.speedups,
+        speedup_ci=v.speedup_ci,
+        input_saved=v.input_saved,
+        input_saved_ci=v.input_saved_ci,
+        overlap=v.overlap,
+        secondary=v.secondary,
+        input_bound=v.input_bound,
+        wait_frac=v.wait_frac,
+        notes=v.notes,
+        analysis=v.to_dict(),
+        recommendations=render(advice),
+        advice=[r.to_dict() for r in advice],
+        thresholds=thresholds.to_dict(),
     )
 
 

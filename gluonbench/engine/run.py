@@ -7,6 +7,7 @@ runs it in a child process with a timeout. Both return a :class:`RunResult`.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from time import perf_counter
@@ -346,6 +347,9 @@ def diagnose_run(spec: RunSpec, workload: Any, ctx: Any) -> dict[str, Any]:
         "shares": {k: round(v, 4) for k, v in d.shares.items()},
         "secondary": d.secondary,
         "input_bound": d.input_bound,
+        # the seed's rule: how much faster one reused batch trains (what the verdict is read from)
+        "input_speedup": round(d.speedups.get("input", math.nan), 4),
+        "input_speedup_ci": [round(x, 4) for x in d.speedup_ci.get("input", [math.nan, math.nan])],
         "diagnosis": d.to_dict(),
     }
 

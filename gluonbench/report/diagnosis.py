@@ -37,6 +37,101 @@ def stages_text(d: Any, setting: Setting | None) -> str:
     return ", ".join(parts)
 
 
+def _gain(d: Any, key: str) -> str:
+    r = (d.speedups or {}).get(key)
+    if r is None or not math.isfinite(r):
+        return "?"
+    ci = (d.speedup_ci or {}).get(key)
+    if ci and len(ci) == 2 and all(isinstance(x, int | float) and math.isfinite(x) for x in ci):
+        return f"{r:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return f"{r:.2f}x"
+
+
+def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
+    """The verdict by the seed's rule, its speed-ups, the shares, the input-bound label and the overlap."""
+    out = []
+    has_gains = bool(d.speedups)
+    if d.verdict == "inconclusive":
+        out.append(
+            "**Verdict: inconclusive** (the noise hides whether reusing one batch gains anything"
+            + (f": a perfect input pipeline gains {_gain(d, 'input')})" if has_gains else ")")
+        )
+    elif d.verdict == "gpu_io":
+        name = stage_name(d.verdict, setting) if setting else d.verdict
+        out.append(
+            f"**Verdict: {name.split(':')[0]}** (`gpu_io`): reusing one batch gains nothing beyond the noise"
+            + (f" (a perfect input pipeline: {_gain(d, 'input')})" if has_gains else "")
+            + "; the input pipeline keeps up and training runs at its peak for this batch size"
+        )
+    else:
+        out.append(
+            f"**Verdict: {d.verdict}** ({stage_name(d.verdict, setting) if setting else d.verdict})"
+            + (
+                f": with a perfect input pipeline training would be {_gain(d, 'input')} faster; removing "
+                f"{'preprocessing' if d.verdict == 'preprocessing' else 'reading and the loader'} gains the most"
+                if has_gains
+                else ""
+            )
+        )
+    if has_gains:
+        sub = ""
+        if (d.stages or {}).get("read") is not None and "read" in (d.speedups or {}):
+            sub = f" (reading {_gain(d, 'read')}, loader {_gain(d, 'loader')})"
+        out.append(
+            f"- Speed-ups, paired round by round (95 % interval): removing preprocessing {_gain(d, 'preprocessing')}, "
+            f"then reading and the loader {_gain(d, 'disk_io')}{sub}; both, i.e. one batch reused: {_gain(d, 'input')}"
+        )
+    out.append(
+        "- Time each stage's removal saves, share of the step (95 % interval): "
+        + ", ".join(f"{k} {d.shares[k] * 100:.0f} %{_ci((d.share_ci or {}).get(k))}" for k in STAGES if k in d.shares)
+        + (" (shares of an overlapped loop: the largest is not necessarily what limits training)" if has_gains else "")
+    )
+    if d.stages:
+        out.append(f"- Sub-stages, each measured by its own probe: {stages_text(d, setting)}")
+    if d.secondary:
+        out.append(f"- Secondary: {', '.join(d.secondary)}")
+    wait = d.wait_frac
+    waited = isinstance(wait, float) and math.isfinite(wait)
+    saved = d.input_saved if isinstance(d.input_saved, int | float) else math.nan
+    if has_gains and math.isfinite(saved):
+        out.append(
+            f"- Input-bound (TF's labels on the time a perfect input pipeline saves): {d.input_bound}, "
+            f"{max(saved, 0.0) * 100:.0f} % of the step{_ci([max(x or 0.0, 0.0) for x in d.input_saved_ci or []])}"
+            + (f"; the loop itself waited for the next batch {wait * 100:.0f} % of the step" if waited else "")
+        )
+    else:
+        out.append(
+            f"- Input-bound (TF Profiler's rule, input wait of the full pipeline): {d.input_bound}"
+            + (f", {wait * 100:.0f} % of step time" if waited else "")
+        )
+    lo_p, full_p = d.probes.get("loader_only"), d.probes.get("full")
+    o = d.overlap or {}
+    model_name = o.get("model_probe", "cached_batch")
+    model_p = d.probes.get(model_name)
+    if lo_p is not None and full_p is not None and model_p is not None and full_p.samples_per_s > 0:
+        line = (
+            f"- Overlap: the input pipeline alone (`loader_only`) {_num(lo_p.step_s * 1000, 3)} ms a batch "
+            f"({lo_p.samples_per_s / full_p.samples_per_s:.1f}x what `full` trains at), the model alone "
+            f"(`{model_name}`) {_num(model_p.step_s * 1000, 3)} ms, both together (`full`) "
+            f"{_num(full_p.step_s * 1000, 3)} ms"
+        )
+        if o:
+            lo, hi = o["full_vs_slower_ci"]
+            verdicts = []
+            if o.get("contention"):
+                verdicts.append(
+                    f"contention: `full` is {o['full_vs_slower']:.2f}x [{lo:.2f}, {hi:.2f}] the slower of the two "
+                    "alone, so they compete for a shared resource (see the recommendations)"
+                )
+            else:
+                verdicts.append(f"`full` runs at {o['full_vs_slower']:.2f}x [{lo:.2f}, {hi:.2f}] the slower one's time")
+            if o.get("balanced"):
+                verdicts.append("balanced: the two alone cost about the same")
+            line += "; " + "; ".join(verdicts)
+        out.append(line)
+    return out
+
+
 def probe_table(d: Any, tables: TableSyntax | None = None) -> list[str]:
     """The probes as table lines (Markdown unless ``tables`` says otherwise), in the diagnosis's order."""
     table = Table(
@@ -94,33 +189,7 @@ def to_text(d: Any, tables: TableSyntax | None = None) -> str:
     out = [head, ""]
     out += probe_table(d, tables)
     out.append("")
-    if d.verdict == "inconclusive":
-        out.append("**Verdict: inconclusive** (the noise exceeds the differences between the probes)")
-    else:
-        out.append(
-            f"**Verdict: {d.verdict}**, {d.shares.get(d.verdict, 0) * 100:.0f} % of the step "
-            f"({stage_name(d.verdict, setting) if setting else d.verdict})"
-        )
-    out.append(
-        "- Shares of step time (95 % interval): "
-        + ", ".join(f"{k} {d.shares[k] * 100:.0f} %{_ci((d.share_ci or {}).get(k))}" for k in STAGES if k in d.shares)
-    )
-    if d.stages:
-        out.append(f"- Sub-stages, each measured by its own probe: {stages_text(d, setting)}")
-    if d.secondary:
-        out.append(f"- Secondary: {', '.join(d.secondary)}")
-    wait = d.wait_frac
-    out.append(
-        f"- Input-bound (TF Profiler's rule, input wait of the full pipeline): {d.input_bound}"
-        + (f", {wait * 100:.0f} % of step time" if isinstance(wait, float) and math.isfinite(wait) else "")
-    )
-    lo_p, full_p, cached_p = d.probes.get("loader_only"), d.probes.get("full"), d.probes.get("cached_batch")
-    if lo_p is not None and full_p is not None and cached_p is not None and full_p.samples_per_s > 0:
-        out.append(
-            f"- Input pipeline ceiling (`loader_only`): {_num(lo_p.samples_per_s)} samples/s, "
-            f"{lo_p.samples_per_s / full_p.samples_per_s:.1f}x what `full` trains at; the model alone "
-            f"(`cached_batch`) runs at {_num(cached_p.samples_per_s)} samples/s"
-        )
+    out += verdict_lines(d, setting)
     widest = max((p.rel_half_width for p in d.probes.values() if not p.same_as), default=math.nan)
     out.append(
         f"- Measured: {d.rounds} interleaved rounds in {d.elapsed_s:.1f} s (stopped: {d.stop_reason}); "
@@ -164,8 +233,9 @@ def view(data: dict[str, Any], probe_order: list[str] | None = None) -> Any:
             p[key] = tuple(math.nan if v is None else v for v in p.get(key) or (None, None))
         views[name] = _View(p)
     d = dict(data, probes=views)
-    if d.get("wait_frac") is None:
-        d["wait_frac"] = math.nan
+    for key in ("wait_frac", "input_saved"):
+        if d.get(key) is None:
+            d[key] = math.nan
     for key in ("secondary", "notes", "evidence", "recommendations"):
         d[key] = d.get(key) or []
     return _View(d)

@@ -159,15 +159,26 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
             "",
             "## Bottleneck per worker count",
             "",
-            "From `gluonbench diagnose` at each worker count (`--diagnose`): the verdict, the share of step time "
-            "per stage, secondary stages and TF's input-bound label.",
+            "From `gluonbench diagnose` at each worker count (`--diagnose`), by the seed's rule: how much faster one "
+            "reused batch trains than the full pipeline (95 % interval); the verdict (`gpu_io` only when that gains "
+            "nothing, else the input stage whose removal gains the most); the time each stage's removal saves, as "
+            "shares of the step; secondary stages; TF's input-bound label on the same reading.",
             "",
         ]
-        bottleneck = Table(["workers", "verdict", "shares", "secondary", "input-bound"], align="r")
+        bottleneck = Table(
+            ["workers", "one reused batch", "verdict", "time saved by removing", "secondary", "input-bound"], align="r"
+        )
         for r in extra:
+            gain, ci = r.extra.get("input_speedup"), r.extra.get("input_speedup_ci") or []
+            reused = (
+                f"{gain:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if len(ci) == 2 and None not in ci else "")
+                if isinstance(gain, int | float) and gain == gain
+                else "-"
+            )
             bottleneck.rows.append(
                 [
                     r.workers,
+                    reused,
                     r.extra.get("verdict"),
                     _extra_cell(r.extra.get("shares", "")),
                     _extra_cell(r.extra.get("secondary", "")) or "-",

@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gluonbench.analysis.stats import ratio_ci
+from gluonbench.analysis.verdict import Thresholds
 from gluonbench.names import arg, example
 from gluonbench.tune.model import Setting
 
@@ -125,9 +127,38 @@ class TuneResult:
         c = self.ceiling_samples_per_s
         return self.samples_per_s / c if c and c > 0 else math.nan
 
+    def ceiling_gain(self) -> tuple[float, tuple[float, float]]:
+        """How much faster one reused batch (the model ceiling) trains than the recommendation, with its 95 % CI."""
+        return ratio_ci(self.ceiling_samples_per_s, tuple(self.ceiling_ci), self.samples_per_s, tuple(self.ci))
+
+    @property
+    def keeps_model_fed(self) -> str:
+        """``yes``, ``no`` or ``unclear`` by the seed's rule, the one ``diagnose``'s verdict uses.
+
+        ``yes``: reusing one batch would gain nothing over the recommendation (the ceiling's speed-up CI
+        under the ``input_gain`` line, or 1 within it and the gain under the line); ``no``: the speed-up is
+        beyond the noise and above the line (the input pipeline still limits training); else ``unclear``.
+        """
+        g, (lo, hi) = self.ceiling_gain()
+        if not math.isfinite(g):
+            return "unclear"
+        line = 1.0 / (1.0 - Thresholds().input_gain)
+        if hi <= line or (lo <= 1.0 and g <= line):
+            return "yes"
+        if lo > 1.0 and g > line:
+            return "no"
+        return "unclear"
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(speedup=self.speedup, of_ceiling=self.of_ceiling)
+        g, ci = self.ceiling_gain()
+        d.update(
+            speedup=self.speedup,
+            of_ceiling=self.of_ceiling,
+            ceiling_speedup=g,
+            ceiling_speedup_ci=list(ci),
+            keeps_model_fed=self.keeps_model_fed,
+        )
         return _clean(d)
 
     @classmethod
@@ -154,6 +185,19 @@ class TuneResult:
             lines.append(
                 f"equivalent:  {len(tied)} settings are within noise of the best ({'; '.join(tied)}): any of them "
                 f"does as well here; the cheapest, {self.recommended.label}, is recommended"
+            )
+        g, (lo, hi) = self.ceiling_gain()
+        fed = self.keeps_model_fed
+        if math.isfinite(g):
+            lines.append(
+                f"model fed:   {fed}: one reused batch (the model ceiling) would train {g:.2f}x [{lo:.2f}, {hi:.2f}] "
+                "faster than the recommendation; "
+                + {
+                    "yes": f"it gains nothing beyond the noise or the {Thresholds().input_gain:.0%} line: the input pipeline "
+                    "keeps the model fed",
+                    "no": "the input pipeline still limits training (gluonbench diagnose names the stage)",
+                    "unclear": f"the noise hides whether that gain is real: raise {arg('budget_s')} to tell",
+                }[fed]
             )
         if self.emulated:
             e = self.emulated

@@ -1,10 +1,14 @@
-"""Pipelines whose bottleneck is known by construction, to check that ``diagnose`` gets it right.
+"""Pipelines whose bottleneck is known, to check that ``diagnose`` gets it right.
 
 Each case is built from real reads, real CPU work and real model compute (the
-synthetic workload's knobs, or the real MNIST / Fashion-MNIST files) and sized
-so that one stage dominates by a wide margin on any machine: the expected
-verdict follows from the construction, not from a measurement. The tests run
-the ``quick`` cases; ``benchmarks/diagnose_accuracy.py`` runs them all.
+synthetic workload's knobs, in-memory float32 arrays, or the real MNIST /
+Fashion-MNIST files). Most are sized so that one stage dominates by a wide margin
+on any machine, and ``expected`` follows from the construction; a case with
+``expected == ""`` (the seed's MNIST at 2 workers) has no verdict by construction.
+Either way the ground truth is the seed's rule measured by a plain training loop
+that overlaps like MXNet's (``benchmarks/ground_truth.py``): how much faster one
+reused batch trains than the full pipeline. The tests run the ``quick`` cases;
+``benchmarks/diagnose_accuracy.py`` runs them all against that ground truth.
 """
 
 from __future__ import annotations
@@ -28,7 +32,13 @@ class Case:
     batch_size: int = 32
     workers: int = 0
     net: str | None = None
-    """``linear``: swap the workload's net for one dense layer (a model that costs almost nothing)"""
+    """``linear``: swap the workload's net for one dense layer (a model that costs almost nothing);
+    ``dense:<units>[x<depth>]``: ``depth`` (default 1) hidden dense layers of that many units (ReLU) before it"""
+    arrays: tuple[int, ...] | None = None
+    """workload ``arrays``: in-memory random float32 samples of this shape in an ArrayDataset (no file reads,
+    no transform: the loader's batchify is the whole input pipeline)"""
+    samples: int = 4096
+    """samples of an ``arrays`` case"""
     pretransformed: bool = False
     """apply the transform once up front (an in-memory ArrayDataset of ready arrays, no transform)"""
     quick: bool = False
@@ -89,10 +99,21 @@ CASES: tuple[Case, ...] = (
     Case(
         "synthetic-heavy-model",
         "gpu_io",
-        "3 dense layers of 1024 units on cached 4 KiB files with no transform work: compute-bound",
+        "2 dense layers of 2048 units on cached 4 KiB files with no transform work, batch 32: compute-bound "
+        "(the input costs ~2 % of the step: reusing one batch gains nothing)",
         "synthetic",
-        {"width": 1024, "depth": 3, "samples": 2048},
-        batch_size=64,
+        {"width": 2048, "depth": 2, "samples": 2048},
+        batch_size=32,
+    ),
+    Case(
+        "arrays-heavy-model",
+        "gpu_io",
+        "ready float32 samples (1x28x28) in memory, no transform, and 2 dense layers of 2048 units at batch 32: "
+        "the loader costs well under 1 % of the step",
+        "arrays",
+        batch_size=32,
+        net="dense:2048x2",
+        arrays=(1, 28, 28),
         quick=True,
     ),
     Case(
@@ -113,17 +134,79 @@ CASES: tuple[Case, ...] = (
         workers=2,
         pretransformed=True,
     ),
+    Case(
+        "arrays-loader-heavy-linear",
+        "disk_io",
+        "in-memory float32 samples (3x32x32, 12 KiB) batched 256 at a time, and a linear model costing less than "
+        "the loader: batchify in the main process is the limit",
+        "arrays",
+        batch_size=256,
+        net="linear",
+        arrays=(3, 32, 32),
+        quick=True,
+    ),
+    Case(
+        "arrays-loader-model-balanced",
+        "disk_io",
+        "the same in-memory samples and loader, and a model (a hidden dense layer of 32 units) costing about as "
+        "much as the loader: the two compete for the cores, and reusing one batch still trains faster",
+        "arrays",
+        batch_size=256,
+        net="dense:32",
+        arrays=(3, 32, 32),
+    ),
+    Case(
+        "mnist-seed-0workers",
+        "preprocessing",
+        "the seed's MNIST pipeline (per-sample NDArray transform, seed CNN, batch 64) at 0 workers: the seed's own "
+        "table (12.96 s at 0 workers, 6.2 s at 2) says moving preprocessing off the training loop pays",
+        "mnist",
+        batch_size=64,
+    ),
+    Case(
+        "mnist-seed-2workers",
+        "",
+        "the seed's MNIST pipeline at 2 workers on this machine's cores: no verdict by construction, the plain "
+        "loop's measurement decides",
+        "mnist",
+        batch_size=64,
+        workers=2,
+    ),
 )
 
 
-def linear_net(classes: int = 10):
+def linear_net(classes: int = 10, hidden: int = 0, depth: int = 1):
+    """One dense layer (``hidden``: ``depth`` hidden dense layers of that many ReLU units before it), hybridized."""
     from gluonbench._mx import gluon
 
     net = gluon.nn.HybridSequential()
     with net.name_scope():
+        for _ in range(depth if hidden else 0):
+            net.add(gluon.nn.Dense(hidden, activation="relu"))
         net.add(gluon.nn.Dense(classes))
     net.hybridize()
     return net
+
+
+def array_dataset(shape: tuple[int, ...], samples: int, classes: int = 10, seed: int = 0):
+    """``samples`` random float32 arrays of ``shape`` with labels, in memory (an ArrayDataset)."""
+    import numpy as np
+
+    from gluonbench._mx import gluon
+
+    rng = np.random.default_rng(seed)
+    x = rng.random((samples, *shape), dtype=np.float32)
+    y = rng.integers(0, classes, samples).astype(np.float32)
+    return gluon.data.ArrayDataset(x, y)
+
+
+def _net(case: Case, classes: int, default: Any):
+    if case.net == "linear":
+        return linear_net(classes)
+    if case.net and case.net.startswith("dense:"):
+        units, _, depth = case.net.split(":", 1)[1].partition("x")
+        return linear_net(classes, int(units), int(depth or 1))
+    return default()
 
 
 def pretransform(w: Workload, limit: int = 8192):
@@ -147,12 +230,25 @@ def build(case: Case, dirs: Mapping[str, str | Path] | None = None) -> dict[str,
     ``dirs`` maps a workload name to its ``data_dir`` (for ``synthetic``: where its files go);
     workloads not in it use the default look-up. Nothing is downloaded.
     """
+    from gluonbench._mx import gluon
     from gluonbench.workloads import get_workload
 
+    if case.workload == "arrays":
+        if case.arrays is None:
+            raise ValueError(f"case {case.name}: workload 'arrays' needs a sample shape (arrays=...)")
+        return {
+            "dataset": array_dataset(case.arrays, case.samples),
+            "transform": None,
+            "net": _net(case, 10, lambda: linear_net(10)),
+            "loss": gluon.loss.SoftmaxCrossEntropyLoss(),
+            "batch_size": case.batch_size,
+            "num_workers": case.workers,
+            "label": case.name,
+        }
     data_dir = (dirs or {}).get(case.workload)
     w = get_workload(case.workload, data_dir=data_dir, download=False, **case.options)
     dataset, transform = (pretransform(w), None) if case.pretransformed else (w.train, w.transform)
-    net = linear_net(w.classes) if case.net == "linear" else w.make_net()
+    net = _net(case, w.classes, w.make_net)
     return {
         "dataset": dataset,
         "transform": transform,

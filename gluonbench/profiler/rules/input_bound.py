@@ -1,4 +1,11 @@
-"""InputBound (gluonbench): the share of step time spent waiting for input, TF Profiler's way."""
+"""InputBound (gluonbench): the share of step time spent waiting for input, TF Profiler's way.
+
+A profile observes the loop; it removes nothing. The wait it sees is TF's measure, but on MXNet's
+overlapped loop (the engine computes one step while the loop fetches the next batch) the wait can
+overlap compute, and the loader and the model can compete for the same cores, so the wait alone is not
+what a faster input pipeline gains. The verdict by the seed's rule (does one reused batch train
+faster?) is ``gluonbench diagnose``'s; this rule's advice points there instead of claiming a stage.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,8 @@ class InputBound(Rule):
     name = "InputBound"
     description = (
         "Share of training-step time (data wait + step) spent waiting for the next batch, the first skip "
-        "steps left out: highly input-bound at high %, moderately at moderate % (TF Profiler's 20 % / 5 %)."
+        "steps left out: highly at high %, moderately at moderate % (TF Profiler's 20 % / 5 %). On an overlapped "
+        "loop the wait is not the gain of a faster input pipeline: gluonbench diagnose measures that (the seed's rule)."
     )
     defaults: ClassVar[dict[str, Any]] = {"moderate": 5.0, "high": 20.0, "skip": 1}
 
@@ -43,15 +51,23 @@ class InputBound(Rule):
 
     def advice(self) -> str:
         level = self.details.get("level")
+        share = self.details.get("input_share_pct")
+        seed = (
+            "On MXNet's overlapped loop part of that wait can overlap compute, so it is not yet what a faster input "
+            "pipeline gains: run gluonbench diagnose on the same pipeline, which measures how much faster one reused "
+            "batch trains (the seed's rule) and names the stage to fix"
+        )
         if level == "high":
             return (
-                f"Highly input-bound ({self.details['input_share_pct']} % of step time waiting for data): add "
-                "DataLoader workers, make preprocessing cheaper or move it offline, and run gluonbench diagnose "
-                "to see whether reading or preprocessing is the limit."
+                f"The loop waits for data {share} % of step time (TF's 'highly input-bound' wait). {seed}; "
+                "if it confirms, add DataLoader workers or make preprocessing cheaper or move it offline."
             )
         if level == "moderate":
             return (
-                f"Moderately input-bound ({self.details['input_share_pct']} % of step time waiting for data): "
-                "a few more workers or a deeper prefetch should hide the rest."
+                f"The loop waits for data {share} % of step time (TF's 'moderately input-bound' wait). {seed}; "
+                "a few more workers or a deeper prefetch may hide the rest."
             )
-        return "The input pipeline keeps up with the steps."
+        return (
+            f"The loop seldom waits for data ({share} % of step time): the loader keeps pace with the steps "
+            "(on a CPU context it may still share the cores with the model; gluonbench diagnose measures that)."
+        )
