@@ -60,3 +60,52 @@ def test_g1_tune_with_deferred_net_on_second_cpu_context(no_leaks):
     result = gluonbench.tune(Raw(256), to_float, net, batch_size=32, ctx=mx.cpu(1), budget_s=10, max_workers=1)
     assert result.samples_per_s > 0
     assert all(p.list_ctx() == [mx.cpu(0)] for p in net.collect_params().values())
+
+
+class HeavyNDArray:
+    """A data set whose per-sample transform is NDArray work (async in MXNet's engine, few dispatches)."""
+
+    def __init__(self, n: int = 128, side: int = 160, rounds: int = 6) -> None:
+        rng = np.random.default_rng(0)
+        self.x = nd.array(rng.integers(0, 255, size=(n, side, side, 1)), dtype="uint8")
+        self.y = rng.integers(0, 10, size=n).astype(np.float32)
+        self.side, self.rounds = side, rounds
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def transform(self, x, y):
+        s = self.side
+        x = x.astype("float32").reshape((s, s)) / 255
+        for _ in range(self.rounds):
+            x = nd.dot(x, x) / s
+        return x.reshape((1, s, s)), y
+
+
+def strided_net(ctx) -> gluon.HybridBlock:
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Conv2D(4, 5, strides=8, activation="relu"), gluon.nn.Flatten(), gluon.nn.Dense(10))
+    net.initialize(ctx=ctx)
+    net.hybridize()
+    return net
+
+
+@pytest.mark.parametrize("ctx_id", [1, 0])
+def test_g2_zero_worker_ndarray_transform_billed_to_wait(ctx_id):
+    """G2: a 0-worker loader's queued NDArray transform is input wait, not copy or compute (cpu(1) and cpu(0))."""
+    from gluonbench.engine.loop import ModelStep, run_steps
+
+    data = HeavyNDArray()
+    ds = gluon.data.SimpleDataset(data).transform(data.transform)
+    ctx = mx.cpu(ctx_id)
+    loader_only = run_steps(gluon.data.DataLoader(ds, 32, num_workers=0), ctx, None).split(skip=0)
+    # no model: all but the copy dispatch and the final barrier is the loader
+    assert loader_only.wait_s > 0.9 * loader_only.total_s, loader_only
+    net = strided_net(ctx)
+    step = ModelStep(net, gluon.loss.SoftmaxCrossEntropyLoss(), gluon.Trainer(net.collect_params(), "sgd"))
+    trained = run_steps(gluon.data.DataLoader(ds, 32, num_workers=0), ctx, step).split(skip=0)
+    assert trained.wait_s > 3 * (trained.copy_s + trained.compute_s), trained
+    assert trained.total_s == pytest.approx(trained.wait_s + trained.copy_s + trained.compute_s)

@@ -3,21 +3,25 @@
 The loop keeps the seed's own synchronisation: fetch the next batch, start the
 host-to-device copy, ``nd.waitall()`` (the seed's barrier, which finishes the
 previous step), then dispatch forward/backward/update. Timestamps are taken at
-those points only, so gluonbench adds no synchronisation the seed's loop lacks
-and keeps the overlap MXNet's async engine gives (the previous step computes
-while the next batch is fetched).
+those points only, and the overlap MXNet's async engine gives is kept (the
+previous step computes while the next batch is fetched). One wait is added: the
+host batch itself is waited for before the copy starts (issue #18, G2), because
+a zero-worker or thread-pool loader hands over a batch whose NDArray transform
+and ``nd.stack`` are still queued.
 
 Per step ``i``:
 
-* ``wait``    time blocked in ``next(loader)`` (input pipeline: read, decode,
-  preprocess, batchify, or waiting on workers);
+* ``wait``    time blocked in ``next(loader)`` plus the wait for the host batch's
+  queued work (input pipeline: read, decode, preprocess, batchify, or waiting
+  on workers);
 * ``copy``    the host-to-device copy (``as_in_context``); on a GPU context it
   is waited for (``wait_to_read``) so the figure is the real copy time, on CPU
   it is the dispatch only;
 * ``compute`` the model step's dispatch plus the barrier at the start of step
-  ``i + 1`` (or the final barrier) that waits for it to finish. Async work left
-  over from a zero-worker transform also finishes in that barrier (before the
-  first step, that barrier is counted as the first batch's wait).
+  ``i + 1`` (or the final barrier) that waits for it to finish. On ``cpu(0)``,
+  where the next batch's queued transform runs on the step's own worker queue,
+  a marker op queued after the step is waited for first, so the step's
+  remainder is compute and only the batch's own work is wait.
 
 The sum over steps equals the loop's wall time. The same loop serves every
 probe: a different ``batches`` iterable swaps the input stages, ``step=None``
@@ -126,6 +130,7 @@ def run_steps(
     times = StepTimes()
     it = iter(batches)
     n = 0
+    marker: Any = None
     while max_steps is None or n < max_steps:
         t0 = perf_counter()
         try:
@@ -135,6 +140,15 @@ def run_steps(
                 times.wait[-1] += perf_counter() - t0
             break
         t1 = perf_counter()
+        # the previous step, where it shares MXNet's one CPU worker queue with the host batch (G2)
+        if marker is not None:
+            marker.wait_to_read()
+        ta = perf_counter()
+        # the host batch itself (a zero-worker or thread-pool loader hands it over with its transform and
+        # batchify still queued): waited for before the copy timestamp, so that work is input wait (G2)
+        _wait_host(data)
+        _wait_host(label)
+        tb = perf_counter()
         data = data.as_in_context(ctx)
         label = label.as_in_context(ctx)
         if sync_copy:
@@ -145,13 +159,14 @@ def run_steps(
         t3 = perf_counter()
         barrier = t3 - t2
         if n:
-            times.compute[-1] += barrier
+            times.compute[-1] += barrier + (ta - t1)
         if step is not None:
             step(data, label)
+        marker = _queue_marker(ctx, data) if step is not None else None
         t4 = perf_counter()
         # before the first step the barrier only waits for the first batch's own async work
-        times.wait.append(t1 - t0 + (0.0 if n else barrier))
-        times.copy.append(t2 - t1)
+        times.wait.append(t1 - t0 + (tb - ta) + (0.0 if n else barrier + (ta - t1)))
+        times.copy.append(t2 - tb)
         times.compute.append(t4 - t3)
         times.samples.append(int(data.shape[0]))
         n += 1
@@ -162,6 +177,27 @@ def run_steps(
     if n:
         times.compute[-1] += perf_counter() - t5
     return times
+
+
+def _wait_host(array: Any) -> None:
+    wait = getattr(array, "wait_to_read", None)
+    if wait is not None:
+        wait()
+
+
+def _queue_marker(ctx: Any, data: Any) -> Any:
+    """A tiny op queued after the step on ``ctx``, when ``ctx`` is the CPU device the next host batch is built on.
+
+    MXNet runs each CPU device's ops on its own worker queue (one thread by default), so there the next
+    batch's queued transform runs after the step: waiting for the marker first bills the step's remainder
+    to compute, and only then the batch's own work to wait. On another device (a GPU, ``cpu(1)``) the two
+    run side by side and no marker is needed.
+    """
+    if getattr(ctx, "device_type", "cpu") != "cpu" or getattr(ctx, "device_id", 0) != 0:
+        return None
+    from gluonbench._mx import nd
+
+    return nd.zeros((1,), ctx=ctx)
 
 
 class ModelStep:
