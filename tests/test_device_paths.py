@@ -109,3 +109,25 @@ def test_g2_zero_worker_ndarray_transform_billed_to_wait(ctx_id):
     trained = run_steps(gluon.data.DataLoader(ds, 32, num_workers=0), ctx, step).split(skip=0)
     assert trained.wait_s > 3 * (trained.copy_s + trained.compute_s), trained
     assert trained.total_s == pytest.approx(trained.wait_s + trained.copy_s + trained.compute_s)
+
+
+def _run_records(out) -> tuple:
+    import json
+
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    return run_dir, [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+
+
+def test_g6_one_device_with_a_kvstore_records_that_none_ran(cli, mnist_dir, tmp_path, no_leaks):
+    """G6: one device and --kvstore device: MXNet creates no kvstore; the record and report say so."""
+    proc = cli(
+        "sweep", "--ctx", "cpu", "--kvstore", "device", "--workers", "0", "--max-batches", "8",
+        "--data-dir", str(mnist_dir), "--out", str(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run_dir, (rec,) = _run_records(tmp_path)
+    extra = rec["extra"]
+    assert extra["kvstore"] is None and extra["kvstore_asked"] == "device"
+    assert "no kvstore ran" in extra["kvstore_note"]
+    assert "comm_share" not in extra, "a kvstore share of a kvstore that never ran"
+    assert "No kvstore ran" in (run_dir / "summary.md").read_text()

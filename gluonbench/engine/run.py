@@ -271,6 +271,8 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut) -> 
         eval_end = perf_counter()
         if not scale.plain:
             result.extra.update(scale.finish(times, net))
+        else:
+            result.extra.update(scale.notes())
         monitor.sample()  # workers still alive: their memory at the end of the run
     finally:
         if dog is not None:

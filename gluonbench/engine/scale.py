@@ -181,6 +181,15 @@ class ScaleOut:
         gpus = getattr(spec, "gpus", None)
         kvstore = getattr(spec, "kvstore", None)
         contexts = device_contexts(ctx, devices, gpus)
+        asked = kvstore
+        if kvstore in LOCAL_KVSTORES and len(contexts) == 1:
+            # G6: Gluon's Trainer creates no kvstore for one device and a local kvstore type; record what runs
+            log.warning(
+                "--kvstore %s on one device (%s): MXNet creates no kvstore; the step runs without one",
+                kvstore,
+                contexts[0],
+            )
+            kvstore = None
         plan = cls(contexts=contexts, kvstore=kvstore)
         if is_dist(kvstore):
             from gluonbench._mx import mx
@@ -202,7 +211,16 @@ class ScaleOut:
             "hostname": socket.gethostname(),
             "pid": os.getpid(),
         }
+        if asked != kvstore:
+            plan.info["kvstore_asked"] = asked
+            plan.info["kvstore_note"] = no_kvstore_note(asked, contexts[0])
         return plan
+
+    def notes(self) -> dict[str, Any]:
+        """What a plain run records of its scale-out request: the kvstore asked for that did not run (G6)."""
+        if "kvstore_note" not in self.info:
+            return {}
+        return {k: self.info[k] for k in ("devices", "kvstore", "kvstore_asked", "kvstore_note")}
 
     def diagnoses(self, spec: Any) -> bool:
         """Whether this process runs the run's diagnosis: always in one process; only the chosen rank in a job."""
@@ -290,6 +308,14 @@ class ScaleOut:
     def close(self) -> None:
         """Leave the kvstore (a dist worker waits for the others here, then the servers can stop)."""
         self.kv = None
+
+
+def no_kvstore_note(kvstore: str, device: Any) -> str:
+    """The sentence a record and report carry when a local kvstore was asked for on one device (G6)."""
+    return (
+        f"no kvstore ran: --kvstore {kvstore} on one device ({device}) creates none in MXNet (Gluon's Trainer "
+        "reduces nothing for a single device); use --devices N or --gpus 0,1,... to time a kvstore"
+    )
 
 
 def device_contexts(ctx: Any, devices: int = 1, gpus: Any = None) -> list[Any]:
