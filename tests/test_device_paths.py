@@ -131,3 +131,51 @@ def test_g6_one_device_with_a_kvstore_records_that_none_ran(cli, mnist_dir, tmp_
     assert "no kvstore ran" in extra["kvstore_note"]
     assert "comm_share" not in extra, "a kvstore share of a kvstore that never ran"
     assert "No kvstore ran" in (run_dir / "summary.md").read_text()
+
+
+def _scale_plan(devices: int, kvstore: str | None):
+    from types import SimpleNamespace
+
+    from gluonbench.engine.scale import ScaleOut
+
+    return ScaleOut.for_spec(SimpleNamespace(devices=devices, gpus=None, kvstore=kvstore), mx.cpu())
+
+
+@pytest.mark.parametrize("kvstore", ["local", "device"])
+def test_g3_g4_data_parallel_step_as_users_run_it_with_comm_probe(kvstore, monkeypatch, no_leaks):
+    """G3: the trained step has no waits (backward overlaps the reduction); the kvstore cost is a paired probe.
+    G4: the batch is split from where the loader put it (shared memory), no copy to cpu(0) first."""
+    from gluonbench.engine.loop import run_steps
+    from gluonbench.pipeline.pipeline import close_loader
+
+    plan = _scale_plan(3, kvstore)
+    assert [str(c) for c in plan.contexts] == ["cpu(0)", "cpu(1)", "cpu(2)"]
+    net = small_net()
+    step = plan.make_step(net, mx.init.Xavier(), gluon.loss.SoftmaxCrossEntropyLoss, 0.1)
+    seen = []
+    real_split = gluon.utils.split_and_load
+
+    def spy(data, ctx_list, **kw):
+        seen.append(data.context.device_type)
+        return real_split(data, ctx_list, **kw)
+
+    data = Raw(3 * 32 * 4, side=12)
+    ds = gluon.data.SimpleDataset(data).transform(to_float)
+    monkeypatch.setattr(gluon.utils, "split_and_load", spy)
+    loader = gluon.data.DataLoader(ds, 3 * 32, num_workers=1)
+    try:
+        times = run_steps(loader, plan.loop_ctx, step)
+    finally:
+        close_loader(loader)
+    monkeypatch.undo()
+    assert set(seen) == {"cpu_shared"}, f"G4: the batch was copied to {seen} before the split"
+    assert step.kvstore == [], "G3: the trained step waited for backward and the allreduce"
+    found = plan.finish(times, net)
+    assert found["comm_measure"].startswith("paired probe")
+    assert found["comm_probe"]["rounds"] >= 6
+    low, high = found["kvstore_step_ms_ci"]
+    assert low <= found["kvstore_step_ms"] <= high or found["kvstore_step_ms"] == 0.0
+    assert 0 <= found["comm_share"] < 1
+    assert found["params_equal_on_devices"] is True, "the probe's updates must not leave the devices apart"
+    total = times.split(skip=0)
+    assert total.total_s == pytest.approx(total.wait_s + total.copy_s + total.compute_s)

@@ -127,6 +127,8 @@ def run_steps(
 
     if sync_copy is None:
         sync_copy = getattr(ctx, "device_type", "cpu") == "gpu"
+    # a data-parallel step splits the batch onto its devices from where the loader put it (G4)
+    splits = bool(getattr(step, "splits_batch", False))
     times = StepTimes()
     it = iter(batches)
     n = 0
@@ -149,8 +151,9 @@ def run_steps(
         _wait_host(data)
         _wait_host(label)
         tb = perf_counter()
-        data = data.as_in_context(ctx)
-        label = label.as_in_context(ctx)
+        if not splits:
+            data = data.as_in_context(ctx)
+            label = label.as_in_context(ctx)
         if sync_copy:
             data.wait_to_read()
             label.wait_to_read()
