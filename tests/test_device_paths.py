@@ -179,3 +179,17 @@ def test_g3_g4_data_parallel_step_as_users_run_it_with_comm_probe(kvstore, monke
     assert found["params_equal_on_devices"] is True, "the probe's updates must not leave the devices apart"
     total = times.split(skip=0)
     assert total.total_s == pytest.approx(total.wait_s + total.copy_s + total.compute_s)
+
+
+def test_g10_diagnose_on_two_devices_says_what_it_diagnosed(cli, mnist_dir, tmp_path, no_leaks):
+    """G10: --diagnose on a 2-device run: the record and report say the diagnosis is one device's pipeline."""
+    proc = cli(
+        "sweep", "--ctx", "cpu", "--devices", "2", "--kvstore", "local", "--workers", "0", "--max-batches", "8",
+        "--diagnose", "--diagnose-budget", "3", "--data-dir", str(mnist_dir), "--out", str(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run_dir, (rec,) = _run_records(tmp_path)
+    scope = rec["extra"]["diagnosis_scope"]
+    assert "single-device pipeline" in scope and "was not diagnosed" in scope
+    assert rec["extra"]["comm_measure"].startswith("paired probe")
+    assert "single-device pipeline" in (run_dir / "summary.md").read_text()

@@ -301,6 +301,9 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut) -> 
         raise GluonbenchError("the training loader yielded no batch; is the data set empty?")
     if spec.diagnose and scale.diagnoses(spec):
         # a failed diagnosis does not void the run's measurements: it is recorded beside them
+        if not scale.plain:
+            # G10: the probes run one device's pipeline; say so beside the verdict
+            result.extra["diagnosis_scope"] = scale.diagnosis_scope(ctx)
         try:
             result.extra.update(diagnose_run(spec, workload, ctx))
         except Exception as exc:

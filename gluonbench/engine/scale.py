@@ -298,6 +298,15 @@ class ScaleOut:
             plan.info["kvstore_note"] = no_kvstore_note(asked, contexts[0])
         return plan
 
+    def diagnosis_scope(self, ctx: Any) -> str:
+        """What ``--diagnose`` measured on a data-parallel run (G10): one device's pipeline, not the trained one."""
+        what = f"{len(self.contexts)} devices" if len(self.contexts) > 1 else "one device"
+        return (
+            f"the diagnosis ran a single-device pipeline on {ctx} at the per-device batch size, without the "
+            f"kvstore ({self.kvstore or 'device'}); the trained pipeline ({what}, split and reduced) was not "
+            "diagnosed: its kvstore share is in the data-parallel figures"
+        )
+
     def notes(self) -> dict[str, Any]:
         """What a plain run records of its scale-out request: the kvstore asked for that did not run (G6)."""
         if "kvstore_note" not in self.info:

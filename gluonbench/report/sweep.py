@@ -159,6 +159,9 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
                 ]
             )
         lines.append(tables.render(bottleneck).rstrip("\n"))
+        scope = next((r.extra["diagnosis_scope"] for r in extra if r.extra.get("diagnosis_scope")), None)
+        if scope:
+            lines += ["", f"Note: {scope}."]
     lines += data_parallel_lines(summary, tables)
     return "\n".join(lines) + "\n"
 
