@@ -193,3 +193,48 @@ def test_g10_diagnose_on_two_devices_says_what_it_diagnosed(cli, mnist_dir, tmp_
     assert "single-device pipeline" in scope and "was not diagnosed" in scope
     assert rec["extra"]["comm_measure"].startswith("paired probe")
     assert "single-device pipeline" in (run_dir / "summary.md").read_text()
+
+
+def test_g5_local_dist_workers_get_their_own_gpus(tmp_path):
+    """G5: --launcher local with several workers: a slice of --gpus (or of --devices GPUs) per rank, through
+    CUDA_VISIBLE_DEVICES (indices or UUIDs), each rank then seeing its GPUs as gpu(0..k-1)."""
+    from gluonbench.distributed.launch import Job
+    from gluonbench.engine.run import RunSpec
+    from gluonbench.engine.scale import local_rank_gpus
+    from gluonbench.errors import GluonbenchError
+
+    spec = RunSpec(ctx="gpu:0", gpus=[0, 1, 2, 3], devices=4, kvstore="dist_device_sync", hosts=2)
+    assert local_rank_gpus(spec, 2) == [["0", "1"], ["2", "3"]]
+    uuids = "GPU-a,GPU-b,GPU-c,GPU-d"
+    assert local_rank_gpus(spec, 4, visible=uuids) == [["GPU-a"], ["GPU-b"], ["GPU-c"], ["GPU-d"]]
+    assert local_rank_gpus(RunSpec(ctx="gpu:2", devices=2, hosts=2), 2) == [["2", "3"], ["4", "5"]]
+    assert local_rank_gpus(RunSpec(ctx="cpu", hosts=2), 2) is None
+    with pytest.raises(GluonbenchError, match="cannot be split evenly over 4 local workers"):
+        local_rank_gpus(RunSpec(ctx="gpu:0", gpus=[0, 1], hosts=4), 4)
+    with pytest.raises(GluonbenchError, match="MXNet sees 2 here"):
+        local_rank_gpus(RunSpec(ctx="gpu:0", devices=2, hosts=2), 2, have=2)
+    with pytest.raises(GluonbenchError, match="CUDA_VISIBLE_DEVICES=5,6 names 2 GPU"):
+        local_rank_gpus(spec, 2, visible="5,6")
+    # a CPU job's workers are left as they are; a GPU job on this GPU-less machine is refused before any start
+    assert (
+        Job(RunSpec(ctx="cpu", kvstore="dist_sync", hosts=2), tmp_path, 60).worker_devices()
+        == [({}, RunSpec(ctx="cpu", kvstore="dist_sync", hosts=2))] * 2
+    )
+    from gluonbench._mx import num_gpus
+
+    if num_gpus() < 4:
+        with pytest.raises(GluonbenchError, match="MXNet sees"):
+            Job(spec, tmp_path, 60).worker_devices()
+    else:
+        (env0, spec0), (env1, _) = Job(spec, tmp_path, 60).worker_devices()
+        assert (env0, env1) == ({"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "2,3"})
+        assert spec0.gpus == [0, 1] and spec0.ctx == "gpu:0"
+
+
+def test_g5_too_few_gpus_for_local_workers_is_one_clear_line(cli, tmp_path):
+    """G5: refused with one line, exit 2, before any process starts."""
+    from conftest import assert_one_clear_line
+
+    proc = cli("sweep", "--ctx", "gpu:0", "--gpus", "0,1", "--kvstore", "dist_sync", "--hosts", "4",
+               "--out", str(tmp_path))  # fmt: skip
+    assert_one_clear_line(proc, "--gpus 0,1", "4 local workers")

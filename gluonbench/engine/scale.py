@@ -293,6 +293,8 @@ class ScaleOut:
             "hostname": socket.gethostname(),
             "pid": os.getpid(),
         }
+        if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
+            plan.info["cuda_visible_devices"] = os.environ["CUDA_VISIBLE_DEVICES"]
         if asked != kvstore:
             plan.info["kvstore_asked"] = asked
             plan.info["kvstore_note"] = no_kvstore_note(asked, contexts[0])
@@ -419,6 +421,45 @@ def no_kvstore_note(kvstore: str, device: Any) -> str:
     )
 
 
+def local_rank_gpus(
+    spec: Any, workers: int, visible: str | None = None, have: int | None = None
+) -> list[list[str]] | None:
+    """The physical GPUs of each local worker of a job (G5): a slice of ``--gpus`` (or of ``--devices`` GPUs
+    from ``--ctx gpu:N``) per rank, as ``CUDA_VISIBLE_DEVICES`` entries; None for a CPU job.
+
+    ``visible`` is this process's ``CUDA_VISIBLE_DEVICES`` (indices or UUIDs): MXNet's ``gpu(i)`` is its
+    ``i``-th entry, so a rank gets those entries. ``have``: the GPUs MXNet sees here, to refuse a job that
+    needs more (None: not checked). Raises :class:`GluonbenchError` naming the fix when there are too few.
+    """
+    gpus = getattr(spec, "gpus", None)
+    ctx = str(getattr(spec, "ctx", "cpu")).strip().lower()
+    if not gpus and not ctx.startswith("gpu"):
+        return None
+    if gpus:
+        pool, per = list(gpus), len(gpus) // workers
+        if per == 0 or len(pool) % workers:
+            raise GluonbenchError(
+                f"--gpus {','.join(map(str, gpus))} cannot be split evenly over {workers} local workers (each "
+                f"needs its own GPUs); give a multiple of {workers} GPUs or use fewer --hosts"
+            )
+    else:
+        first = int(ctx.split(":")[1]) if ":" in ctx else 0
+        per = int(getattr(spec, "devices", 1) or 1)
+        pool = [first + i for i in range(per * workers)]
+    if have is not None and max(pool) >= have:
+        raise GluonbenchError(
+            f"{workers} local workers with {per} GPU(s) each need GPUs {pool[0]}..{pool[-1]}; MXNet sees {have} "
+            "here: use fewer --hosts or --devices, or --launcher ssh across machines"
+        )
+    entries = [e.strip() for e in visible.split(",") if e.strip()] if visible else None
+    if entries is not None and max(pool) >= len(entries):
+        raise GluonbenchError(
+            f"CUDA_VISIBLE_DEVICES={visible} names {len(entries)} GPU(s), fewer than the {len(pool)} this job needs"
+        )
+    name = (lambda g: entries[g]) if entries is not None else str
+    return [[name(g) for g in pool[r * per : (r + 1) * per]] for r in range(workers)]
+
+
 def device_contexts(ctx: Any, devices: int = 1, gpus: Any = None) -> list[Any]:
     """The contexts of a run: ``gpus`` by index, else ``devices`` contexts of ``ctx``'s kind."""
     from gluonbench._mx import mx, num_gpus
@@ -506,6 +547,9 @@ def check_scale(s: Any) -> None:
             "channel_dir with --launcher local: the workers on this machine would share one channel's FIFOs; "
             "leave channel_dir out (each worker then streams its own shard through its own FIFOs)"
         )
+    if dist and s.launcher == "local" and s.gpus:
+        for h in s.hosts:  # G5: every local worker gets its own GPUs
+            local_rank_gpus(s, h)
     if s.port is not None and not 1024 <= s.port <= 65535:
         raise GluonbenchError(f"--port {s.port} is out of range; use 1024..65535 (or leave it out: a free one)")
     if s.diagnose_rank is None or s.diagnose_rank < 0:
