@@ -238,3 +238,34 @@ def test_g5_too_few_gpus_for_local_workers_is_one_clear_line(cli, tmp_path):
     proc = cli("sweep", "--ctx", "gpu:0", "--gpus", "0,1", "--kvstore", "dist_sync", "--hosts", "4",
                "--out", str(tmp_path))  # fmt: skip
     assert_one_clear_line(proc, "--gpus 0,1", "4 local workers")
+
+
+def test_g8_profiler_step_has_a_sync_point(tmp_path, monkeypatch):
+    """G8: profiler.step() ends with nd.waitall() by default, so an async step's duration is its work (on cpu(1)
+    here as on a GPU); sync=False times the dispatch only."""
+    from gluonbench.profiler import hooks
+    from gluonbench.profiler.data import load
+
+    x = nd.random.uniform(shape=(700, 700), ctx=mx.cpu(1))
+    x.wait_to_read()
+
+    def work():
+        y = x
+        for _ in range(6):
+            y = nd.dot(y, x) / 700
+        return y
+
+    monkeypatch.setenv(hooks.PROFILE_ENV, str(tmp_path / "profiler-output"))
+    hooks.reset()
+    try:
+        for sync in (True, False, True, False):
+            with hooks.step(sync=sync):
+                work()
+            nd.waitall()
+    finally:
+        hooks.reset()
+        monkeypatch.delenv(hooks.PROFILE_ENV)
+    steps = load(tmp_path).steps
+    assert len(steps) == 4
+    synced, unsynced = [steps[0].dur_s, steps[2].dur_s], [steps[1].dur_s, steps[3].dur_s]
+    assert min(synced) > 3 * max(unsynced), f"the sync point waits for the queued work: {synced} vs {unsynced}"
