@@ -269,3 +269,36 @@ def test_g8_profiler_step_has_a_sync_point(tmp_path, monkeypatch):
     assert len(steps) == 4
     synced, unsynced = [steps[0].dur_s, steps[2].dur_s], [steps[1].dur_s, steps[3].dur_s]
     assert min(synced) > 3 * max(unsynced), f"the sync point waits for the queued work: {synced} vs {unsynced}"
+
+
+def test_g7_pinned_memory_knob_and_pinned_ceiling(no_leaks):
+    """G7: pin_memory is a knob of diagnose (and tune); the loader pins for the context's GPU, and the
+    cached_batch ceiling keeps its batch in the same (pinned) memory as the loader's batches."""
+    from gluonbench.engine.probes import measure_first_batch
+    from gluonbench.pipeline import Loader, Pipeline
+    from gluonbench.pipeline.pipeline import close_loader
+    from gluonbench.pipeline.stages import host_memory, pin_device_id
+
+    assert pin_device_id(mx.gpu(3)) == 3 and pin_device_id(mx.cpu(1)) == 0
+    assert host_memory(True, mx.gpu(3)) == mx.cpu_pinned(3) and host_memory(False, mx.gpu(3)) == mx.cpu()
+    loader = Loader(32, 0, pin_memory=True, pin_device_id=3).make(gluon.data.SimpleDataset(Raw(64)), to_float)
+    assert loader._pin_memory and loader._pin_device_id == 3
+    close_loader(loader)
+
+    ds = gluon.data.SimpleDataset(Raw(128))
+    for pinned, kind in ((True, "cpu_pinned"), (False, "cpu")):
+        pipe = Pipeline(dataset=ds, loader=Loader(32, 0, pin_memory=pinned), ctx=mx.cpu(1), transform=to_float)
+        running = pipe.open()
+        try:
+            assert next(iter(running.epoch(0)))[0].context.device_type == kind, "the loader's batches"
+        finally:
+            running.close()
+        first = measure_first_batch(pipe)
+        ceiling = pipe.with_host_batch(first)
+        assert ceiling.loader.data.context.device_type == kind, "the cached_batch ceiling's batch"
+    d = gluonbench.diagnose(Raw(256), to_float, small_net(), batch_size=32, ctx=mx.cpu(1), budget_s=2, pin_memory=True)
+    assert d.pipeline["loader"] == "Loader (pin_memory)", "recorded"
+    from gluonbench.errors import GluonbenchError
+
+    with pytest.raises(GluonbenchError, match="pin_memory must be True or False"):
+        gluonbench.diagnose(Raw(256), to_float, pin_memory="yes")

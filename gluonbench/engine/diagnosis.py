@@ -195,6 +195,7 @@ def diagnose(
     decode: Callable[..., Any] | None = None,
     thread_pool: bool = False,
     prefetch: int | None = None,
+    pin_memory: bool = False,
     thresholds: Thresholds | None = None,
     learning_rate: float = 0.1,
     seed: int | None = None,
@@ -215,7 +216,9 @@ def diagnose(
     measurement; it stops earlier once every probe's median is known within
     ``thresholds.rel_ci`` and the verdict is settled. ``decode``: a per-sample
     ``(raw, label) -> (array, label)`` applied before ``transform`` (counted as
-    preprocessing, never as reading).
+    preprocessing, never as reading). ``pin_memory``: the loader hands batches over in page-locked
+    memory pinned for ``ctx``'s GPU (``pin_device_id``), and the ``cached_batch`` ceiling keeps its batch
+    in the same kind of memory.
     """
     from gluonbench._mx import gluon, mx, nd
     from gluonbench.engine.loop import ModelStep
@@ -236,6 +239,8 @@ def diagnose(
         raise GluonbenchError(f"decode must be callable (raw, label) -> (data, label); got {decode!r}")
     if prefetch is not None and (isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0):
         raise GluonbenchError(f"prefetch must be a whole number >= 0 (got {prefetch!r})")
+    if not isinstance(pin_memory, bool):
+        raise GluonbenchError(f"pin_memory must be True or False (got {pin_memory!r})")
     if not isinstance(thresholds, Thresholds):
         raise GluonbenchError(f"thresholds must be a gluonbench Thresholds(...) (got {type(thresholds).__name__})")
     ctx = _resolve_ctx(ctx)
@@ -273,7 +278,7 @@ def diagnose(
     plan = Rounds(budget_s=float(budget_s), rel_ci=thresholds.rel_ci, min_blocks=thresholds.min_blocks)
     pipeline = Pipeline(
         dataset=dataset,
-        loader=Loader(batch_size, num_workers, thread_pool, prefetch, shuffle=True),
+        loader=Loader(batch_size, num_workers, thread_pool, prefetch, shuffle=True, pin_memory=pin_memory),
         ctx=ctx,
         step=_checked(step, net),
         decode=decode,
