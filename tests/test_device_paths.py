@@ -302,3 +302,23 @@ def test_g7_pinned_memory_knob_and_pinned_ceiling(no_leaks):
 
     with pytest.raises(GluonbenchError, match="pin_memory must be True or False"):
         gluonbench.diagnose(Raw(256), to_float, pin_memory="yes")
+
+
+def test_g9_cuda_visible_devices_mapped_to_nvml():
+    """G9: MXNet's gpu(N) is the N-th CUDA_VISIBLE_DEVICES entry (index or UUID), mapped to NVML's numbering."""
+    from gluonbench.monitor.gpu import GpuSampler, visible_indices
+
+    uuids = ["GPU-aaaa-0", "GPU-bbbb-1", "GPU-cccc-2", "GPU-dddd-3"]
+    assert visible_indices(None, uuids) == [0, 1, 2, 3]
+    assert visible_indices("2,3", uuids) == [2, 3]
+    assert visible_indices("GPU-dddd-3,GPU-bbbb", uuids) == [3, 1]
+    assert visible_indices("cccc", uuids) == [2], "CUDA accepts a UUID without its GPU- prefix"
+    assert visible_indices("1,7,2", uuids) == [1], "as CUDA: the list ends at the first entry naming no device"
+    assert visible_indices("", uuids) == [] and visible_indices("-1", uuids) == []
+    sampler = GpuSampler(uuids=uuids, visible=visible_indices("3,1", uuids))
+    assert sampler.gpu_map == {
+        "gpu(0)": {"nvml_index": 3, "uuid": "GPU-dddd-3"},
+        "gpu(1)": {"nvml_index": 1, "uuid": "GPU-bbbb-1"},
+    }
+    # before the profiled tree has touched a GPU, the visible ones are sampled, never the others
+    assert sampler.devices_for(None) == [3, 1]
