@@ -7,7 +7,7 @@ those points only, and the overlap MXNet's async engine gives is kept (the
 previous step computes while the next batch is fetched). One wait is added: the
 host batch itself is waited for before the copy starts (issue #18, G2), because
 a zero-worker or thread-pool loader hands over a batch whose NDArray transform
-and ``nd.stack`` are still queued.
+and ``nd.stack`` are still queued (on every device but ``cpu(0)``, see below).
 
 Per step ``i``:
 
@@ -19,9 +19,11 @@ Per step ``i``:
   it is the dispatch only;
 * ``compute`` the model step's dispatch plus the barrier at the start of step
   ``i + 1`` (or the final barrier) that waits for it to finish. On ``cpu(0)``,
-  where the next batch's queued transform runs on the step's own worker queue,
-  a marker op queued after the step is waited for first, so the step's
-  remainder is compute and only the batch's own work is wait.
+  where the loader's queued work and the step share MXNet's one CPU worker
+  queue and cannot be told apart, the batch is not waited for: async work left
+  over from a zero-worker transform finishes in that barrier (before the first
+  step, that barrier is counted as the first batch's wait). Diagnose on
+  ``cpu(1)`` (``ctx=mx.cpu(1)``) to separate them on a CPU.
 
 The sum over steps equals the loop's wall time. The same loop serves every
 probe: a different ``batches`` iterable swaps the input stages, ``step=None``
@@ -132,7 +134,8 @@ def run_steps(
     times = StepTimes()
     it = iter(batches)
     n = 0
-    marker: Any = None
+    # the host batch is waited for where it has its own worker queue (G2); see _shares_queue
+    wait_host = not _shares_queue(ctx)
     while max_steps is None or n < max_steps:
         t0 = perf_counter()
         try:
@@ -141,15 +144,11 @@ def run_steps(
             if n:
                 times.wait[-1] += perf_counter() - t0
             break
-        t1 = perf_counter()
-        # the previous step, where it shares MXNet's one CPU worker queue with the host batch (G2)
-        if marker is not None:
-            marker.wait_to_read()
-        ta = perf_counter()
         # the host batch itself (a zero-worker or thread-pool loader hands it over with its transform and
         # batchify still queued): waited for before the copy timestamp, so that work is input wait (G2)
-        _wait_host(data)
-        _wait_host(label)
+        if wait_host:
+            _wait_host(data)
+            _wait_host(label)
         tb = perf_counter()
         if not splits:
             data = data.as_in_context(ctx)
@@ -162,13 +161,12 @@ def run_steps(
         t3 = perf_counter()
         barrier = t3 - t2
         if n:
-            times.compute[-1] += barrier + (ta - t1)
+            times.compute[-1] += barrier
         if step is not None:
             step(data, label)
-        marker = _queue_marker(ctx, data) if step is not None else None
         t4 = perf_counter()
         # before the first step the barrier only waits for the first batch's own async work
-        times.wait.append(t1 - t0 + (tb - ta) + (0.0 if n else barrier + (ta - t1)))
+        times.wait.append(tb - t0 + (0.0 if n else barrier))
         times.copy.append(t2 - tb)
         times.compute.append(t4 - t3)
         times.samples.append(int(data.shape[0]))
@@ -188,19 +186,16 @@ def _wait_host(array: Any) -> None:
         wait()
 
 
-def _queue_marker(ctx: Any, data: Any) -> Any:
-    """A tiny op queued after the step on ``ctx``, when ``ctx`` is the CPU device the next host batch is built on.
+def _shares_queue(ctx: Any) -> bool:
+    """True when ``ctx`` is ``cpu(0)``, the device the loader builds host batches on.
 
-    MXNet runs each CPU device's ops on its own worker queue (one thread by default), so there the next
-    batch's queued transform runs after the step: waiting for the marker first bills the step's remainder
-    to compute, and only then the batch's own work to wait. On another device (a GPU, ``cpu(1)``) the two
-    run side by side and no marker is needed.
+    MXNet runs each CPU device's ops on its own worker queue (one thread by default), and an op enters
+    it as soon as its inputs are ready: there the host batch's queued transform and the step's ops are
+    interleaved, so waiting for the batch would also wait for part of the step. On ``cpu(0)`` the batch
+    is therefore not waited for (its leftover work finishes in the barrier, as before); on any other
+    device (a GPU, ``cpu(1)``) the two run side by side and the wait is the batch's own.
     """
-    if getattr(ctx, "device_type", "cpu") != "cpu" or getattr(ctx, "device_id", 0) != 0:
-        return None
-    from gluonbench._mx import nd
-
-    return nd.zeros((1,), ctx=ctx)
+    return getattr(ctx, "device_type", "cpu") == "cpu" and getattr(ctx, "device_id", 0) == 0
 
 
 class ModelStep:
