@@ -333,6 +333,11 @@ def _add_diagnose(sub: Any) -> None:
     p.add_argument("--ctx", help="cpu, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
     p.add_argument("--thread-pool", action="store_true", help="DataLoader(thread_pool=True)")
     p.add_argument(
+        "--pin-memory",
+        action="store_true",
+        help="DataLoader(pin_memory=True, pin_device_id=<the --ctx GPU>); the cached_batch ceiling is pinned too",
+    )
+    p.add_argument(
         "--budget",
         dest="budget_s",
         type=float,
@@ -689,6 +694,9 @@ def _add_tune(sub: Any) -> None:
     p.add_argument("--no-download", dest="download", action="store_false", help="never download")
     p.add_argument("--workers", type=int, default=0, help="the current num_workers, the baseline (default 0)")
     p.add_argument("--thread-pool", action="store_true", help="the current setting uses thread_pool=True")
+    p.add_argument(
+        "--pin-memory", action="store_true", help="the current setting uses pin_memory=True (pinned for the --ctx GPU)"
+    )
     p.add_argument("--prefetch", type=int, help="the current setting's prefetch (default: MXNet's 2 x workers)")
     p.add_argument("--batch-size", type=int, default=64, help="default 64, as the seed")
     p.add_argument("--batch-sizes", help="also tune these batch sizes, e.g. 64,128,256 (budget shared)")
@@ -732,6 +740,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         workers=args.workers,
         thread_pool=args.thread_pool,
         prefetch=args.prefetch,
+        pin_memory=args.pin_memory,
         batch_size=args.batch_size,
         batch_sizes=tuple(parse_int_list(args.batch_sizes, what="--batch-sizes")) if args.batch_sizes else None,
         max_workers=args.max_workers,
@@ -1024,6 +1033,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         ctx=args.ctx,
         thread_pool=args.thread_pool,
+        pin_memory=args.pin_memory,
         budget_s=args.budget_s,
         seed=args.seed,
         options=options,

@@ -604,6 +604,8 @@ class DiagnoseSettings:
     batch_size: int = 64
     ctx: str | None = None
     thread_pool: bool = False
+    pin_memory: bool = False
+    """DataLoader(pin_memory=True, pin_device_id=<the context's GPU>); the cached_batch ceiling pinned too"""
     budget_s: float = 60.0
     seed: int = 1
     options: dict[str, Any] = field(default_factory=dict)
@@ -688,6 +690,8 @@ class TuneSettings:
     workers: int = 0
     thread_pool: bool = False
     prefetch: int | None = None
+    pin_memory: bool = False
+    """the current setting pins its batches (DataLoader(pin_memory=True, pin_device_id=<the context's GPU>))"""
     batch_size: int = 64
     batch_sizes: tuple[int, ...] | None = None
     max_workers: int | None = None

@@ -95,7 +95,10 @@ def test_two_cpu_devices_in_one_process(cli, mnist_dir, tmp_path, no_leaks):
     extra = rec["extra"]
     assert extra["devices"] == ["cpu(0)", "cpu(1)"]
     assert rec["train_samples"] == 12 * 2 * 64  # the batch size is per device
-    assert 0 < extra["comm_share"] < 1 and extra["kvstore_s"] > 0
+    # the kvstore's cost is a paired probe (issue #18, G3): within noise of 0 on this machine's CPU contexts
+    assert extra["comm_measure"].startswith("paired probe") and 0 <= extra["comm_share"] < 1
+    low, high = extra["kvstore_step_ms_ci"]
+    assert low <= high and extra["kvstore_s"] >= 0
     assert extra["params_equal_on_devices"] is True
     steady = rec["steady"]
     assert steady["copy_s"] > 0  # split_and_load, moved from compute into copy

@@ -36,7 +36,7 @@ from typing import Any
 from gluonbench.distributed.node import RESULT_MARK, encode_spec, set_pdeathsig
 from gluonbench.engine.isolation import clean_shm, shm_entries
 from gluonbench.engine.run import PROGRESS_ENV, RunResult, RunSpec, utc_now
-from gluonbench.engine.scale import LAUNCH_ENV
+from gluonbench.engine.scale import LAUNCH_ENV, local_rank_gpus
 from gluonbench.errors import GluonbenchError
 
 log = logging.getLogger(__name__)
@@ -192,21 +192,39 @@ class Job:
         env[LAUNCH_ENV] = repr(time.time())
         return env
 
-    def _node_argv(self) -> list[str]:
-        return [sys.executable, "-m", "gluonbench.distributed.node", encode_spec(self.spec.to_dict())]
+    def _node_argv(self, spec: RunSpec | None = None) -> list[str]:
+        return [sys.executable, "-m", "gluonbench.distributed.node", encode_spec((spec or self.spec).to_dict())]
+
+    def worker_devices(self) -> list[tuple[dict[str, str], RunSpec]]:
+        """Per local worker: its extra environment and spec (G5). On GPUs each rank gets its own slice of the
+        job's GPUs through ``CUDA_VISIBLE_DEVICES`` and sees them as ``gpu(0..k-1)``; on CPU nothing changes."""
+        from dataclasses import replace
+
+        from gluonbench._mx import num_gpus
+
+        workers = self.spec.hosts
+        slices = local_rank_gpus(self.spec, workers, os.environ.get("CUDA_VISIBLE_DEVICES"), have=None)
+        if slices is None:
+            return [({}, self.spec)] * workers
+        local_rank_gpus(self.spec, workers, os.environ.get("CUDA_VISIBLE_DEVICES"), have=num_gpus())
+        per = len(slices[0])
+        spec = replace(self.spec, ctx="gpu:0", gpus=list(range(per)) if self.spec.gpus else None, devices=per)
+        return [({"CUDA_VISIBLE_DEVICES": ",".join(sl)}, spec) for sl in slices]
 
     def _start_local(self, port: int, attempt: int) -> None:
         env = self._base_env(port)
+        ranks = self.worker_devices()
         argv = self._node_argv()
         tag = f"h{self.spec.hosts}-w{self.spec.workers}-r{self.spec.repeat}"
         self._popen("scheduler", 0, argv, dict(env, DMLC_ROLE="scheduler"), f"{tag}-scheduler.log")
         for i in range(self.spec.servers):
             self._popen("server", i, argv, dict(env, DMLC_ROLE="server"), f"{tag}-server{i}.log")
         for i in range(self.spec.hosts):
-            wenv = dict(env, DMLC_ROLE="worker")
+            extra, spec = ranks[i]
+            wenv = dict(env, DMLC_ROLE="worker", **extra)
             if i == 0:
                 wenv[PROGRESS_ENV] = str(self.progress_path)
-            self._popen("worker", i, argv, wenv, f"{tag}-worker{i}.log")
+            self._popen("worker", i, self._node_argv(spec), wenv, f"{tag}-worker{i}.log")
         log.info(
             "job %s: scheduler on 127.0.0.1:%d (attempt %d), %d server(s), %d worker(s)",
             tag,

@@ -156,27 +156,52 @@ def _as_dataset(dataset: Any):
 
 
 def _prepare_net(net: Any, ctx: Any) -> dict[str, Any]:
-    """Initialise parameters that are not yet; move others to ``ctx``; return a copy of existing weights."""
+    """Put every parameter of ``net`` on ``ctx`` (only); return what :func:`_restore_net` puts back.
+
+    Parameters not yet initialised are (Xavier, magnitude 2.24). The others are moved with MXNet's own
+    ``Parameter.reset_ctx``, which also handles a net set up the usual way (``net.initialize()``: the
+    default CPU context, shapes deferred to the first forward pass): its deferred parameters are
+    re-targeted to ``ctx`` instead of being left on ``cpu(0)`` (G1: the Trainer then refused the mix of
+    contexts). The saved state is each parameter's contexts and, where it has data, a copy of it.
+    """
     from gluonbench._mx import mx
 
-    saved = {}
+    saved: dict[str, Any] = {}
     init = mx.init.Xavier(magnitude=2.24)
     for name, p in net.collect_params().items():
         if p._data is None and not p._deferred_init:
             p.initialize(None, ctx=ctx, default_init=init)
             continue
-        if p._data is not None:
-            if ctx not in p.list_ctx():
-                log.info("moving parameter %s to %s", name, ctx)
-                p.reset_ctx(ctx)
-            saved[name] = p.data(ctx).copy()
+        before = list(p._deferred_init[1]) if p._data is None else p.list_ctx()
+        # a deferred parameter keeps its initializers (``net.initialize(init)``'s and its own)
+        inits = p._deferred_init[0::2] if p._data is None else None
+        saved[name] = (before, None if p._data is None else p.data(before[0]).copy(), inits)
+        if before != [ctx]:
+            log.info("moving parameter %s from %s to %s", name, before, ctx)
+            p.reset_ctx(ctx)
     return saved
 
 
 def _restore_net(net: Any, saved: dict[str, Any]) -> None:
+    """Put back what :func:`_prepare_net` saved: each parameter's weights and its own contexts.
+
+    A parameter that was deferred (no weights yet) is re-initialised from its own initializer, so no
+    weight trained by the probes is left in the user's net.
+    """
     params = net.collect_params()
-    for name, data in saved.items():
-        params[name].set_data(data)
+    for name, (contexts, data, inits) in saved.items():
+        p = params[name]
+        if p._data is None:  # still deferred: the probes never ran a forward pass
+            p.reset_ctx(contexts)
+            continue
+        if data is None:
+            init, default_init = inits
+            p.initialize(init, ctx=contexts, default_init=default_init, force_reinit=True)
+            continue
+        else:
+            p.set_data(data.as_in_context(p.list_ctx()[0]))
+        if p.list_ctx() != contexts:
+            p.reset_ctx(contexts)
 
 
 def diagnose(
@@ -192,6 +217,7 @@ def diagnose(
     decode: Callable[..., Any] | None = None,
     thread_pool: bool = False,
     prefetch: int | None = None,
+    pin_memory: bool = False,
     thresholds: Thresholds | None = None,
     learning_rate: float = 0.1,
     seed: int | None = None,
@@ -212,7 +238,9 @@ def diagnose(
     measurement; it stops earlier once every probe's median is known within
     ``thresholds.rel_ci`` and the verdict is settled. ``decode``: a per-sample
     ``(raw, label) -> (array, label)`` applied before ``transform`` (counted as
-    preprocessing, never as reading).
+    preprocessing, never as reading). ``pin_memory``: the loader hands batches over in page-locked
+    memory pinned for ``ctx``'s GPU (``pin_device_id``), and the ``cached_batch`` ceiling keeps its batch
+    in the same kind of memory.
     """
     from gluonbench._mx import gluon, mx, nd
     from gluonbench.engine.loop import ModelStep
@@ -233,6 +261,8 @@ def diagnose(
         raise GluonbenchError(f"decode must be callable (raw, label) -> (data, label); got {decode!r}")
     if prefetch is not None and (isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0):
         raise GluonbenchError(f"prefetch must be a whole number >= 0 (got {prefetch!r})")
+    if not isinstance(pin_memory, bool):
+        raise GluonbenchError(f"pin_memory must be True or False (got {pin_memory!r})")
     if not isinstance(thresholds, Thresholds):
         raise GluonbenchError(f"thresholds must be a gluonbench Thresholds(...) (got {type(thresholds).__name__})")
     ctx = _resolve_ctx(ctx)
@@ -277,6 +307,7 @@ def diagnose(
         num_workers=num_workers,
         thread_pool=thread_pool,
         prefetch=prefetch,
+        pin_memory=pin_memory,
     )
 
     def settled(ps: ProbeSet) -> bool:

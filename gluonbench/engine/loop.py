@@ -3,21 +3,27 @@
 The loop keeps the seed's own synchronisation: fetch the next batch, start the
 host-to-device copy, ``nd.waitall()`` (the seed's barrier, which finishes the
 previous step), then dispatch forward/backward/update. Timestamps are taken at
-those points only, so gluonbench adds no synchronisation the seed's loop lacks
-and keeps the overlap MXNet's async engine gives (the previous step computes
-while the next batch is fetched).
+those points only, and the overlap MXNet's async engine gives is kept (the
+previous step computes while the next batch is fetched). One wait is added: the
+host batch itself is waited for before the copy starts (issue #18, G2), because
+a zero-worker or thread-pool loader hands over a batch whose NDArray transform
+and ``nd.stack`` are still queued (on every device but ``cpu(0)``, see below).
 
 Per step ``i``:
 
-* ``wait``    time blocked in ``next(loader)`` (input pipeline: read, decode,
-  preprocess, batchify, or waiting on workers);
+* ``wait``    time blocked in ``next(loader)`` plus the wait for the host batch's
+  queued work (input pipeline: read, decode, preprocess, batchify, or waiting
+  on workers);
 * ``copy``    the host-to-device copy (``as_in_context``); on a GPU context it
   is waited for (``wait_to_read``) so the figure is the real copy time, on CPU
   it is the dispatch only;
 * ``compute`` the model step's dispatch plus the barrier at the start of step
-  ``i + 1`` (or the final barrier) that waits for it to finish. Async work left
-  over from a zero-worker transform also finishes in that barrier (before the
-  first step, that barrier is counted as the first batch's wait).
+  ``i + 1`` (or the final barrier) that waits for it to finish. On ``cpu(0)``,
+  where the loader's queued work and the step share MXNet's one CPU worker
+  queue and cannot be told apart, the batch is not waited for: async work left
+  over from a zero-worker transform finishes in that barrier (before the first
+  step, that barrier is counted as the first batch's wait). Diagnose on
+  ``cpu(1)`` (``ctx=mx.cpu(1)``) to separate them on a CPU.
 
 The sum over steps equals the loop's wall time. The same loop serves every
 probe: a different ``batches`` iterable swaps the input stages, ``step=None``
@@ -123,9 +129,13 @@ def run_steps(
 
     if sync_copy is None:
         sync_copy = getattr(ctx, "device_type", "cpu") == "gpu"
+    # a data-parallel step splits the batch onto its devices from where the loader put it (G4)
+    splits = bool(getattr(step, "splits_batch", False))
     times = StepTimes()
     it = iter(batches)
     n = 0
+    # the host batch is waited for where it has its own worker queue (G2); see _shares_queue
+    wait_host = not _shares_queue(ctx)
     while max_steps is None or n < max_steps:
         t0 = perf_counter()
         try:
@@ -134,9 +144,15 @@ def run_steps(
             if n:
                 times.wait[-1] += perf_counter() - t0
             break
-        t1 = perf_counter()
-        data = data.as_in_context(ctx)
-        label = label.as_in_context(ctx)
+        # the host batch itself (a zero-worker or thread-pool loader hands it over with its transform and
+        # batchify still queued): waited for before the copy timestamp, so that work is input wait (G2)
+        if wait_host:
+            _wait_host(data)
+            _wait_host(label)
+        tb = perf_counter()
+        if not splits:
+            data = data.as_in_context(ctx)
+            label = label.as_in_context(ctx)
         if sync_copy:
             data.wait_to_read()
             label.wait_to_read()
@@ -150,8 +166,8 @@ def run_steps(
             step(data, label)
         t4 = perf_counter()
         # before the first step the barrier only waits for the first batch's own async work
-        times.wait.append(t1 - t0 + (0.0 if n else barrier))
-        times.copy.append(t2 - t1)
+        times.wait.append(tb - t0 + (0.0 if n else barrier))
+        times.copy.append(t2 - tb)
         times.compute.append(t4 - t3)
         times.samples.append(int(data.shape[0]))
         n += 1
@@ -162,6 +178,24 @@ def run_steps(
     if n:
         times.compute[-1] += perf_counter() - t5
     return times
+
+
+def _wait_host(array: Any) -> None:
+    wait = getattr(array, "wait_to_read", None)
+    if wait is not None:
+        wait()
+
+
+def _shares_queue(ctx: Any) -> bool:
+    """True when ``ctx`` is ``cpu(0)``, the device the loader builds host batches on.
+
+    MXNet runs each CPU device's ops on its own worker queue (one thread by default), and an op enters
+    it as soon as its inputs are ready: there the host batch's queued transform and the step's ops are
+    interleaved, so waiting for the batch would also wait for part of the step. On ``cpu(0)`` the batch
+    is therefore not waited for (its leftover work finishes in the barrier, as before); on any other
+    device (a GPU, ``cpu(1)``) the two run side by side and the wait is the batch's own.
+    """
+    return getattr(ctx, "device_type", "cpu") == "cpu" and getattr(ctx, "device_id", 0) == 0
 
 
 class ModelStep:

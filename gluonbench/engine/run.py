@@ -274,6 +274,8 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut, obs
         eval_end = perf_counter()
         if not scale.plain:
             result.extra.update(scale.finish(times, net))
+        else:
+            result.extra.update(scale.notes())
         monitor.sample()  # workers still alive: their memory at the end of the run
     finally:
         if dog is not None:
@@ -302,6 +304,9 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut, obs
         raise GluonbenchError("the training loader yielded no batch; is the data set empty?")
     if spec.diagnose and scale.diagnoses(spec):
         # a failed diagnosis does not void the run's measurements: it is recorded beside them
+        if not scale.plain:
+            # G10: the probes run one device's pipeline; say so beside the verdict
+            result.extra["diagnosis_scope"] = scale.diagnosis_scope(ctx)
         try:
             result.extra.update(diagnose_run(spec, workload, ctx))
         except Exception as exc:

@@ -2,14 +2,18 @@
 step's kvstore stage (the launcher that runs it per process and host is :mod:`gluonbench.distributed`).
 
 :class:`DataParallelStep` is a ``Step`` for the one timer (``engine.loop.run_steps``): it splits
-the batch over the contexts (``gluon.utils.split_and_load``), runs forward and backward per slice,
-then reduces the gradients through the kvstore and updates. Two waits split the step so the
-kvstore's share can be read off:
+the batch over the contexts (``gluon.utils.split_and_load``) from where the loader put it (shared or
+pinned memory, no host copy first), runs forward and backward per slice, then reduces the gradients
+through the kvstore and updates:
 
 * ``copy``    ``split_and_load`` of the host batch onto the contexts, waited for;
-* ``kvstore`` ``trainer.allreduce_grads()`` (push the gradients, pull the reduced ones), waited for
-  after backward has finished, so it is communication only; with ``dist_async``, where MXNet
-  updates on the servers, ``trainer.step()`` (push gradients, pull weights), waited for.
+* the rest runs as users run it (issue #18, G3): ``trainer.step()`` right after backward, nothing waited
+  for, so Gluon's overlap of backward with the gradient reduction is kept. The kvstore's cost is a
+  probe (:meth:`DataParallelStep.comm_probe`): after training, the same step with the kvstore swapped
+  out, in paired rounds; the median difference per step is the communication, with its 95 % interval.
+* a ``dist_sync`` job keeps a waited split (backward waited for, then ``allreduce_grads()`` waited for:
+  communication only); with ``dist_async``, where MXNet updates on the servers, ``trainer.step()``
+  waited for. Every worker of a job would have to run the probe in step; that is not done.
 
 Before its first step the data-parallel step settles the starting parameters (``_initialise``):
 the first slice's forward pass initialises the net's deferred shapes, then, with a synchronous
@@ -40,6 +44,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
+from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, median, median_ci
 from gluonbench.data.shard import strided_shard
 from gluonbench.errors import GluonbenchError
 
@@ -77,6 +82,7 @@ class DataParallelStep:
         self.first_step_wall: float | None = None
         self.init_s: float | None = None
         self._nominal_batch: int | None = None
+        self.last_split: tuple[list[Any], list[Any]] = ([], [])
 
     def _initialise(self, x: Any) -> float:
         """Settle the starting parameters before the first gradient is reduced; returns the seconds it took.
@@ -104,8 +110,12 @@ class DataParallelStep:
             nd.waitall()
         return perf_counter() - t0
 
+    splits_batch = True
+    """``run_steps`` leaves the batch where the loader put it (shared or pinned memory): the step splits it
+    onto the devices from there, with no extra host copy (G4)."""
+
     def __call__(self, data: Any, label: Any) -> Any:
-        from gluonbench._mx import autograd, gluon, nd
+        from gluonbench._mx import gluon, nd
 
         t0 = perf_counter()
         datas = gluon.utils.split_and_load(data, self.contexts, even_split=False)
@@ -113,32 +123,104 @@ class DataParallelStep:
         for x in datas + labels:
             x.wait_to_read()
         t1 = perf_counter()
+        self.last_split = (datas, labels)
         if self.init_s is None:
             self.init_s = self._initialise(datas[0])
-        with autograd.record():
-            losses = [self.loss(self.net(x), y) for x, y in zip(datas, labels, strict=True)]
-        autograd.backward(losses)
-        nd.waitall()  # backward done: what follows is communication
-        t2 = perf_counter()
+        losses = self._forward_backward(datas, labels)
         if self.asynchronous:
             # updates happen on the servers; MXNet refuses a changing batch size there, so keep the first
             if self._nominal_batch is None:
                 self._nominal_batch = int(data.shape[0])
+            nd.waitall()  # backward done: what follows is communication
+            t2 = perf_counter()
             self.trainer.step(self._nominal_batch)
             nd.waitall()
-            t3 = perf_counter()
-        else:
+            self.kvstore.append(perf_counter() - t2)
+        elif is_dist(self.kvstore_type):
+            # a dist_sync job: backward, then the allreduce, each waited for (its communication is read off
+            # here; the paired probe below is for the kvstores of one process)
+            nd.waitall()
+            t2 = perf_counter()
             self.trainer.allreduce_grads()
             nd.waitall()
-            t3 = perf_counter()
+            self.kvstore.append(perf_counter() - t2)
             # dist_sync sums the gradients of every worker: normalise by the global batch, so N workers
             # at batch b train as one process at batch N*b
             self.trainer.update(int(data.shape[0]) * self.num_workers)
+        else:
+            # G3: the step as users run it: the gradient reduction overlaps backward (Gluon's Trainer pushes
+            # each gradient as it is ready); the communication cost is measured by comm_probe()
+            self.trainer.step(int(data.shape[0]))
         self.copy.append(t1 - t0)
-        self.kvstore.append(t3 - t2)
         if self.first_step_wall is None:
             self.first_step_wall = time.time()
         return losses
+
+    kvstore_type: str | None = None
+
+    def _forward_backward(self, datas: list[Any], labels: list[Any]) -> list[Any]:
+        from gluonbench._mx import autograd
+
+        with autograd.record():
+            losses = [self.loss(self.net(x), y) for x, y in zip(datas, labels, strict=True)]
+        autograd.backward(losses)
+        return losses
+
+    def comm_probe(self, rounds: int = PAIRED_MIN_ROUNDS, steps: int = 4) -> dict[str, Any]:
+        """The kvstore's cost as a probe: the trained step against the same step with the kvstore swapped out.
+
+        Paired rounds on the last batch already split onto the devices (so neither side reads or copies):
+        in each round ``steps`` steps with the run's Trainer and ``steps`` with a Trainer on no kvstore
+        (each device updates alone), in alternating order, each side waited for at its end. The median
+        per-step difference is the communication, with the 95 % interval of that median over rounds.
+        The net's parameters are put back afterwards (the probe's updates are not training).
+        """
+        from gluonbench._mx import gluon, nd
+
+        datas, labels = self.last_split
+        batch = sum(int(x.shape[0]) for x in datas)
+        params = self.net.collect_params()
+        saved = {name: p.data(self.contexts[0]).copy() for name, p in params.items()}
+        bare = gluon.Trainer(params, "sgd", {"learning_rate": self.trainer.learning_rate}, kvstore=None)
+
+        def side(trainer: Any) -> float:
+            nd.waitall()
+            t0 = perf_counter()
+            for _ in range(steps):
+                self._forward_backward(datas, labels)
+                trainer.step(batch)
+            nd.waitall()
+            return (perf_counter() - t0) / steps
+
+        with_kv: list[float] = []
+        without: list[float] = []
+        try:
+            side(bare)  # warm-up of the bare trainer's update ops
+            for r in range(rounds):
+                order = (self.trainer, bare) if r % 2 == 0 else (bare, self.trainer)
+                got = {id(t): side(t) for t in order}
+                with_kv.append(got[id(self.trainer)])
+                without.append(got[id(bare)])
+        finally:
+            nd.waitall()
+            for name, p in params.items():
+                p.set_data(saved[name])
+        diffs = [a - b for a, b in zip(with_kv, without, strict=True)]
+        comm = max(median(diffs), 0.0)
+        low, high = median_ci(diffs)
+        step_s = median(with_kv)
+        return {
+            "kvstore_step_ms": 1000 * comm,
+            "kvstore_step_ms_ci": [1000 * low, 1000 * high],
+            "comm_share": comm / step_s if step_s > 0 else 0.0,
+            "comm_probe": {
+                "rounds": rounds,
+                "steps_per_side": steps,
+                "step_ms_with_kvstore": 1000 * step_s,
+                "step_ms_without_kvstore": 1000 * median(without),
+                "what": "the trained step minus the same step with the kvstore swapped out (paired rounds)",
+            },
+        }
 
 
 @dataclass
@@ -181,6 +263,15 @@ class ScaleOut:
         gpus = getattr(spec, "gpus", None)
         kvstore = getattr(spec, "kvstore", None)
         contexts = device_contexts(ctx, devices, gpus)
+        asked = kvstore
+        if kvstore in LOCAL_KVSTORES and len(contexts) == 1:
+            # G6: Gluon's Trainer creates no kvstore for one device and a local kvstore type; record what runs
+            log.warning(
+                "--kvstore %s on one device (%s): MXNet creates no kvstore; the step runs without one",
+                kvstore,
+                contexts[0],
+            )
+            kvstore = None
         plan = cls(contexts=contexts, kvstore=kvstore)
         if is_dist(kvstore):
             from gluonbench._mx import mx
@@ -202,7 +293,27 @@ class ScaleOut:
             "hostname": socket.gethostname(),
             "pid": os.getpid(),
         }
+        if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
+            plan.info["cuda_visible_devices"] = os.environ["CUDA_VISIBLE_DEVICES"]
+        if asked != kvstore:
+            plan.info["kvstore_asked"] = asked
+            plan.info["kvstore_note"] = no_kvstore_note(asked, contexts[0])
         return plan
+
+    def diagnosis_scope(self, ctx: Any) -> str:
+        """What ``--diagnose`` measured on a data-parallel run (G10): one device's pipeline, not the trained one."""
+        what = f"{len(self.contexts)} devices" if len(self.contexts) > 1 else "one device"
+        return (
+            f"the diagnosis ran a single-device pipeline on {ctx} at the per-device batch size, without the "
+            f"kvstore ({self.kvstore or 'device'}); the trained pipeline ({what}, split and reduced) was not "
+            "diagnosed: its kvstore share is in the data-parallel figures"
+        )
+
+    def notes(self) -> dict[str, Any]:
+        """What a plain run records of its scale-out request: the kvstore asked for that did not run (G6)."""
+        if "kvstore_note" not in self.info:
+            return {}
+        return {k: self.info[k] for k in ("devices", "kvstore", "kvstore_asked", "kvstore_note")}
 
     def diagnoses(self, spec: Any) -> bool:
         """Whether this process runs the run's diagnosis: always in one process; only the chosen rank in a job."""
@@ -258,6 +369,7 @@ class ScaleOut:
             update_on_kvstore=True if asynchronous else False,
         )
         self.step = DataParallelStep(net, make_loss(), trainer, self.contexts, self.num_workers, asynchronous)
+        self.step.kvstore_type = self.kvstore
         return self.step
 
     def finish(self, times: Any, net: Any, skip: int = 1) -> dict[str, Any]:
@@ -275,10 +387,19 @@ class ScaleOut:
                 times.compute[i] -= c
             skip = min(skip, max(len(times) - 1, 0))
             total = sum(times.steps(skip))
-            kv = sum(step.kvstore[skip:])
-            out["kvstore_s"] = kv
-            out["comm_share"] = kv / total if total > 0 else 0.0
-            out["kvstore_step_ms"] = 1000 * kv / max(len(times) - skip, 1)
+            steady = max(len(times) - skip, 1)
+            if step.kvstore:  # dist_*: the waited split of each step
+                kv = sum(step.kvstore[skip:])
+                out["kvstore_s"] = kv
+                out["comm_share"] = kv / total if total > 0 else 0.0
+                out["kvstore_step_ms"] = 1000 * kv / steady
+                out["comm_measure"] = "waited split (backward, then the allreduce, each waited for)"
+            elif step.last_split[0]:
+                # G3: the step ran as users run it; its kvstore cost comes from the paired probe
+                probe = step.comm_probe()
+                out.update(probe)
+                out["kvstore_s"] = probe["kvstore_step_ms"] / 1000 * steady
+                out["comm_measure"] = "paired probe (the step with the kvstore swapped out)"
             if step.init_s is not None:
                 out["param_init_s"] = step.init_s
             launched = os.environ.get(LAUNCH_ENV)
@@ -290,6 +411,53 @@ class ScaleOut:
     def close(self) -> None:
         """Leave the kvstore (a dist worker waits for the others here, then the servers can stop)."""
         self.kv = None
+
+
+def no_kvstore_note(kvstore: str, device: Any) -> str:
+    """The sentence a record and report carry when a local kvstore was asked for on one device (G6)."""
+    return (
+        f"no kvstore ran: --kvstore {kvstore} on one device ({device}) creates none in MXNet (Gluon's Trainer "
+        "reduces nothing for a single device); use --devices N or --gpus 0,1,... to time a kvstore"
+    )
+
+
+def local_rank_gpus(
+    spec: Any, workers: int, visible: str | None = None, have: int | None = None
+) -> list[list[str]] | None:
+    """The physical GPUs of each local worker of a job (G5): a slice of ``--gpus`` (or of ``--devices`` GPUs
+    from ``--ctx gpu:N``) per rank, as ``CUDA_VISIBLE_DEVICES`` entries; None for a CPU job.
+
+    ``visible`` is this process's ``CUDA_VISIBLE_DEVICES`` (indices or UUIDs): MXNet's ``gpu(i)`` is its
+    ``i``-th entry, so a rank gets those entries. ``have``: the GPUs MXNet sees here, to refuse a job that
+    needs more (None: not checked). Raises :class:`GluonbenchError` naming the fix when there are too few.
+    """
+    gpus = getattr(spec, "gpus", None)
+    ctx = str(getattr(spec, "ctx", "cpu")).strip().lower()
+    if not gpus and not ctx.startswith("gpu"):
+        return None
+    if gpus:
+        pool, per = list(gpus), len(gpus) // workers
+        if per == 0 or len(pool) % workers:
+            raise GluonbenchError(
+                f"--gpus {','.join(map(str, gpus))} cannot be split evenly over {workers} local workers (each "
+                f"needs its own GPUs); give a multiple of {workers} GPUs or use fewer --hosts"
+            )
+    else:
+        first = int(ctx.split(":")[1]) if ":" in ctx else 0
+        per = int(getattr(spec, "devices", 1) or 1)
+        pool = [first + i for i in range(per * workers)]
+    if have is not None and max(pool) >= have:
+        raise GluonbenchError(
+            f"{workers} local workers with {per} GPU(s) each need GPUs {pool[0]}..{pool[-1]}; MXNet sees {have} "
+            "here: use fewer --hosts or --devices, or --launcher ssh across machines"
+        )
+    entries = [e.strip() for e in visible.split(",") if e.strip()] if visible else None
+    if entries is not None and max(pool) >= len(entries):
+        raise GluonbenchError(
+            f"CUDA_VISIBLE_DEVICES={visible} names {len(entries)} GPU(s), fewer than the {len(pool)} this job needs"
+        )
+    name = (lambda g: entries[g]) if entries is not None else str
+    return [[name(g) for g in pool[r * per : (r + 1) * per]] for r in range(workers)]
 
 
 def device_contexts(ctx: Any, devices: int = 1, gpus: Any = None) -> list[Any]:
@@ -379,6 +547,9 @@ def check_scale(s: Any) -> None:
             "channel_dir with --launcher local: the workers on this machine would share one channel's FIFOs; "
             "leave channel_dir out (each worker then streams its own shard through its own FIFOs)"
         )
+    if dist and s.launcher == "local" and s.gpus:
+        for h in s.hosts:  # G5: every local worker gets its own GPUs
+            local_rank_gpus(s, h)
     if s.port is not None and not 1024 <= s.port <= 65535:
         raise GluonbenchError(f"--port {s.port} is out of range; use 1024..65535 (or leave it out: a free one)")
     if s.diagnose_rank is None or s.diagnose_rank < 0:

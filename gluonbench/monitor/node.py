@@ -99,7 +99,7 @@ class NodeMonitor(SystemMonitor):
             for pid in self.last_pids:
                 if pid in self.mem_by_pid:
                     add(MetricRow(ts, "process", f"pid{pid}", "ProcessPSSBytes", float(self.mem_by_pid[pid])))
-        for g in self.gpus.read():
+        for g in self.gpus.read(self.last_pids):
             add(MetricRow(ts, "gpu", f"gpu{g.index}", "GPUUtilization", g.utilization_pct))
             add(MetricRow(ts, "gpu", f"gpu{g.index}", "GPUMemoryUtilization", round(g.memory_utilization_pct, 2)))
             if g.power_w is not None:

@@ -85,7 +85,8 @@ class Pipeline:
             "read": name(self.dataset),
             "decode": name(self.decode),
             "transform": name(self.transform),
-            "loader": type(self.loader).__name__,
+            "loader": type(self.loader).__name__
+            + (" (pin_memory)" if getattr(self.loader, "pin_memory", False) else ""),
             "copy": "none (batch on the device)" if isinstance(self.loader, DeviceBatch) else str(self.ctx),
             "step": name(self.step),
         }
@@ -120,10 +121,12 @@ class Pipeline:
         return base.swap("cached sample", dataset=cached_sample(self.dataset[0], len(self.dataset)))
 
     def with_host_batch(self, batch: tuple[Any, Any]) -> Pipeline:
-        """Everything before the copy swapped for one batch in host memory."""
-        from gluonbench._mx import mx
+        """Everything before the copy swapped for one batch in host memory, of the kind the loader's batches
+        are in (pinned with ``pin_memory``)."""
+        from gluonbench.pipeline.stages import host_memory
 
-        data, label = (x.as_in_context(mx.cpu()) for x in batch)
+        memory = host_memory(bool(getattr(self.loader, "pin_memory", False)), self.ctx)
+        data, label = (x.as_in_context(memory) for x in batch)
         return self.swap("one batch on the host", loader=HostBatch(data, label))
 
     def with_device_batch(self, batch: tuple[Any, Any]) -> Pipeline:
@@ -160,6 +163,10 @@ class Running:
         if isinstance(stage, Loader):
             if pipeline.dataset is None:
                 raise ValueError("a Loader stage needs a data set to read from")
+            if stage.pin_memory:
+                from gluonbench.pipeline.stages import pin_device_id
+
+                stage = replace(stage, pin_device_id=pin_device_id(pipeline.ctx))
             self.loader = stage.make(pipeline.dataset, pipeline.per_sample)
         self.open_s = perf_counter() - t0
         workers = pipeline.num_workers if isinstance(stage, Loader) else 0

@@ -108,6 +108,8 @@ class Loader:
     """batches in page-locked memory (GPU only): faster host-to-device copies"""
     timeout: int | None = None
     """seconds a worker's batch may take before the loader raises (MXNet's default: 120)"""
+    pin_device_id: int = 0
+    """the GPU whose copies the pinned batches serve (:func:`pin_device_id`: the pipeline's context)"""
 
     def make(self, dataset: Any, fn: SampleFn | None) -> Any:
         """The DataLoader the seed builds: ``DataLoader(dataset.transform(fn), ...)``."""
@@ -117,6 +119,7 @@ class Loader:
         extra: dict[str, Any] = {} if self.prefetch is None else {"prefetch": self.prefetch}
         if self.pin_memory:
             extra["pin_memory"] = True
+            extra["pin_device_id"] = self.pin_device_id
         if self.timeout is not None:
             extra["timeout"] = self.timeout
         return gluon.data.DataLoader(
@@ -127,6 +130,26 @@ class Loader:
             thread_pool=self.thread_pool,
             **extra,
         )
+
+
+def pin_device_id(ctx: Any) -> int:
+    """The ``pin_device_id`` of a loader feeding ``ctx`` (G7): its GPU's index, 0 on a CPU context.
+
+    MXNet allocates a pinned batch for one GPU's copy engine; ``DataLoader``'s default 0 makes the batches
+    of a run on ``gpu(3)`` pinned for GPU 0.
+    """
+    return int(getattr(ctx, "device_id", 0) or 0) if getattr(ctx, "device_type", "cpu") == "gpu" else 0
+
+
+def host_memory(pin_memory: bool, ctx: Any) -> Any:
+    """The host memory a loader with ``pin_memory`` hands its batches over in: ``cpu_pinned(id)`` or ``cpu()``.
+
+    The ``cached_batch`` stand-in keeps its batch in the same kind of memory (G7), so a pinned setting is
+    judged against a pinned ceiling and its copy is the copy the loader's batches get.
+    """
+    from gluonbench._mx import mx
+
+    return mx.cpu_pinned(pin_device_id(ctx)) if pin_memory else mx.cpu()
 
 
 @dataclass(frozen=True)

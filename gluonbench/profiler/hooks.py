@@ -37,6 +37,8 @@ from typing import Any
 PROFILE_ENV = "GLUONBENCH_PROFILE"
 NODE_ENV = "GLUONBENCH_PROFILE_NODE"
 MXNET_ENV = "GLUONBENCH_MXNET_PROFILER"
+SYNC_ENV = "GLUONBENCH_PROFILE_SYNC"
+"""``0`` turns off :func:`step`'s sync point (``mx.nd.waitall()`` before the step's end timestamp)."""
 FLUSH_S = 5.0
 FLUSH_EVENTS = 2048
 
@@ -198,11 +200,21 @@ class _Null:
 _NULL = _Null()
 
 
-class _Step:
-    __slots__ = ("r", "t0")
+def _sync() -> bool:
+    """Wait for MXNet's queued work (when the script has imported MXNet); True if it did."""
+    mx = sys.modules.get("mxnet")
+    if mx is None:
+        return False
+    mx.nd.waitall()
+    return True
 
-    def __init__(self, r: _Recorder) -> None:
+
+class _Step:
+    __slots__ = ("r", "sync", "t0")
+
+    def __init__(self, r: _Recorder, sync: bool) -> None:
         self.r = r
+        self.sync = sync
 
     def __enter__(self) -> None:
         if self.r.mxnet_state == 0:
@@ -210,6 +222,7 @@ class _Step:
         self.t0 = _perf()
 
     def __exit__(self, *exc: Any) -> None:
+        synced = self.sync and _sync()
         t1 = _perf()
         r = self.r
         wait, r.pending_wait = r.pending_wait, 0.0
@@ -218,18 +231,28 @@ class _Step:
             "step",
             self.t0,
             t1,
-            {"step_num": r.step_num, "data_wait_us": round(wait * 1e6, 1), "epoch": r.epoch},
+            {"step_num": r.step_num, "data_wait_us": round(wait * 1e6, 1), "epoch": r.epoch, "synced": synced},
         )
         r.step_num += 1
 
 
-def step() -> Any:
+def step(sync: bool | None = None) -> Any:
     """Context manager around one training (or eval) step: its duration, the data wait since the
-    previous step (from :func:`wrap`), the step number, epoch and phase."""
+    previous step (from :func:`wrap`), the step number, epoch and phase.
+
+    ``sync`` (default on; ``$GLUONBENCH_PROFILE_SYNC=0`` turns it off): end the step with
+    ``mx.nd.waitall()``, so its duration is the work the step queued, not the Python dispatch of it.
+    MXNet runs asynchronously: on a GPU an unsynchronised step is the few milliseconds of dispatch and
+    the wait for the queued work lands in the next step or batch, so every step rule misfires (G8).
+    The sync point is what the seed's loop does before each step anyway; it removes the overlap of one
+    step's compute with the next batch's loading, so turn it off to profile a loop that relies on it.
+    """
     r = _recorder if _recorder is not None else _active()
     if not r:
         return _NULL
-    return _Step(r)
+    if sync is None:
+        sync = os.environ.get(SYNC_ENV, "1") != "0"
+    return _Step(r, bool(sync))
 
 
 class _Region:

@@ -140,6 +140,8 @@ class Profiler:
         gpus = GpuSampler.open()
         if gpus.note:
             self.meta["notes"].append(gpus.note)
+        else:
+            self.meta["gpu_map"] = gpus.gpu_map  # which physical GPU each gpu(N) of the program is
         self.meta.update(start=time.time(), command=command, pid=pid)
         self._write_meta()
         self.monitor = NodeMonitor(pid, self.settings.interval_ms / 1000.0, self._sink, gpus, worker_depth)

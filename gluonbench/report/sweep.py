@@ -186,6 +186,9 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
                 ]
             )
         lines.append(tables.render(bottleneck).rstrip("\n"))
+        scope = next((r.extra["diagnosis_scope"] for r in extra if r.extra.get("diagnosis_scope")), None)
+        if scope:
+            lines += ["", f"Note: {scope}."]
     lines += data_parallel_lines(summary, tables)
     return "\n".join(lines) + "\n"
 
@@ -193,6 +196,9 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
 def data_parallel_lines(summary: SweepSummary, tables: TableSyntax) -> list[str]:
     """The kvstore's share of the step for runs over several devices (``--devices``/``--gpus``), else nothing."""
     rows = [r for r in summary.rows if "comm_share" in r.extra]
+    noted = [r.extra["kvstore_note"] for r in summary.rows if r.extra.get("kvstore_note")]
+    if not rows and noted:
+        return ["", "## Data-parallel step", "", noted[0][0].upper() + noted[0][1:] + "."]
     if not rows:
         return []
     devices = rows[0].extra.get("devices") or []

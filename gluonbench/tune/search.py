@@ -346,6 +346,7 @@ def tune(
     num_workers: int = 0,
     thread_pool: bool = False,
     prefetch: int | None = None,
+    pin_memory: bool = False,
     max_workers: int | None = None,
     batch_sizes: Sequence[int] | None = None,
     emulate_step_ms: float | str | None = None,
@@ -394,7 +395,9 @@ def tune(
     ctx = resolve_ctx(ctx)
     cores = usable_cores()  # affinity and cgroup quota: the cores this process may use
     max_workers = max(16, 4 * cores) if max_workers is None else max_workers
-    current = Setting(num_workers, thread_pool, prefetch)
+    if not isinstance(pin_memory, bool):
+        raise GluonbenchError(f"pin_memory must be True or False (got {pin_memory!r})")
+    current = Setting(num_workers, thread_pool, prefetch, pin_memory=pin_memory)
     started = utc_now()
     if seed is not None:
         import numpy as np
@@ -426,6 +429,7 @@ def tune(
                 num_workers=num_workers,
                 thread_pool=thread_pool,
                 prefetch=prefetch,
+                pin_memory=pin_memory,
             )
             search = _Search(
                 pipeline,
