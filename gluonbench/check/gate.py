@@ -295,7 +295,7 @@ def save_baseline(snapshot: Snapshot, path: str | Path) -> Path:
     from gluonbench.report.store import atomic_write_text, check_writable_file, write_error
 
     path = check_writable_file(path, "--save-baseline")
-    doc = {"format": FORMAT, "version": FORMAT_VERSION, "ruler": ruler_description(), **snapshot.to_dict()}
+    doc = {"format": FORMAT, "version": FORMAT_VERSION, "ruler_spec": ruler_description(), **snapshot.to_dict()}
     try:
         atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=False) + "\n")
     except OSError as exc:
@@ -321,10 +321,11 @@ def load_baseline(path: str | Path, identity: str | None = None) -> Snapshot:
             f"--baseline {path} has format version {doc.get('version')!r}, this gluonbench reads {FORMAT_VERSION}; "
             "save it again with --save-baseline"
         )
-    ruler = doc.get("ruler") or {}
-    if not isinstance(ruler, dict) or ruler.get("version") != RULER_VERSION:
+    spec = doc.get("ruler_spec")
+    version = spec.get("version") if isinstance(spec, dict) else None
+    if version != RULER_VERSION:
         raise GluonbenchError(
-            f"--baseline {path} was measured with ruler version {ruler.get('version') if isinstance(ruler, dict) else ruler!r}, "
+            f"--baseline {path} was measured with ruler version {version!r}, "
             f"this gluonbench uses {RULER_VERSION}; save it again with --save-baseline"
         )
     try:
