@@ -572,7 +572,13 @@ def check(
     if summary_path is not None and Path(summary_path).is_dir():
         raise GluonbenchError(f"GITHUB_STEP_SUMMARY={summary_path} is a folder; it must name a file")
     result = run_check(
-        pipeline, baseline=baseline, save=save, max_slowdown=max_slowdown, budget_s=budget_s, on_progress=on_progress, **kwargs
+        pipeline,
+        baseline=baseline,
+        save=save,
+        max_slowdown=max_slowdown,
+        budget_s=budget_s,
+        on_progress=on_progress,
+        **kwargs,
     )
     if save is not None:
         if json_path is not None:

@@ -744,7 +744,9 @@ def _add_compare(sub: Any) -> None:
     p.add_argument("--markdown", metavar="FILE", help="write the comparison as Markdown")
     p.add_argument("--json", metavar="FILE", help="write the comparison as JSON")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML table")
-    p.add_argument("--fail-on-slowdown", metavar="PCT", help="exit 1 when a row is significantly slower by more, e.g. 5%%")
+    p.add_argument(
+        "--fail-on-slowdown", metavar="PCT", help="exit 1 when a row is significantly slower by more, e.g. 5%%"
+    )
     p.set_defaults(func=cmd_compare)
 
 

@@ -80,7 +80,9 @@ def _records(path: Path) -> list[dict[str, Any]]:
 
     store = RunStore(path)
     if not store.runs_path.is_file():
-        raise GluonbenchError(f"{path} has no runs.jsonl; pass a run folder made by gluonbench sweep, diagnose --out or io")
+        raise GluonbenchError(
+            f"{path} has no runs.jsonl; pass a run folder made by gluonbench sweep, diagnose --out or io"
+        )
     return store.require_records()
 
 
@@ -114,7 +116,9 @@ def _figures(kind: str, data: Any) -> dict[str, list[float]] | dict[str, tuple[f
             if r.get("kind", "run") != "run" or r.get("status") != "ok" or not r.get("samples_per_s"):
                 continue
             s = r.get("spec") or {}
-            key = f"workers={s.get('workers')} batch={s.get('batch_size')}" + (" thread_pool" if s.get("thread_pool") else "")
+            key = f"workers={s.get('workers')} batch={s.get('batch_size')}" + (
+                " thread_pool" if s.get("thread_pool") else ""
+            )
             out.setdefault(key, []).append(float(r["samples_per_s"]))
     elif kind == "diagnosis":
         for r in data:
@@ -150,15 +154,15 @@ def _article(kind: str) -> str:
 # -- comparing -------------------------------------------------------------------------------------
 
 
-def bootstrap_ratio(a: list[float], b: list[float], n: int = BOOTSTRAP, seed: int = 0) -> tuple[float, tuple[float, float]]:
+def bootstrap_ratio(
+    a: list[float], b: list[float], n: int = BOOTSTRAP, seed: int = 0
+) -> tuple[float, tuple[float, float]]:
     """``median(b) / median(a)`` and its 95 % percentile-bootstrap interval (NaN interval with one figure a side)."""
     r = median(b) / median(a) if a and b and median(a) > 0 else math.nan
     if len(a) < 2 or len(b) < 2 or not math.isfinite(r):
         return r, (math.nan, math.nan)
     rng = random.Random(seed)
-    ratios = sorted(
-        median(rng.choices(b, k=len(b))) / max(median(rng.choices(a, k=len(a))), 1e-300) for _ in range(n)
-    )
+    ratios = sorted(median(rng.choices(b, k=len(b))) / max(median(rng.choices(a, k=len(a))), 1e-300) for _ in range(n))
     return r, (ratios[int(0.025 * n)], ratios[min(n - 1, int(0.975 * n))])
 
 
@@ -284,7 +288,9 @@ def to_html(cmp: Comparison) -> str:
     e = html_lib.escape
     colour = {"slower": "#fdd", "faster": "#dfd"}
     body = "\n".join(
-        f'<tr style="background:{colour.get(r.flag, "#fff")}">' + "".join(f"<td>{e(c)}</td>" for c in _cells(r)) + "</tr>"
+        f'<tr style="background:{colour.get(r.flag, "#fff")}">'
+        + "".join(f"<td>{e(c)}</td>" for c in _cells(r))
+        + "</tr>"
         for r in cmp.rows
     )
     data = json.dumps(cmp.to_dict()).replace("</", "<\\/")

@@ -31,6 +31,7 @@ which, and why.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -238,7 +239,9 @@ def measure_snapshot(
             return None
         return lambda elapsed, _budget: on_progress(min(offset + elapsed, budget_s), budget_s)
 
-    gate = measure({"full": pipeline, RULER: ruler_p}, Rounds(budget_s=gate_s), on_progress=progress(0.0), done=lambda _m: False)
+    gate = measure(
+        {"full": pipeline, RULER: ruler_p}, Rounds(budget_s=gate_s), on_progress=progress(0.0), done=lambda _m: False
+    )
     probes = measure(
         {**{k: v for k, v in built.items() if k != "full"}, "full": pipeline, RULER: ruler_p},
         Rounds(budget_s=stage_s, round_s=0.1),
@@ -257,7 +260,7 @@ def measure_snapshot(
         wall[p.name], cpu[p.name] = dict(rec[source].per_round), dict(rec[source].cpu_per_round)
         previous = source
     stages: dict[str, Figure] = {}
-    for before, probe in zip(CHAIN, CHAIN[1:], strict=False):
+    for before, probe in itertools.pairwise(CHAIN):
         if probe.substage and (probe.substage != "copy" or "device_batch" not in skipped):
             stages[probe.substage] = _figure(
                 _minus(wall[before.name], wall[probe.name]),
@@ -291,8 +294,15 @@ def measure_snapshot(
 
 
 def save_baseline(snapshot: Snapshot, path: str | Path) -> Path:
-    """Write ``snapshot`` as a baseline file (JSON, written atomically)."""
+    """Write ``snapshot`` as a baseline file (JSON, written atomically); refuse one without usable figures."""
     from gluonbench.report.store import atomic_write_text, check_writable_file, write_error
+
+    if not (math.isfinite(snapshot.total.rel) and math.isfinite(snapshot.total.cpu_rel)):
+        raise GluonbenchError(
+            f"only {snapshot.total.rounds} paired rounds of the pipeline and the ruler fitted in --budget "
+            f"{snapshot.budget_s:g} (at least {PAIRED_MIN_ROUNDS} are needed); nothing saved: raise --budget, e.g. "
+            f"--budget {max(60, math.ceil(2 * snapshot.budget_s))}"
+        )
 
     path = check_writable_file(path, "--save-baseline")
     doc = {"format": FORMAT, "version": FORMAT_VERSION, "ruler_spec": ruler_description(), **snapshot.to_dict()}
@@ -413,11 +423,16 @@ def _choose_basis(now: Snapshot, base: Snapshot) -> tuple[str, str]:
         )
     widths = {b: _log_half(*_slowdown(now.total, base.total, b)) for b in ("wall", "cpu")}
     if widths["cpu"] < widths["wall"]:
-        return "cpu", f"CPU seconds per sample had the narrower 95 % CI (+-{widths['cpu']:.1%} vs +-{widths['wall']:.1%} wall)"
+        return (
+            "cpu",
+            f"CPU seconds per sample had the narrower 95 % CI (+-{widths['cpu']:.1%} vs +-{widths['wall']:.1%} wall)",
+        )
     return "wall", f"wall time had the narrower 95 % CI (+-{widths['wall']:.1%} vs +-{widths['cpu']:.1%} CPU)"
 
 
-def decide(now: Snapshot, base: Snapshot, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, baseline_path: str = "") -> CheckResult:
+def decide(
+    now: Snapshot, base: Snapshot, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, baseline_path: str = ""
+) -> CheckResult:
     """Judge ``now`` against ``base`` (see the module docstring for the rule)."""
     t = parse_fraction(max_slowdown)
     notes: list[str] = []
@@ -428,7 +443,9 @@ def decide(now: Snapshot, base: Snapshot, max_slowdown: float = DEFAULT_MAX_SLOW
         if base.setting.get(key) != now.setting.get(key):
             notes.append(f"{key} changed: baseline {base.setting.get(key)}, now {now.setting.get(key)}")
     if base.env.get("cpu") and base.env.get("cpu") != now.env.get("cpu"):
-        notes.append(f"another CPU model: baseline {base.env.get('cpu')}, now {now.env.get('cpu')} (the ruler normalises speed)")
+        notes.append(
+            f"another CPU model: baseline {base.env.get('cpu')}, now {now.env.get('cpu')} (the ruler normalises speed)"
+        )
     for key in ("mxnet", "numpy", "python"):
         if base.env.get(key) and base.env.get(key) != now.env.get(key):
             notes.append(f"{key} {base.env.get(key)} in the baseline, {now.env.get(key)} now")
@@ -450,9 +467,8 @@ def decide(now: Snapshot, base: Snapshot, max_slowdown: float = DEFAULT_MAX_SLOW
     elif s > limit and lo > 1:
         outcome = "regression"
         stage = _slowest_stage(now, base, basis)
-        message = (
-            f"slower by {_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}), beyond the {t:.0%} allowed"
-            + (f"; the stage that got slower: {stage}" if stage else "")
+        message = f"slower by {_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}), beyond the {t:.0%} allowed" + (
+            f"; the stage that got slower: {stage}" if stage else ""
         )
     else:
         outcome = "inconclusive"
@@ -552,5 +568,15 @@ def _rows(now: Snapshot, base: Snapshot, basis: str, t: float) -> list[Row]:
     row("loader-only ceiling", now.ceiling, base.ceiling, judge)
     # the ruler itself: its absolute speed today over the baseline's (machine speed, not normalised)
     a, b = now.ruler.absolute(basis), base.ruler.absolute(basis)
-    rows.append(Row("ruler (machine speed)", unit, b * 1e6, a * 1e6, a / b if b > 0 else math.nan, [math.nan, math.nan], "reference"))
+    rows.append(
+        Row(
+            "ruler (machine speed)",
+            unit,
+            b * 1e6,
+            a * 1e6,
+            a / b if b > 0 else math.nan,
+            [math.nan, math.nan],
+            "reference",
+        )
+    )
     return rows

@@ -35,7 +35,10 @@ def to_text(result: CheckResult) -> str:
     """The table a terminal or a CI log shows, then the headline and notes."""
     cells = [HEADER, *_cells(result)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(HEADER))]
-    lines = ["  ".join(c.ljust(w) if i in (0, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))) for row in cells]
+    lines = [
+        "  ".join(c.ljust(w) if i in (0, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+        for row in cells
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     unit = result.rows[0].unit if result.rows else ""
     out = [
@@ -82,7 +85,9 @@ def to_junit(result: CheckResult) -> str:
         errors="0",
         time=f"{result.now.elapsed_s:.1f}",
     )
-    case = ET.SubElement(suite, "testcase", classname="gluonbench.check", name=result.now.identity, time=f"{result.now.elapsed_s:.1f}")
+    case = ET.SubElement(
+        suite, "testcase", classname="gluonbench.check", name=result.now.identity, time=f"{result.now.elapsed_s:.1f}"
+    )
     if result.outcome == "regression":
         failure = ET.SubElement(case, "failure", message=result.message, type="regression")
         failure.text = to_text(result)
@@ -95,7 +100,9 @@ def to_junit(result: CheckResult) -> str:
 
 def snapshot_text(snap: Snapshot) -> str:
     """What a saved baseline holds, for the terminal."""
-    lines = [f"baseline of {snap.identity}: {snap.rounds} paired rounds in {snap.elapsed_s:.0f} s on {snap.cores} core(s)"]
+    lines = [
+        f"baseline of {snap.identity}: {snap.rounds} paired rounds in {snap.elapsed_s:.0f} s on {snap.cores} core(s)"
+    ]
     t = snap.total
     lines.append(
         f"  full pipeline: {1 / t.s_per_sample:,.0f} samples/s, {t.rel:.3f} x the ruler's wall time "
@@ -105,7 +112,11 @@ def snapshot_text(snap: Snapshot) -> str:
         else "  full pipeline: no figure"
     )
     for name, f in snap.stages.items():
-        lines.append(f"  {name:14s} {f.s_per_sample * 1e6:10.1f} us/sample  {f.cpu_s_per_sample * 1e6:10.1f} CPU us/sample")
+        lines.append(
+            f"  {name:14s} {f.s_per_sample * 1e6:10.1f} us/sample  {f.cpu_s_per_sample * 1e6:10.1f} CPU us/sample"
+        )
     lines.append(f"  loader-only ceiling: {snap.ceiling_samples_per_s:,.0f} samples/s")
-    lines.append(f"  ruler: {snap.ruler.s_per_sample * 1e6:.1f} us/sample, {snap.ruler.cpu_s_per_sample * 1e6:.1f} CPU us/sample")
+    lines.append(
+        f"  ruler: {snap.ruler.s_per_sample * 1e6:.1f} us/sample, {snap.ruler.cpu_s_per_sample * 1e6:.1f} CPU us/sample"
+    )
     return "\n".join(lines)

@@ -121,7 +121,9 @@ def resolve_pipeline(
     if isinstance(what, Pipeline | Workload | Mapping):
         return _from_object(what, identity or type(what).__name__, batch_size, num_workers, ctx, closers)
     if callable(what):
-        return _from_object(_call(what, _name_of(what)), identity or _name_of(what), batch_size, num_workers, ctx, closers)
+        return _from_object(
+            _call(what, _name_of(what)), identity or _name_of(what), batch_size, num_workers, ctx, closers
+        )
     raise GluonbenchError(
         f"cannot check a {type(what).__name__}: give a workload name, MODULE:FUNC, a Pipeline, a Workload, "
         "a mapping with 'dataset', or a function returning one"
@@ -168,7 +170,9 @@ def _from_object(obj: Any, identity: str, batch_size: int, num_workers: int, ctx
     )
 
 
-def _from_mapping(spec: Mapping[str, Any], identity: str, batch_size: int, num_workers: int, ctx: Any, closers) -> Target:
+def _from_mapping(
+    spec: Mapping[str, Any], identity: str, batch_size: int, num_workers: int, ctx: Any, closers
+) -> Target:
     from gluonbench._mx import gluon
     from gluonbench.engine.diagnosis import as_dataset, checked_step, prepare_net
     from gluonbench.engine.loop import ModelStep
@@ -176,14 +180,18 @@ def _from_mapping(spec: Mapping[str, Any], identity: str, batch_size: int, num_w
 
     unknown = sorted(set(spec) - set(MAPPING_KEYS))
     if unknown:
-        raise GluonbenchError(f"pipeline {identity}: unknown key(s) {', '.join(unknown)}; known: {', '.join(MAPPING_KEYS)}")
+        raise GluonbenchError(
+            f"pipeline {identity}: unknown key(s) {', '.join(unknown)}; known: {', '.join(MAPPING_KEYS)}"
+        )
     if spec.get("dataset") is None:
         raise GluonbenchError(f"pipeline {identity}: the mapping needs a 'dataset' (a gluon Dataset of (data, label))")
     dataset = as_dataset(spec["dataset"])
     bs = spec.get("batch_size", batch_size)
     nw = spec.get("num_workers", num_workers)
     if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1 or bs > len(dataset):
-        raise GluonbenchError(f"pipeline {identity}: batch_size must be a whole number in 1..{len(dataset)} (got {bs!r})")
+        raise GluonbenchError(
+            f"pipeline {identity}: batch_size must be a whole number in 1..{len(dataset)} (got {bs!r})"
+        )
     if isinstance(nw, bool) or not isinstance(nw, int) or nw < 0:
         raise GluonbenchError(f"pipeline {identity}: num_workers must be a whole number >= 0 (got {nw!r})")
     for key in ("transform", "decode"):
