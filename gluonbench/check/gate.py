@@ -456,8 +456,11 @@ def decide(
     stage = None
     if not all(math.isfinite(v) for v in (s, lo, hi)):
         outcome = "inconclusive"
-        message = "too few paired rounds to compare; raise --budget"
-        needed = 2 * now.budget_s
+        needed = now.budget_s * 1.5 * PAIRED_MIN_ROUNDS / max(now.total.rounds, 1)
+        message = (
+            f"only {now.total.rounds} paired rounds fitted in the budget (at least {PAIRED_MIN_ROUNDS} are needed); "
+            f"a budget of about {needed:.0f} s would give enough (--budget {math.ceil(needed)})"
+        )
     elif hi <= limit:
         outcome = "pass"
         message = (
