@@ -535,12 +535,14 @@ def _slowest_stage(now: Snapshot, base: Snapshot, basis: str) -> str | None:
 
 
 def _rows(now: Snapshot, base: Snapshot, basis: str, t: float) -> list[Row]:
-    unit = "CPU us/sample" if basis == "cpu" else "us/sample"
+    # baseline and now in the unit the ratio is taken in (the pipeline's time over the ruler's in the same
+    # round), so the columns and the ratio always agree; the ruler's own row shows the machine's speed
+    unit = "x ruler (CPU)" if basis == "cpu" else "x ruler (wall)"
     rows: list[Row] = []
 
     def row(name: str, a: Figure, b: Figure, verdict: Callable[[float, float, float], str]) -> None:
         r, (lo, hi) = _slowdown(a, b, basis)
-        rows.append(Row(name, unit, b.absolute(basis) * 1e6, a.absolute(basis) * 1e6, r, [lo, hi], verdict(r, lo, hi)))
+        rows.append(Row(name, unit, b.value(basis)[0], a.value(basis)[0], r, [lo, hi], verdict(r, lo, hi)))
 
     def judge(r: float, lo: float, hi: float) -> str:
         if not math.isfinite(r):
@@ -574,7 +576,7 @@ def _rows(now: Snapshot, base: Snapshot, basis: str, t: float) -> list[Row]:
     rows.append(
         Row(
             "ruler (machine speed)",
-            unit,
+            "CPU us/sample" if basis == "cpu" else "us/sample",
             b * 1e6,
             a * 1e6,
             a / b if b > 0 else math.nan,

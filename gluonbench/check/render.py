@@ -7,11 +7,13 @@ from xml.etree import ElementTree as ET
 
 from gluonbench.check.gate import CheckResult, Row, Snapshot
 
-HEADER = ("stage", "baseline", "now", "ratio (95 % CI)", "verdict")
+HEADER = ("stage", "unit", "baseline", "now", "ratio (95 % CI)", "verdict")
 
 
 def _num(v: float) -> str:
-    return f"{v:,.1f}" if math.isfinite(v) else "n/a"
+    if not math.isfinite(v):
+        return "n/a"
+    return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3f}"
 
 
 def _ratio(row: Row) -> str:
@@ -24,7 +26,7 @@ def _ratio(row: Row) -> str:
 
 
 def _cells(result: CheckResult) -> list[tuple[str, ...]]:
-    return [(r.name, _num(r.baseline), _num(r.now), _ratio(r), r.verdict) for r in result.rows]
+    return [(r.name, r.unit, _num(r.baseline), _num(r.now), _ratio(r), r.verdict) for r in result.rows]
 
 
 def headline(result: CheckResult) -> str:
@@ -36,14 +38,15 @@ def to_text(result: CheckResult) -> str:
     cells = [HEADER, *_cells(result)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(HEADER))]
     lines = [
-        "  ".join(c.ljust(w) if i in (0, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+        "  ".join(
+            c.ljust(w) if i in (0, 1, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
         for row in cells
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    unit = result.rows[0].unit if result.rows else ""
     out = [
-        f"pipeline {result.now.identity}: baseline and now in {unit}; ratio = now / baseline, each relative to the "
-        "ruler measured in the same rounds (machine speed and background load cancel)",
+        f"pipeline {result.now.identity}: each stage's time per sample over the ruler's in the same round (machine "
+        "speed and background load cancel); ratio = now / baseline",
         *lines,
         "",
         headline(result),
@@ -64,11 +67,11 @@ def to_markdown(result: CheckResult) -> str:
         f"Pipeline `{result.now.identity}`; baseline `{result.baseline_path}` ({result.baseline.started_utc}); "
         f"max slowdown {result.max_slowdown:.0%}; compared {result.basis} time ({result.basis_reason}).",
         "",
-        f"| {' | '.join(HEADER[:1])} | baseline ({result.rows[0].unit if result.rows else ''}) | now | ratio (95 % CI) | verdict |",
-        "|---|---:|---:|---:|---|",
+        f"| {' | '.join(HEADER)} |",
+        "|---|---|---:|---:|---:|---|",
         *(f"| {' | '.join(c)} |" for c in _cells(result)),
         "",
-        "Ratio = now / baseline, each relative to the ruler measured in the same interleaved rounds.",
+        "Each stage's time per sample over the ruler's in the same interleaved round; ratio = now / baseline.",
     ]
     rows += [f"- note: {n}" for n in result.notes]
     return "\n".join(rows) + "\n"
