@@ -103,3 +103,25 @@ def test_tune_json_files_compare_with_stored_intervals(tmp_path):
     assert cmp.kind == "tune" and cmp.failed == ["loader: workers=2"]
     with pytest.raises(GluonbenchError, match="same kind"):
         compare_runs(a, SWEEP3)
+
+
+def test_two_real_diagnoses_compare_per_probe(tmp_path):
+    """Two short real diagnoses of the synthetic workload: one row per probe, from the stored blocks."""
+    folders = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        proc = run_cli(
+            "diagnose", "--dataset", "synthetic", "--samples", "512", "--batch-size", "32",
+            "--data-dir", str(tmp_path / "cache"), "--budget", "4", "--out", str(out),
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        (folder,) = out.iterdir()
+        folders.append(folder)
+    js = tmp_path / "c.json"
+    proc = run_cli("compare", str(folders[0]), str(folders[1]), "--json", str(js))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(js.read_text())
+    assert data["kind"] == "diagnosis"
+    keys = {r["key"] for r in data["rows"]}
+    assert {"full", "cached_batch", "loader_only"} <= keys
+    assert all(r["n_a"] >= 1 and r["n_b"] >= 1 and r["a"] > 0 for r in data["rows"])

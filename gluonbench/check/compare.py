@@ -124,7 +124,8 @@ def _figures(kind: str, data: Any) -> dict[str, list[float]] | dict[str, tuple[f
         for r in data:
             if r.get("kind") != "diagnosis":
                 continue
-            for name, p in (r.get("probes") or {}).items():
+            probes = (r.get("diagnosis") or {}).get("probes") or r.get("probes") or {}
+            for name, p in probes.items():
                 if p.get("same_as"):
                     continue
                 blocks = [1.0 / b for b in p.get("blocks") or [] if b and b > 0]
