@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from conftest import REPO
 
 TEST_FILE = textwrap.dedent(
@@ -33,6 +34,23 @@ def _pytest(folder, **env) -> subprocess.CompletedProcess:
     )
 
 
+def test_plugin_offers_the_fixture_and_options_without_importing_mxnet(tmp_path):
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "gluonbench.check.pytest_plugin", "--fixtures", "-p", "no:cacheprovider"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0 and "gluonbench_check" in proc.stdout, proc.stdout + proc.stderr
+    helptext = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "gluonbench.check.pytest_plugin", "--help"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert "--gluonbench-save" in helptext and "--gluonbench-budget" in helptext
+    code = "import sys, gluonbench.check.pytest_plugin; assert 'mxnet' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+@pytest.mark.slow
 def test_fixture_saves_a_baseline_then_fails_on_a_regression(tmp_path):
     (tmp_path / "test_speed.py").write_text(TEST_FILE)
     first = _pytest(tmp_path)
