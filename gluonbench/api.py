@@ -31,7 +31,9 @@ from gluonbench.workloads.spec import check_pipeline
 
 __all__ = [
     "Diagnosis",
+    "check",
     "check_inputs",
+    "compare",
     "diagnose",
     "diagnose_workload",
     "io_benchmark",
@@ -717,3 +719,86 @@ def roofline_tune(settings: TuneSettings, result: Any) -> list[Any]:
         "the recommendation:",
         _no_folder(settings.workload, folder),
     )
+
+
+def check(
+    pipeline: Any,
+    *,
+    baseline: str | Path | None = None,
+    save: str | Path | None = None,
+    max_slowdown: float | str = 0.05,
+    budget_s: float = 60.0,
+    json_path: str | Path | None = None,
+    junit_path: str | Path | None = None,
+    summary_path: str | Path | None = None,
+    on_progress: Callable[[float, float], None] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """``gluonbench check``: save a baseline of ``pipeline`` (``save=``) or judge it against one (``baseline=``).
+
+    See :func:`gluonbench.check.run_check` for ``pipeline`` and ``kwargs``. Checking also writes the
+    result as JSON (``json_path``), JUnit XML (``junit_path``) and appends a Markdown summary to
+    ``summary_path`` (``$GITHUB_STEP_SUMMARY``); those paths are checked before anything is measured.
+    Returns the :class:`~gluonbench.check.CheckResult` (its ``exit_code``: 0 pass, 1 regression,
+    3 inconclusive) or, when saving, the :class:`~gluonbench.check.Snapshot`.
+    """
+    from gluonbench.check import render, run_check
+    from gluonbench.report.store import check_writable_file, write_error
+
+    for path, what in ((json_path, "--json"), (junit_path, "--junit")):
+        if path is not None:
+            check_writable_file(path, what)
+    if summary_path is not None and Path(summary_path).is_dir():
+        raise GluonbenchError(f"GITHUB_STEP_SUMMARY={summary_path} is a folder; it must name a file")
+    result = run_check(
+        pipeline,
+        baseline=baseline,
+        save=save,
+        max_slowdown=max_slowdown,
+        budget_s=budget_s,
+        on_progress=on_progress,
+        **kwargs,
+    )
+    if save is not None:
+        if json_path is not None:
+            atomic_write_text(json_path, json.dumps(result.to_dict(), indent=1) + "\n")
+        return result
+    if json_path is not None:
+        atomic_write_text(json_path, json.dumps(result.to_dict(), indent=1) + "\n")
+    if junit_path is not None:
+        atomic_write_text(junit_path, render.to_junit(result))
+    if summary_path is not None:
+        try:
+            with open(summary_path, "a", encoding="utf-8") as f:
+                f.write(render.to_markdown(result))
+        except OSError as exc:
+            raise write_error(summary_path, exc) from exc
+    return result
+
+
+def compare(
+    run_a: str | Path,
+    run_b: str | Path,
+    *,
+    markdown: str | Path | None = None,
+    json_path: str | Path | None = None,
+    html: str | Path | None = None,
+    fail_on_slowdown: float | str | None = None,
+) -> Any:
+    """``gluonbench compare``: diff two run folders of the same kind; write the requested exports.
+
+    Returns a :class:`~gluonbench.check.compare.Comparison` (its ``exit_code``: 1 when a row is
+    significantly slower by more than ``fail_on_slowdown``, else 0).
+    """
+    from gluonbench.check.compare import compare_runs, to_html, to_json, to_markdown
+    from gluonbench.report.store import check_writable_file
+
+    outputs = ((markdown, "--markdown", to_markdown), (json_path, "--json", to_json), (html, "--html", to_html))
+    for path, what, _ in outputs:
+        if path is not None:
+            check_writable_file(path, what)
+    cmp = compare_runs(run_a, run_b, fail_on_slowdown=fail_on_slowdown)
+    for path, _, render in outputs:
+        if path is not None:
+            atomic_write_text(path, render(cmp))
+    return cmp

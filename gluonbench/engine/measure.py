@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -58,6 +59,9 @@ class Record:
     """seconds per sample of each block (:class:`Rounds`)"""
     per_round: dict[int, float] = field(default_factory=dict)
     """:class:`Rounds`: round number -> median seconds per sample of this pipeline's blocks in that round"""
+    cpu_per_round: dict[int, float] = field(default_factory=dict)
+    """:class:`Rounds`: round number -> CPU seconds per sample of the process tree (this process and its
+    loader workers) over this pipeline's blocks in that round; less sensitive to neighbours than wall time"""
     block_steps: int = 0
     rounds: int = 0
     open_s: float = 0.0
@@ -243,22 +247,29 @@ class Rounds:
         monitor = SystemMonitor(interval=self.monitor_interval).start()
         t0 = perf_counter()
         first = len(rec.blocks)
+        cpu0 = 0.0
+        samples_done = 0
         try:
             if skip:
                 run_steps(r.cycle(), ctx, step, max_steps=skip)
+            cpu0 = tree_cpu_s()
             while True:
                 block = run_steps(r.cycle(), ctx, step, max_steps=k)
                 rec.times.extend(block)
                 samples = sum(block.samples)
+                samples_done += samples
                 if samples:
                     rec.blocks.append(block.total() / samples)
                 now = perf_counter()
                 if now - t0 >= round_s or now >= deadline:
                     break
+            cpu_s = tree_cpu_s() - cpu0
         finally:
             rec.systems.append(monitor.stop())
         if len(rec.blocks) > first:
             rec.per_round[number] = median(rec.blocks[first:])
+            if samples_done and cpu_s > 0:
+                rec.cpu_per_round[number] = cpu_s / samples_done
         # bounded: past the deadline no further round of this loader follows
         limit = min(max(1.0, 20 * rec.est_step_s * k), max(0.5, deadline - perf_counter()))
         r.settle(limit)
@@ -268,6 +279,39 @@ class Rounds:
 
 
 Schedule = Epochs | Rounds
+
+
+def tree_cpu_s() -> float:
+    """CPU seconds used so far by this process (all threads) and its live descendants (loader workers).
+
+    Nanosecond clocks where Linux has them (``process_time`` here, each child thread's
+    ``/proc/PID/task/TID/schedstat``), not psutil's 10 ms clock ticks: a round is a fraction of a second.
+    """
+    import time
+
+    import psutil
+
+    total = time.process_time()
+    for child in psutil.Process().children(recursive=True):
+        total += _process_cpu_s(child)
+    return total
+
+
+def _process_cpu_s(proc: Any) -> float:
+    import psutil
+
+    try:
+        tasks = os.listdir(f"/proc/{proc.pid}/task")
+        ns = 0
+        for tid in tasks:
+            with open(f"/proc/{proc.pid}/task/{tid}/schedstat") as f:
+                ns += int(f.read().split()[0])
+        return ns / 1e9
+    except (OSError, ValueError, IndexError):
+        try:
+            return sum(proc.cpu_times()[:2])
+        except psutil.Error:
+            return 0.0
 
 
 def measure(

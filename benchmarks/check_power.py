@@ -1,0 +1,171 @@
+"""Power of ``gluonbench check``: detection and false-alarm rates at 0/5/10/20 % slowdown, alone and beside a CPU hog.
+
+The pipeline (:func:`make`, also a ``--pipeline`` target): 2048 in-memory 28x28x1 images, the synthetic
+workload's CPU-bound transform (chained BLAKE2b, real work), the seed's CNN step, batch 64, 0 workers.
+A slowdown of X % is made real: the transform gets ``X % x (the pipeline's CPU seconds per sample, from
+the baseline) x (BLAKE2b rounds per CPU second here)`` more hashing rounds per sample, so the whole
+pipeline costs about X % more CPU time (and the transform about X / share more). A check is one
+``python -m gluonbench check`` process; the hog (``--hog``) is another process spinning on one core
+for the whole check.
+
+Per case (slowdown, hog): N checks; the share of exit 1 (regression; at 0 % a false alarm), exit 0
+(pass) and exit 3 (inconclusive), and the mean wall time per check. Targets from issue 19 (a loaded
+2-core machine): false alarms <= 5 % at 0 %; detection >= 95 % at 10 % and >= 80 % at 5 %; each check
+<= 90 s. Writes ``OUT/check_power-<UTC>.json`` and ``.md``.
+
+    python benchmarks/check_power.py --n 2 --out results/benchmarks          # a small sample (~20 min)
+    python benchmarks/check_power.py --n 20 --budget 60 --out results/benchmarks   # the full study (hours)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve()
+BASE_ROUNDS = 16
+"""BLAKE2b rounds per sample of the unchanged pipeline"""
+
+
+def make() -> dict:
+    """The pipeline checked; ``$CHECK_POWER_EXTRA_ROUNDS`` adds hashing rounds per sample (the slowdown)."""
+    from gluonbench._mx import gluon
+    from gluonbench.workloads.synthetic import SyntheticTransform
+
+    extra = int(os.environ.get("CHECK_POWER_EXTRA_ROUNDS", "0"))
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(2048, 28, 28, 1), dtype=np.uint8)
+    labels = rng.integers(0, 10, size=2048).astype(np.int32)
+    dataset = gluon.data.SimpleDataset(list(zip(images, labels, strict=True)))
+    return {"dataset": dataset, "transform": SyntheticTransform(BASE_ROUNDS + extra), "batch_size": 64}
+
+
+def _hog() -> subprocess.Popen:
+    code = "import hashlib\nd=b'x'*16384\nwhile True:\n    d=hashlib.blake2b(d).digest()*256\n"
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def _check(baseline: Path, extra: int, budget: float, max_slowdown: str, hog: bool, work: Path) -> dict:
+    out = work / f"r-{time.time_ns()}.json"
+    env = dict(os.environ, CHECK_POWER_EXTRA_ROUNDS=str(extra))
+    cmd = [sys.executable, "-m", "gluonbench", "check", "--pipeline", f"{HERE}:make", "--baseline", str(baseline)]
+    cmd += ["--budget", str(budget), "--max-slowdown", max_slowdown, "--json", str(out)]
+    hog_proc = _hog() if hog else None
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=budget * 4 + 120)
+    finally:
+        if hog_proc is not None:
+            hog_proc.kill()
+            hog_proc.wait()
+    wall = time.perf_counter() - t0
+    result = json.loads(out.read_text()) if out.is_file() else {}
+    return {
+        "exit": proc.returncode,
+        "wall_s": wall,
+        "slowdown": result.get("slowdown"),
+        "slowdown_ci": result.get("slowdown_ci"),
+        "basis": result.get("basis"),
+        "stage": result.get("stage"),
+        "error": proc.stderr.strip().splitlines()[-1] if proc.returncode == 2 and proc.stderr.strip() else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--n", type=int, default=2, help="checks per case (default 2: a small sample)")
+    ap.add_argument("--budget", type=float, default=60.0, help="seconds per check (default 60)")
+    ap.add_argument("--baseline-budget", type=float, default=120.0, help="seconds for the baseline (default 120)")
+    ap.add_argument("--max-slowdown", default="3%", help="the check's threshold (default 3%%)")
+    ap.add_argument("--slowdowns", default="0,5,10,20", help="percent, comma-separated")
+    ap.add_argument("--no-hog", action="store_true", help="only the cases without the CPU hog")
+    ap.add_argument("--out", default="results/benchmarks", help="folder for the JSON and Markdown results")
+    args = ap.parse_args(argv)
+    from gluonbench.env import command_line, environment
+    from gluonbench.report.store import atomic_write_text
+    from gluonbench.workloads.synthetic import hash_rounds_per_ms
+
+    started = datetime.now(UTC)
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="gluonbench-check-power-") as tmp:
+        work = Path(tmp)
+        baseline = work / "baseline.json"
+        cmd = [sys.executable, "-m", "gluonbench", "check", "--pipeline", f"{HERE}:make", "--save-baseline"]
+        subprocess.run([*cmd, str(baseline), "--budget", str(args.baseline_budget)], check=True, capture_output=True)
+        doc = json.loads(baseline.read_text())
+        cpu_ms = doc["total"]["cpu_s_per_sample"] * 1000
+        rounds_per_cpu_ms = hash_rounds_per_ms()
+        cases = []
+        for hog in (False,) if args.no_hog else (False, True):
+            for pct in (float(p) for p in args.slowdowns.split(",")):
+                extra = round(pct / 100 * cpu_ms * rounds_per_cpu_ms)
+                runs = []
+                for i in range(args.n):
+                    r = _check(baseline, extra, args.budget, args.max_slowdown, hog, work)
+                    runs.append(r)
+                    print(f"slowdown {pct:g} % hog={hog} #{i + 1}: exit {r['exit']} slowdown {r['slowdown']} "
+                          f"in {r['wall_s']:.0f} s  load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+                n = len(runs)
+                cases.append({
+                    "slowdown_pct": pct, "hog": hog, "extra_rounds": extra, "n": n,
+                    "regression_rate": sum(r["exit"] == 1 for r in runs) / n,
+                    "pass_rate": sum(r["exit"] == 0 for r in runs) / n,
+                    "inconclusive_rate": sum(r["exit"] == 3 for r in runs) / n,
+                    "error_rate": sum(r["exit"] not in (0, 1, 3) for r in runs) / n,
+                    "mean_check_s": sum(r["wall_s"] for r in runs) / n,
+                    "runs": runs,
+                })  # fmt: skip
+    finished = datetime.now(UTC)
+    summary = {
+        "command": command_line(),
+        "started_utc": started.isoformat(timespec="seconds"),
+        "finished_utc": finished.isoformat(timespec="seconds"),
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
+        "budget_s": args.budget,
+        "baseline_budget_s": args.baseline_budget,
+        "max_slowdown": args.max_slowdown,
+        "pipeline_cpu_ms_per_sample": cpu_ms,
+        "env": environment(),
+        "cases": cases,
+    }
+    lines = [
+        f"# gluonbench check: power ({started:%Y-%m-%d %H:%M} UTC)",
+        "",
+        f"`{command_line()}`",
+        "",
+        f"N = {args.n} checks per case, --budget {args.budget:g} s, --max-slowdown {args.max_slowdown}, "
+        f"baseline {args.baseline_budget:g} s; load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after "
+        f"({os.cpu_count()} cores). A slowdown is extra hashing work worth that share of the pipeline's CPU time.",
+        "",
+        "| slowdown | CPU hog | N | exit 1 (regression) | exit 0 (pass) | exit 3 (inconclusive) | other | s per check |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in cases:
+        lines.append(
+            f"| {c['slowdown_pct']:g} % | {'yes' if c['hog'] else 'no'} | {c['n']} | {c['regression_rate']:.0%} | "
+            f"{c['pass_rate']:.0%} | {c['inconclusive_rate']:.0%} | {c['error_rate']:.0%} | {c['mean_check_s']:.0f} |"
+        )
+    lines += ["", "At 0 % an exit 1 is a false alarm; at 5-20 % it is a detection."]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = f"{started:%Y%m%dT%H%M%SZ}"
+    atomic_write_text(out / f"check_power-{stamp}.json", json.dumps(summary, indent=1) + "\n")
+    atomic_write_text(out / f"check_power-{stamp}.md", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""``gluonbench check`` and ``gluonbench compare``: a CI gate for data-pipeline slowdowns, and run-folder diffs.
+
+* :func:`run_check` measures a pipeline beside a fixed reference pipeline (the ruler) and either saves
+  a baseline or judges the pipeline against one (:mod:`gluonbench.check.gate`);
+* :func:`gluonbench.check.compare.compare_runs` diffs two run folders of the same kind;
+* :mod:`gluonbench.check.pytest_plugin` offers the ``gluonbench_check`` fixture.
+
+Exit codes of ``gluonbench check``: 0 pass, 1 regression, 2 bad input, 3 inconclusive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gluonbench.check.gate import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_MAX_SLOWDOWN,
+    EXIT_BAD_INPUT,
+    EXIT_INCONCLUSIVE,
+    EXIT_PASS,
+    EXIT_REGRESSION,
+    CheckResult,
+    Snapshot,
+    check_budget,
+    decide,
+    load_baseline,
+    measure_snapshot,
+    parse_fraction,
+    save_baseline,
+)
+from gluonbench.check.target import Target, resolve_pipeline
+from gluonbench.errors import GluonbenchError
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INCONCLUSIVE",
+    "EXIT_PASS",
+    "EXIT_REGRESSION",
+    "CheckResult",
+    "Snapshot",
+    "Target",
+    "resolve_pipeline",
+    "run_check",
+]
+
+
+def run_check(
+    pipeline: Any,
+    *,
+    baseline: str | Path | None = None,
+    save: str | Path | None = None,
+    max_slowdown: float | str = DEFAULT_MAX_SLOWDOWN,
+    budget_s: float = DEFAULT_BUDGET_S,
+    batch_size: int = 64,
+    num_workers: int = 0,
+    ctx: Any = None,
+    options: dict[str, Any] | None = None,
+    data_dir: str | None = None,
+    identity: str | None = None,
+    on_progress: Callable[[float, float], None] | None = None,
+) -> CheckResult | Snapshot:
+    """Check ``pipeline`` (see :func:`resolve_pipeline`) against ``baseline``, or save one to ``save``.
+
+    Exactly one of ``baseline`` and ``save``. Everything is validated before anything is measured; bad
+    input raises :class:`GluonbenchError`. Returns the :class:`CheckResult` (checking) or the saved
+    :class:`Snapshot` (saving).
+    """
+    from gluonbench.report.store import check_writable_file
+
+    if (baseline is None) == (save is None):
+        raise GluonbenchError("give either --baseline FILE (check against it) or --save-baseline FILE (make one)")
+    t = parse_fraction(max_slowdown)
+    budget_s = check_budget(budget_s)
+    base = load_baseline(baseline) if baseline is not None else None
+    if save is not None:
+        check_writable_file(save, "--save-baseline")
+    target = resolve_pipeline(
+        pipeline,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        ctx=ctx,
+        options=options,
+        data_dir=data_dir,
+        identity=identity,
+    )
+    try:
+        if base is not None and base.identity != target.identity:
+            raise GluonbenchError(
+                f"--baseline {baseline} is for pipeline {base.identity!r}, not {target.identity!r}; "
+                "save a baseline for this pipeline with --save-baseline"
+            )
+        snap = measure_snapshot(target, budget_s, on_progress=on_progress)
+    finally:
+        target.close()
+    if save is not None:
+        save_baseline(snap, save)
+        return snap
+    assert base is not None
+    return decide(snap, base, t, str(baseline))

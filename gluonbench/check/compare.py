@@ -1,0 +1,311 @@
+"""``gluonbench compare RUN_A RUN_B``: two results of the same kind, row by row, with 95 % intervals.
+
+Kinds and their rows (matched by setting; a row in only one of the two is listed, without a ratio):
+
+* **sweep** (a ``gluonbench sweep`` folder): one row per loader setting (workers, batch size, thread
+  pool); figures: each run's samples/s (several with ``--repeat``);
+* **diagnosis** (``gluonbench diagnose --out``): one row per probe; figures: each block's samples/s;
+* **io** (``gluonbench io``): one row per cell (mode, size, layout); figures: each record's samples/s;
+* **tune** (the JSON file of ``gluonbench tune --json``): one row per measurement (phase and setting);
+  figures: samples/s with the 95 % CI the tuner stored.
+
+``ratio = B / A`` of the median samples/s with a 95 % percentile-bootstrap interval (each side
+resampled with replacement, a fixed seed, :data:`BOOTSTRAP`) over the stored per-run or per-block
+figures; for tune, :func:`~gluonbench.analysis.stats.ratio_ci` of the stored CIs. A row is flagged
+``slower``/``faster`` when its interval excludes 1; with one figure a side there is no interval.
+``fail_on_slowdown = t``: exit 1 when a row's slowdown (A / B) is beyond ``1 + t`` and its interval
+excludes 1 (the rule of ``gluonbench check``).
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import math
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gluonbench.analysis.stats import median, ratio_ci
+from gluonbench.errors import GluonbenchError
+
+BOOTSTRAP = 2000
+KINDS = ("sweep", "diagnosis", "io", "tune")
+
+
+@dataclass
+class CompareRow:
+    """One setting in both results: figures, B / A with its 95 % interval, flag."""
+
+    key: str
+    a: float
+    b: float
+    ratio: float
+    ratio_ci: list[float]
+    n_a: int
+    n_b: int
+    flag: str
+    """``slower``, ``faster``, ``same`` (interval includes 1), ``no interval`` or ``only in A``/``only in B``"""
+
+
+@dataclass
+class Comparison:
+    """The comparison of two results; ``to_dict()`` is JSON-serialisable."""
+
+    kind: str
+    run_a: str
+    run_b: str
+    unit: str
+    rows: list[CompareRow] = field(default_factory=list)
+    fail_on_slowdown: float | None = None
+    failed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        from gluonbench.report.store import json_safe
+
+        return json_safe({**asdict(self), "exit_code": self.exit_code})
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    from gluonbench.report.store import RunStore
+
+    store = RunStore(path)
+    if not store.runs_path.is_file():
+        raise GluonbenchError(
+            f"{path} has no runs.jsonl; pass a run folder made by gluonbench sweep, diagnose --out or io"
+        )
+    return store.require_records()
+
+
+def kind_of(path: str | Path) -> tuple[str, Any]:
+    """``(kind, data)`` of a result: a run folder's records, or a tune JSON file's content."""
+    path = Path(path)
+    if path.is_file():
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            raise GluonbenchError(f"{path} is not JSON; pass a run folder or a gluonbench tune --json file") from None
+        if isinstance(doc, dict) and "evidence" in doc and "dataloader" in doc:
+            return "tune", doc
+        raise GluonbenchError(f"{path} is not a gluonbench tune --json file; pass a run folder or a tune result")
+    if not path.is_dir():
+        raise GluonbenchError(f"{path}: no such folder or file; pass a run folder made by gluonbench")
+    records = _records(path)
+    kinds = {r.get("kind", "run") for r in records}
+    for kind, name in (("diagnosis", "diagnosis"), ("io", "io"), ("run", "sweep")):
+        if kind in kinds:
+            return name, records
+    raise GluonbenchError(
+        f"{path} holds {', '.join(sorted(map(str, kinds)))} records; compare takes sweep, diagnosis, io or tune results"
+    )
+
+
+def _figures(kind: str, data: Any) -> dict[str, list[float]] | dict[str, tuple[float, tuple[float, float]]]:
+    out: dict[str, Any] = {}
+    if kind == "sweep":
+        for r in data:
+            if r.get("kind", "run") != "run" or r.get("status") != "ok" or not r.get("samples_per_s"):
+                continue
+            s = r.get("spec") or {}
+            key = f"workers={s.get('workers')} batch={s.get('batch_size')}" + (
+                " thread_pool" if s.get("thread_pool") else ""
+            )
+            out.setdefault(key, []).append(float(r["samples_per_s"]))
+    elif kind == "diagnosis":
+        for r in data:
+            if r.get("kind") != "diagnosis":
+                continue
+            probes = (r.get("diagnosis") or {}).get("probes") or r.get("probes") or {}
+            for name, p in probes.items():
+                if p.get("same_as"):
+                    continue
+                blocks = [1.0 / b for b in p.get("blocks") or [] if b and b > 0]
+                if blocks:
+                    out.setdefault(name, []).extend(blocks)
+    elif kind == "io":
+        for r in data:
+            if r.get("kind") != "io" or r.get("status") != "ok" or not r.get("samples_per_s"):
+                continue
+            c = r.get("cell") or {}
+            key = f"{c.get('mode')} {c.get('size')} {c.get('layout')}"
+            out.setdefault(key, []).append(float(r["samples_per_s"]))
+    else:  # tune: the stored estimate and its CI
+        for e in data.get("evidence") or []:
+            if e.get("status", "ok") != "ok" or not e.get("samples_per_s"):
+                continue
+            ci = e.get("ci") or [math.nan, math.nan]
+            key = f"{e.get('phase')}: {e.get('label')}"
+            out[key] = (float(e["samples_per_s"]), (float(ci[0] or math.nan), float(ci[1] or math.nan)))
+    return out
+
+
+def _article(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeio" else f"a {kind}"
+
+
+# -- comparing -------------------------------------------------------------------------------------
+
+
+def bootstrap_ratio(
+    a: list[float], b: list[float], n: int = BOOTSTRAP, seed: int = 0
+) -> tuple[float, tuple[float, float]]:
+    """``median(b) / median(a)`` and its 95 % percentile-bootstrap interval (NaN interval with one figure a side)."""
+    r = median(b) / median(a) if a and b and median(a) > 0 else math.nan
+    if len(a) < 2 or len(b) < 2 or not math.isfinite(r):
+        return r, (math.nan, math.nan)
+    rng = random.Random(seed)
+    ratios = sorted(median(rng.choices(b, k=len(b))) / max(median(rng.choices(a, k=len(a))), 1e-300) for _ in range(n))
+    return r, (ratios[int(0.025 * n)], ratios[min(n - 1, int(0.975 * n))])
+
+
+def compare_runs(run_a: str | Path, run_b: str | Path, fail_on_slowdown: float | str | None = None) -> Comparison:
+    """Compare two results of the same kind (see the module docstring); refuses mismatched kinds in one line."""
+    from gluonbench.check.gate import parse_fraction
+
+    t = None if fail_on_slowdown is None else parse_fraction(fail_on_slowdown, "--fail-on-slowdown")
+    kind_a, data_a = kind_of(run_a)
+    kind_b, data_b = kind_of(run_b)
+    if kind_a != kind_b:
+        raise GluonbenchError(
+            f"{run_a} holds {_article(kind_a)} result and {run_b} {_article(kind_b)} one; "
+            "compare two results of the same kind"
+        )
+    fa, fb = _figures(kind_a, data_a), _figures(kind_b, data_b)
+    if not fa or not fb:
+        empty = run_a if not fa else run_b
+        raise GluonbenchError(f"{empty} holds no finished {kind_a} figures to compare")
+    cmp = Comparison(kind_a, str(run_a), str(run_b), "samples/s", fail_on_slowdown=t)
+    for key in list(fa) + [k for k in fb if k not in fa]:
+        if key not in fb or key not in fa:
+            side = fa if key in fa else fb
+            v = side[key]
+            value = v[0] if isinstance(v, tuple) else median(v)
+            n = 1 if isinstance(v, tuple) else len(v)
+            only = "only in A" if key in fa else "only in B"
+            cmp.rows.append(
+                CompareRow(
+                    key,
+                    value if key in fa else math.nan,
+                    value if key in fb else math.nan,
+                    math.nan,
+                    [math.nan, math.nan],
+                    n if key in fa else 0,
+                    n if key in fb else 0,
+                    only,
+                )
+            )
+            continue
+        va, vb = fa[key], fb[key]
+        if kind_a == "tune":
+            r, ci = ratio_ci(vb[0], vb[1], va[0], va[1])
+            a, b, na, nb = va[0], vb[0], 1, 1
+        else:
+            r, ci = bootstrap_ratio(va, vb)
+            a, b, na, nb = median(va), median(vb), len(va), len(vb)
+        if not all(math.isfinite(x) for x in ci):
+            flag = "no interval"
+        elif ci[1] < 1:
+            flag = "slower"
+        elif ci[0] > 1:
+            flag = "faster"
+        else:
+            flag = "same"
+        row = CompareRow(key, a, b, r, list(ci), na, nb, flag)
+        cmp.rows.append(row)
+        if t is not None and flag == "slower" and r > 0 and 1 / r > 1 + t:
+            cmp.failed.append(key)
+    if any(r.flag == "no interval" for r in cmp.rows):
+        cmp.notes.append("rows with one figure a side have no interval (sweep: --repeat 3 gives one)")
+    return cmp
+
+
+# -- rendering -------------------------------------------------------------------------------------
+
+
+def _cells(row: CompareRow) -> tuple[str, ...]:
+    def num(v: float) -> str:
+        return f"{v:,.1f}" if math.isfinite(v) else "-"
+
+    lo, hi = row.ratio_ci
+    ratio = "-" if not math.isfinite(row.ratio) else f"{row.ratio:.3f}"
+    if math.isfinite(lo) and math.isfinite(hi):
+        ratio += f" ({lo:.3f}..{hi:.3f})"
+    return (row.key, f"{num(row.a)} (n={row.n_a})", f"{num(row.b)} (n={row.n_b})", ratio, row.flag)
+
+
+HEADER = ("row", "A samples/s", "B samples/s", "B / A (95 % CI)", "flag")
+
+
+def _verdict(cmp: Comparison) -> str:
+    if cmp.fail_on_slowdown is None:
+        return f"{sum(r.flag == 'slower' for r in cmp.rows)} row(s) significantly slower in B"
+    if cmp.failed:
+        return f"FAIL: slower by more than {cmp.fail_on_slowdown:.0%} in B: {', '.join(cmp.failed)}"
+    return f"ok: no row significantly slower by more than {cmp.fail_on_slowdown:.0%}"
+
+
+def to_text(cmp: Comparison) -> str:
+    cells = [HEADER, *(_cells(r) for r in cmp.rows)]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
+    lines = [f"{cmp.kind}: A = {cmp.run_a}, B = {cmp.run_b}"]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    lines.insert(2, "  ".join("-" * w for w in widths))
+    lines.append(_verdict(cmp))
+    lines += [f"note: {n}" for n in cmp.notes]
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(cmp: Comparison) -> str:
+    lines = [
+        f"### gluonbench compare ({cmp.kind})",
+        "",
+        f"A = `{cmp.run_a}`, B = `{cmp.run_b}`",
+        "",
+        f"| {' | '.join(HEADER)} |",
+        "|---|---:|---:|---:|---|",
+        *(f"| {' | '.join(_cells(r))} |" for r in cmp.rows),
+        "",
+        f"**{_verdict(cmp)}**",
+    ]
+    lines += [f"- note: {n}" for n in cmp.notes]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(cmp: Comparison) -> str:
+    return json.dumps(cmp.to_dict(), indent=1) + "\n"
+
+
+def to_html(cmp: Comparison) -> str:
+    """A self-contained HTML page: the table, the verdict, the data embedded as JSON (no network)."""
+    e = html_lib.escape
+    colour = {"slower": "#fdd", "faster": "#dfd"}
+    body = "\n".join(
+        f'<tr style="background:{colour.get(r.flag, "#fff")}">'
+        + "".join(f"<td>{e(c)}</td>" for c in _cells(r))
+        + "</tr>"
+        for r in cmp.rows
+    )
+    data = json.dumps(cmp.to_dict()).replace("</", "<\\/")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>gluonbench compare: {e(cmp.kind)}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #999;padding:4px 8px}}td:nth-child(n+2){{text-align:right}}</style></head>
+<body><h1>gluonbench compare ({e(cmp.kind)})</h1>
+<p>A = <code>{e(cmp.run_a)}</code><br>B = <code>{e(cmp.run_b)}</code></p>
+<table><thead><tr>{"".join(f"<th>{e(h)}</th>" for h in HEADER)}</tr></thead><tbody>
+{body}
+</tbody></table>
+<p><strong>{e(_verdict(cmp))}</strong></p>
+{"".join(f"<p>note: {e(n)}</p>" for n in cmp.notes)}
+<script type="application/json" id="data">{data}</script>
+</body></html>
+"""

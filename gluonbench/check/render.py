@@ -1,0 +1,125 @@
+"""Renderings of a check: a text table, Markdown (``$GITHUB_STEP_SUMMARY``), JUnit XML; pure functions of the result."""
+
+from __future__ import annotations
+
+import math
+from xml.etree import ElementTree as ET
+
+from gluonbench.check.gate import CheckResult, Row, Snapshot
+
+HEADER = ("stage", "unit", "baseline", "now", "ratio (95 % CI)", "verdict")
+
+
+def _num(v: float) -> str:
+    if not math.isfinite(v):
+        return "n/a"
+    return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3f}"
+
+
+def _ratio(row: Row) -> str:
+    if not math.isfinite(row.ratio):
+        return "n/a"
+    lo, hi = row.ratio_ci
+    if math.isfinite(lo) and math.isfinite(hi):
+        return f"{row.ratio:.3f} ({lo:.3f}..{hi:.3f})"
+    return f"{row.ratio:.3f}"
+
+
+def _cells(result: CheckResult) -> list[tuple[str, ...]]:
+    return [(r.name, r.unit, _num(r.baseline), _num(r.now), _ratio(r), r.verdict) for r in result.rows]
+
+
+def headline(result: CheckResult) -> str:
+    return f"gluonbench check: {result.outcome.upper()}: {result.message}"
+
+
+def to_text(result: CheckResult) -> str:
+    """The table a terminal or a CI log shows, then the headline and notes."""
+    cells = [HEADER, *_cells(result)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(HEADER))]
+    lines = [
+        "  ".join(
+            c.ljust(w) if i in (0, 1, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in cells
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    out = [
+        f"pipeline {result.now.identity}: each stage's time per sample over the ruler's in the same round (machine "
+        "speed and background load cancel); ratio = now / baseline",
+        *lines,
+        "",
+        headline(result),
+        f"compared: {result.basis} time ({result.basis_reason})",
+        *(f"note: {n}" for n in result.notes),
+    ]
+    return "\n".join(out)
+
+
+def to_markdown(result: CheckResult) -> str:
+    """A Markdown summary (GitHub's job summary)."""
+    icon = {"pass": "PASS", "regression": "REGRESSION", "inconclusive": "INCONCLUSIVE"}[result.outcome]
+    rows = [
+        f"### gluonbench check: {icon}",
+        "",
+        f"**{result.message}**",
+        "",
+        f"Pipeline `{result.now.identity}`; baseline `{result.baseline_path}` ({result.baseline.started_utc}); "
+        f"max slowdown {result.max_slowdown:.0%}; compared {result.basis} time ({result.basis_reason}).",
+        "",
+        f"| {' | '.join(HEADER)} |",
+        "|---|---|---:|---:|---:|---|",
+        *(f"| {' | '.join(c)} |" for c in _cells(result)),
+        "",
+        "Each stage's time per sample over the ruler's in the same interleaved round; ratio = now / baseline.",
+    ]
+    rows += [f"- note: {n}" for n in result.notes]
+    return "\n".join(rows) + "\n"
+
+
+def to_junit(result: CheckResult) -> str:
+    """JUnit XML: one test case for the pipeline; a regression is a failure, inconclusive is skipped."""
+    suite = ET.Element(
+        "testsuite",
+        name="gluonbench check",
+        tests="1",
+        failures="1" if result.outcome == "regression" else "0",
+        skipped="1" if result.outcome == "inconclusive" else "0",
+        errors="0",
+        time=f"{result.now.elapsed_s:.1f}",
+    )
+    case = ET.SubElement(
+        suite, "testcase", classname="gluonbench.check", name=result.now.identity, time=f"{result.now.elapsed_s:.1f}"
+    )
+    if result.outcome == "regression":
+        failure = ET.SubElement(case, "failure", message=result.message, type="regression")
+        failure.text = to_text(result)
+    elif result.outcome == "inconclusive":
+        ET.SubElement(case, "skipped", message=result.message)
+    out = ET.SubElement(case, "system-out")
+    out.text = to_text(result)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def snapshot_text(snap: Snapshot) -> str:
+    """What a saved baseline holds, for the terminal."""
+    lines = [
+        f"baseline of {snap.identity}: {snap.rounds} paired rounds in {snap.elapsed_s:.0f} s on {snap.cores} core(s)"
+    ]
+    t = snap.total
+    lines.append(
+        f"  full pipeline: {1 / t.s_per_sample:,.0f} samples/s, {t.rel:.3f} x the ruler's wall time "
+        f"(95 % CI {t.rel_ci[0]:.3f}..{t.rel_ci[1]:.3f}), {t.cpu_rel:.3f} x its CPU time "
+        f"({t.cpu_rel_ci[0]:.3f}..{t.cpu_rel_ci[1]:.3f})"
+        if t.s_per_sample > 0
+        else "  full pipeline: no figure"
+    )
+    for name, f in snap.stages.items():
+        lines.append(
+            f"  {name:14s} {f.s_per_sample * 1e6:10.1f} us/sample  {f.cpu_s_per_sample * 1e6:10.1f} CPU us/sample"
+        )
+    lines.append(f"  loader-only ceiling: {snap.ceiling_samples_per_s:,.0f} samples/s")
+    lines.append(
+        f"  ruler: {snap.ruler.s_per_sample * 1e6:.1f} us/sample, {snap.ruler.cpu_s_per_sample * 1e6:.1f} CPU us/sample"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,212 @@
+"""What ``gluonbench check`` measures: the user's argument turned into one :class:`~gluonbench.pipeline.Pipeline`.
+
+:func:`resolve_pipeline` is the one place a check's pipeline comes from. It accepts
+
+* a registered workload name (``mnist``, ``synthetic``, ...): the workload's training pipeline with its
+  model step, as ``gluonbench diagnose --dataset NAME`` measures it;
+* ``MODULE:FUNC`` or ``path/to/file.py:FUNC``: a function called with no arguments, returning any of
+  the things below;
+* from Python, a callable returning any of the things below, or one of them directly:
+  a :class:`~gluonbench.pipeline.Pipeline`, a :class:`~gluonbench.workloads.Workload`, or a mapping with
+  ``dataset`` (required), ``transform``, ``decode``, ``net``, ``loss``, ``batch_size``, ``num_workers``.
+
+The pipeline's *identity* (what a baseline is tied to) is the argument's name: the workload name, the
+``MODULE:FUNC`` text, or the callable's ``module:qualname``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gluonbench.errors import GluonbenchError
+from gluonbench.pipeline import Loader, Pipeline
+
+log = logging.getLogger(__name__)
+
+MAPPING_KEYS = ("dataset", "transform", "decode", "net", "loss", "batch_size", "num_workers", "learning_rate")
+
+
+@dataclass
+class Target:
+    """A pipeline to check, the name a baseline ties it to, and what to close afterwards."""
+
+    pipeline: Pipeline
+    identity: str
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Release what resolving opened (a workload's caches, producer processes)."""
+        for fn in reversed(self.closers):
+            fn()
+        self.closers.clear()
+
+
+def load_callable(text: str) -> Callable[..., Any]:
+    """``pkg.mod:func`` or ``path/to/file.py:func`` -> the function; one-line errors naming the fix."""
+    module_part, sep, func_name = text.rpartition(":")
+    if not sep or not module_part or not func_name:
+        raise GluonbenchError(f"--pipeline {text!r}: expected MODULE:FUNC or path/to/file.py:FUNC")
+    if module_part.endswith(".py") or "/" in module_part:
+        path = Path(module_part)
+        if not path.is_file():
+            raise GluonbenchError(f"--pipeline {text!r}: no file {path}; give an existing .py file")
+        name = f"gluonbench_user_{abs(hash(str(path.resolve())))}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise GluonbenchError(f"--pipeline {text!r}: cannot load {path} as Python")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # pickling a transform defined there (worker processes) finds it
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise GluonbenchError(f"--pipeline {text!r}: importing {path} failed: {type(exc).__name__}: {exc}") from exc
+    else:
+        try:
+            module = importlib.import_module(module_part)
+        except ImportError as exc:
+            raise GluonbenchError(
+                f"--pipeline {text!r}: cannot import {module_part} ({exc}); check PYTHONPATH or give a file path"
+            ) from exc
+    fn = getattr(module, func_name, None)
+    if not callable(fn):
+        raise GluonbenchError(f"--pipeline {text!r}: {module_part} has no function {func_name}")
+    return fn
+
+
+def _name_of(fn: Any) -> str:
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+
+def resolve_pipeline(
+    what: Any,
+    *,
+    batch_size: int = 64,
+    num_workers: int = 0,
+    ctx: Any = None,
+    options: Mapping[str, Any] | None = None,
+    data_dir: str | None = None,
+    identity: str | None = None,
+) -> Target:
+    """The user's argument (see the module docstring) as a :class:`Target`; the loader knobs apply where the
+    argument does not set its own (a Pipeline keeps its loader). Raises GluonbenchError on anything else."""
+    from gluonbench.engine.diagnosis import resolve_ctx
+    from gluonbench.workloads import Workload, workload_names
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise GluonbenchError(f"batch_size must be a whole number >= 1 (got {batch_size!r})")
+    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+        raise GluonbenchError(f"num_workers must be a whole number >= 0 (got {num_workers!r})")
+    ctx = resolve_ctx(ctx)
+    closers: list[Callable[[], None]] = []
+    if isinstance(what, str):
+        if ":" in what:
+            fn = load_callable(what)
+            return _from_object(_call(fn, what), identity or what, batch_size, num_workers, ctx, closers)
+        if what not in workload_names():
+            raise GluonbenchError(
+                f"unknown pipeline {what!r}: give a workload ({', '.join(workload_names())}) "
+                "or MODULE:FUNC / path/to/file.py:FUNC"
+            )
+        from gluonbench.workloads import get_workload
+
+        w = get_workload(what, data_dir=data_dir, download=False, **dict(options or {}))
+        return _from_object(w, identity or f"workload:{what}", batch_size, num_workers, ctx, closers)
+    if isinstance(what, Pipeline | Workload | Mapping):
+        return _from_object(what, identity or type(what).__name__, batch_size, num_workers, ctx, closers)
+    if callable(what):
+        return _from_object(
+            _call(what, _name_of(what)), identity or _name_of(what), batch_size, num_workers, ctx, closers
+        )
+    raise GluonbenchError(
+        f"cannot check a {type(what).__name__}: give a workload name, MODULE:FUNC, a Pipeline, a Workload, "
+        "a mapping with 'dataset', or a function returning one"
+    )
+
+
+def _call(fn: Callable[[], Any], name: str) -> Any:
+    try:
+        return fn()
+    except GluonbenchError:
+        raise
+    except Exception as exc:
+        raise GluonbenchError(f"pipeline {name}: calling it failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _from_object(obj: Any, identity: str, batch_size: int, num_workers: int, ctx: Any, closers: list) -> Target:
+    from gluonbench.workloads import Workload
+
+    if isinstance(obj, Pipeline):
+        if obj.swapped:
+            raise GluonbenchError(f"pipeline {identity}: it has swapped stages ({obj.swapped}); give the real one")
+        return Target(obj, identity, closers)
+    if isinstance(obj, Workload):
+        if obj.close is not None:
+            closers.append(obj.close)
+        if obj.train is None:
+            raise GluonbenchError(f"pipeline {identity}: a streamed source has no dataset[i] to check; use file mode")
+        net = obj.make_net()
+        net.collect_params().initialize(obj.initializer(), ctx=ctx)
+        spec = {
+            "dataset": obj.train,
+            "transform": obj.transform,
+            "decode": obj.decode,
+            "net": net,
+            "loss": obj.make_loss(),
+            "learning_rate": obj.learning_rate,
+        }
+        return _from_mapping(spec, identity, batch_size, num_workers, ctx, closers)
+    if isinstance(obj, Mapping):
+        return _from_mapping(obj, identity, batch_size, num_workers, ctx, closers)
+    raise GluonbenchError(
+        f"pipeline {identity} returned a {type(obj).__name__}; return a Pipeline, a Workload or a mapping "
+        f"with keys {', '.join(MAPPING_KEYS)}"
+    )
+
+
+def _from_mapping(
+    spec: Mapping[str, Any], identity: str, batch_size: int, num_workers: int, ctx: Any, closers
+) -> Target:
+    from gluonbench._mx import gluon
+    from gluonbench.engine.diagnosis import as_dataset, checked_step, prepare_net
+    from gluonbench.engine.loop import ModelStep
+    from gluonbench.workloads.mnist import seed_loss, seed_net
+
+    unknown = sorted(set(spec) - set(MAPPING_KEYS))
+    if unknown:
+        raise GluonbenchError(
+            f"pipeline {identity}: unknown key(s) {', '.join(unknown)}; known: {', '.join(MAPPING_KEYS)}"
+        )
+    if spec.get("dataset") is None:
+        raise GluonbenchError(f"pipeline {identity}: the mapping needs a 'dataset' (a gluon Dataset of (data, label))")
+    dataset = as_dataset(spec["dataset"])
+    bs = spec.get("batch_size", batch_size)
+    nw = spec.get("num_workers", num_workers)
+    if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1 or bs > len(dataset):
+        raise GluonbenchError(
+            f"pipeline {identity}: batch_size must be a whole number in 1..{len(dataset)} (got {bs!r})"
+        )
+    if isinstance(nw, bool) or not isinstance(nw, int) or nw < 0:
+        raise GluonbenchError(f"pipeline {identity}: num_workers must be a whole number >= 0 (got {nw!r})")
+    for key in ("transform", "decode"):
+        if spec.get(key) is not None and not callable(spec[key]):
+            raise GluonbenchError(f"pipeline {identity}: {key} must be callable (data, label) -> (data, label)")
+    net = spec.get("net") or seed_net()
+    prepare_net(net, ctx)
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": float(spec.get("learning_rate", 0.1))})
+    step = checked_step(ModelStep(net, spec.get("loss") or seed_loss(), trainer), net)
+    pipeline = Pipeline(
+        dataset=dataset,
+        loader=Loader(bs, nw, shuffle=True),
+        ctx=ctx,
+        step=step,
+        decode=spec.get("decode"),
+        transform=spec.get("transform"),
+    )
+    return Target(pipeline, identity, closers)

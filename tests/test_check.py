@@ -1,0 +1,231 @@
+"""``gluonbench check``: every exit code through the CLI on real pipelines, bad baselines, the decision rule."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_cli
+
+from gluonbench.check.gate import Figure, Snapshot, decide, load_baseline
+from gluonbench.errors import GluonbenchError
+
+PIPE = str(REPO / "tests" / "check_pipelines.py") + ":make"
+BUDGET = "20"
+
+
+def one_line_error(proc) -> str:
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("gluonbench: error:")]
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory) -> Path:
+    """A real baseline of the test pipeline (one short measurement shared by this module)."""
+    path = tmp_path_factory.mktemp("check") / "baseline.json"
+    proc = run_cli("check", "--pipeline", PIPE, "--save-baseline", str(path), "--budget", BUDGET)
+    assert proc.returncode == 0, proc.stderr
+    assert "baseline saved" in proc.stdout
+    assert "\r" not in proc.stderr  # not a terminal: plain progress lines
+    return path
+
+
+def test_baseline_holds_what_the_issue_lists(baseline):
+    doc = json.loads(baseline.read_text())
+    assert doc["format"] == "gluonbench-baseline" and doc["ruler_spec"]["version"] >= 1
+    assert doc["identity"] == PIPE
+    assert doc["env"]["mxnet"] and doc["env"]["cpu"] and doc["cores"] >= 1
+    assert set(doc["stages"]) == {"preprocessing", "read", "loader", "compute"}
+    for fig in (doc["total"], doc["ruler"], doc["ceiling"]):
+        assert fig["s_per_sample"] > 0 and fig["cpu_s_per_sample"] > 0
+    assert doc["total"]["rel"] > 0 and doc["total"]["rel_ci"][0] <= doc["total"]["rel"] <= doc["total"]["rel_ci"][1]
+    assert doc["stages"]["preprocessing"]["cpu_s_per_sample"] > 0
+    snap = load_baseline(baseline, PIPE)
+    assert snap.ceiling_samples_per_s > 0
+
+
+def test_regression_exit_1_names_the_stage_and_writes_ci_outputs(baseline, tmp_path):
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    junit, js = tmp_path / "check.xml", tmp_path / "check.json"
+    proc = run_cli(
+        "check", "--pipeline", PIPE, "--baseline", str(baseline), "--budget", BUDGET, "--junit", str(junit),
+        "--json", str(js), env={"CHECK_TEST_SLOW_PCT": "300", "GITHUB_STEP_SUMMARY": str(summary)},
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "REGRESSION" in proc.stdout and "the stage that got slower: preprocessing" in proc.stdout
+    assert "\r" not in proc.stderr
+    result = json.loads(js.read_text())
+    assert result["outcome"] == "regression" and result["stage"] == "preprocessing" and result["slowdown"] > 1.05
+    suite = ET.parse(junit).getroot()
+    assert suite.get("failures") == "1" and suite.find("testcase/failure") is not None
+    text = summary.read_text()
+    assert text.startswith("earlier step\n") and "### gluonbench check: REGRESSION" in text and "| total" in text
+
+
+def test_unchanged_pipeline_passes_exit_0(baseline, tmp_path):
+    # a generous threshold: what is tested is the pass path, not the precision on a loaded machine
+    proc = run_cli(
+        "check", "--pipeline", PIPE, "--baseline", str(baseline), "--budget", BUDGET, "--max-slowdown", "60%"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS" in proc.stdout and "ruler (machine speed)" in proc.stdout
+
+
+def test_too_tight_threshold_is_inconclusive_exit_3_with_a_budget(baseline):
+    # 0.1 % cannot be resolved in 20 s: inconclusive, saying what would settle it (retried once:
+    # a real drift of the unchanged pipeline could be a significant slowdown)
+    for _ in range(2):
+        proc = run_cli(
+            "check", "--pipeline", PIPE, "--baseline", str(baseline), "--budget", BUDGET, "--max-slowdown", "0.1%"
+        )
+        if proc.returncode == 3:
+            break
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "INCONCLUSIVE" in proc.stdout
+    assert "--budget" in proc.stdout or "larger --budget" in proc.stdout or "too close to the threshold" in proc.stdout
+
+
+def test_baseline_of_another_pipeline_is_refused(baseline):
+    other = PIPE.replace(":make", ":other")
+    line = one_line_error(run_cli("check", "--pipeline", other, "--baseline", str(baseline), "--budget", BUDGET))
+    assert "is for pipeline" in line and "--save-baseline" in line
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        ("{not json", "not readable JSON"),
+        ('{"hello": 1}', "not a gluonbench baseline"),
+        ('{"format": "gluonbench-baseline", "version": 99}', "format version 99"),
+        ('{"format": "gluonbench-baseline", "version": 1, "ruler_spec": {"version": 1}}', "damaged"),
+        ("", "not readable JSON"),
+    ],
+)
+def test_corrupt_or_foreign_baseline_is_one_line(tmp_path, content, words):
+    path = tmp_path / "b.json"
+    path.write_text(content)
+    line = one_line_error(run_cli("check", "--pipeline", PIPE, "--baseline", str(path)))
+    assert words in line
+
+
+def test_truncated_real_baseline_is_refused(baseline, tmp_path):
+    path = tmp_path / "cut.json"
+    path.write_bytes(baseline.read_bytes()[:200])
+    assert "not readable JSON" in one_line_error(run_cli("check", "--pipeline", PIPE, "--baseline", str(path)))
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--max-slowdown", "fast"], "not a percentage"),
+        (["--max-slowdown", "0%"], "above 0 %"),
+        (["--budget", "1"], "outside"),
+        (["--workers", "-1"], "num_workers"),
+        (["--pipeline", "nosuchmodule_xyz:make"], "cannot import"),
+        (["--pipeline", "tests/nope.py:make"], "no file"),
+        (["--pipeline", str(REPO / "tests" / "check_pipelines.py") + ":nope"], "has no function"),
+        (["--pipeline", str(REPO / "tests" / "check_pipelines.py") + ":not_a_pipeline"], "returned a int"),
+        (["--workload", "nosuch"], "unknown pipeline"),
+        (["--json", "/nonexistent-dir/x.json"], "does not exist"),
+    ],
+)
+def test_bad_input_exit_2_before_measuring(tmp_path, args, words):
+    args = ["--pipeline", PIPE, *args] if "--pipeline" not in args and "--workload" not in args else args
+    proc = run_cli("check", *args, "--save-baseline", str(tmp_path / "b.json"), timeout=120)
+    assert words in one_line_error(proc)
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_check_needs_a_baseline_or_save():
+    proc = run_cli("check", "--pipeline", PIPE)
+    assert proc.returncode == 2 and "--baseline" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_missing_baseline_file_names_the_fix(tmp_path):
+    line = one_line_error(run_cli("check", "--pipeline", PIPE, "--baseline", str(tmp_path / "none.json")))
+    assert "--save-baseline" in line
+
+
+# -- the decision rule on given figures (a pure function) ------------------------------------------
+
+
+def _snap(baseline: Path, rel: float, half: float, cores: int | None = None) -> Snapshot:
+    snap = load_baseline(baseline)
+    for fig in (snap.total,):
+        fig.rel = fig.cpu_rel = rel
+        fig.rel_ci = fig.cpu_rel_ci = [rel * (1 - half), rel * (1 + half)]
+    if cores is not None:
+        snap.cores = cores
+    return snap
+
+
+def test_decision_rule(baseline):
+    base = _snap(baseline, 1.0, 0.01)
+    assert decide(_snap(baseline, 1.0, 0.01), base, 0.05).exit_code == 0
+    r = decide(_snap(baseline, 1.2, 0.01), base, 0.05)
+    assert r.outcome == "regression" and r.exit_code == 1
+    precise = _snap(baseline, 1.0, 0.002)
+    r = decide(_snap(baseline, 1.04, 0.05), precise, 0.05)
+    assert r.outcome == "inconclusive" and r.exit_code == 3 and r.needed_budget_s > precise.budget_s
+    assert f"--budget {math.ceil(r.needed_budget_s)}" in r.message or "too close to the threshold" in r.message
+    # the baseline's own uncertainty exceeds the room left: only a new baseline settles it
+    r = decide(_snap(baseline, 1.04, 0.05), base, 0.05)
+    assert r.outcome == "inconclusive" and r.needed_budget_s is None and "save it again" in r.message
+    # beyond the threshold but not significant: inconclusive, not a regression
+    assert decide(_snap(baseline, 1.08, 0.12), base, 0.05).outcome == "inconclusive"
+
+
+def test_other_core_count_compares_cpu_time_and_says_so(baseline):
+    base = _snap(baseline, 1.0, 0.01, cores=1)
+    r = decide(_snap(baseline, 1.0, 0.01, cores=2), base, 0.05)
+    assert r.basis == "cpu" and "1 core(s)" in r.basis_reason and "CPU seconds per sample" in r.basis_reason
+
+
+def test_figure_round_trips_nan():
+    f = Figure.from_dict({"s_per_sample": None, "rel": 1.0, "rel_ci": [None, 2.0]})
+    assert math.isnan(f.s_per_sample) and math.isnan(f.rel_ci[0])
+
+
+def test_decide_refuses_another_identity(baseline):
+    now = load_baseline(baseline)
+    now.identity = "something:else"
+    with pytest.raises(GluonbenchError, match="is for pipeline"):
+        decide(now, load_baseline(baseline))
+
+
+@pytest.mark.slow
+def test_one_core_baseline_two_core_check_and_reverse_never_a_false_regression(tmp_path):
+    """A baseline saved under ``taskset -c 0`` checked on two cores, and the reverse: no exit 1."""
+    if shutil.which("taskset") is None:
+        pytest.skip("taskset is not installed")
+    import os
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two cores")
+    import subprocess
+    import sys
+
+    def cli(*args: str, one_core: bool) -> subprocess.CompletedProcess:
+        prefix = ["taskset", "-c", "0"] if one_core else []
+        return subprocess.run(
+            [*prefix, sys.executable, "-m", "gluonbench", *args], capture_output=True, text=True, timeout=600
+        )
+
+    for save_one, check_one in ((True, False), (False, True)):
+        path = tmp_path / f"b-{save_one}.json"
+        assert (
+            cli(
+                "check", "--pipeline", PIPE, "--save-baseline", str(path), "--budget", "30", one_core=save_one
+            ).returncode
+            == 0
+        )
+        proc = cli("check", "--pipeline", PIPE, "--baseline", str(path), "--budget", "30", one_core=check_one)
+        assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+        assert "compared: cpu time" in proc.stdout and "core(s)" in proc.stdout

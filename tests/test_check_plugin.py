@@ -1,0 +1,63 @@
+"""The pytest plugin: a project's own test using the ``gluonbench_check`` fixture, run by a real pytest."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import REPO
+
+TEST_FILE = textwrap.dedent(
+    f"""
+    import sys
+    sys.path.insert(0, {str(REPO / "tests")!r})
+    from check_pipelines import make
+
+
+    def test_loader_speed(gluonbench_check):
+        gluonbench_check(make, baseline="loader-baseline.json", max_slowdown="60%", budget_s=30)
+    """
+)
+
+
+def _pytest(folder, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "gluonbench.check.pytest_plugin", "-q", "-rs", "-p", "no:cacheprovider"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **env),
+        timeout=600,
+    )
+
+
+def test_plugin_offers_the_fixture_and_options_without_importing_mxnet(tmp_path):
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "gluonbench.check.pytest_plugin", "--fixtures", "-p", "no:cacheprovider"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0 and "gluonbench_check" in proc.stdout, proc.stdout + proc.stderr
+    helptext = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "gluonbench.check.pytest_plugin", "--help"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert "--gluonbench-save" in helptext and "--gluonbench-budget" in helptext
+    code = "import sys, gluonbench.check.pytest_plugin; assert 'mxnet' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+@pytest.mark.slow
+def test_fixture_saves_a_baseline_then_fails_on_a_regression(tmp_path):
+    (tmp_path / "test_speed.py").write_text(TEST_FILE)
+    first = _pytest(tmp_path)
+    assert first.returncode == 0 and "1 skipped" in first.stdout, first.stdout + first.stderr
+    assert "baseline saved to loader-baseline.json" in first.stdout
+    assert (tmp_path / "loader-baseline.json").is_file()
+    # the same pipeline three times slower in preprocessing: the test fails, naming the stage
+    slow = _pytest(tmp_path, CHECK_TEST_SLOW_PCT="300")
+    assert slow.returncode == 1 and "1 failed" in slow.stdout, slow.stdout[-3000:] + slow.stderr
+    assert "REGRESSION" in slow.stdout and "preprocessing" in slow.stdout
