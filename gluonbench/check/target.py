@@ -16,17 +16,15 @@ The pipeline's *identity* (what a baseline is tied to) is the argument's name: t
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
-from gluonbench.pipeline import Loader, Pipeline
+from gluonbench.pipeline import Pipeline
+from gluonbench.pipeline.build import build_pipeline
+from gluonbench.workloads.spec import PipelineSpec, import_factory
 
 log = logging.getLogger(__name__)
 
@@ -46,38 +44,6 @@ class Target:
         for fn in reversed(self.closers):
             fn()
         self.closers.clear()
-
-
-def load_callable(text: str) -> Callable[..., Any]:
-    """``pkg.mod:func`` or ``path/to/file.py:func`` -> the function; one-line errors naming the fix."""
-    module_part, sep, func_name = text.rpartition(":")
-    if not sep or not module_part or not func_name:
-        raise GluonbenchError(f"--pipeline {text!r}: expected MODULE:FUNC or path/to/file.py:FUNC")
-    if module_part.endswith(".py") or "/" in module_part:
-        path = Path(module_part)
-        if not path.is_file():
-            raise GluonbenchError(f"--pipeline {text!r}: no file {path}; give an existing .py file")
-        name = f"gluonbench_user_{abs(hash(str(path.resolve())))}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise GluonbenchError(f"--pipeline {text!r}: cannot load {path} as Python")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # pickling a transform defined there (worker processes) finds it
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            raise GluonbenchError(f"--pipeline {text!r}: importing {path} failed: {type(exc).__name__}: {exc}") from exc
-    else:
-        try:
-            module = importlib.import_module(module_part)
-        except ImportError as exc:
-            raise GluonbenchError(
-                f"--pipeline {text!r}: cannot import {module_part} ({exc}); check PYTHONPATH or give a file path"
-            ) from exc
-    fn = getattr(module, func_name, None)
-    if not callable(fn):
-        raise GluonbenchError(f"--pipeline {text!r}: {module_part} has no function {func_name}")
-    return fn
 
 
 def _name_of(fn: Any) -> str:
@@ -107,7 +73,7 @@ def resolve_pipeline(
     closers: list[Callable[[], None]] = []
     if isinstance(what, str):
         if ":" in what:
-            fn = load_callable(what)
+            fn = import_factory(what)
             return _from_object(_call(fn, what), identity or what, batch_size, num_workers, ctx, closers)
         if what not in workload_names():
             raise GluonbenchError(
@@ -162,6 +128,10 @@ def _from_object(obj: Any, identity: str, batch_size: int, num_workers: int, ctx
             "learning_rate": obj.learning_rate,
         }
         return _from_mapping(spec, identity, batch_size, num_workers, ctx, closers)
+    if isinstance(obj, PipelineSpec):  # a --pipeline factory's spec: its fields, its loader setting
+        fields = {k: getattr(obj, k) for k in MAPPING_KEYS if hasattr(obj, k)}
+        fields["num_workers"] = obj.loader_setting().get("num_workers", num_workers)
+        return _from_mapping(fields, identity, batch_size, num_workers, ctx, closers)
     if isinstance(obj, Mapping):
         return _from_mapping(obj, identity, batch_size, num_workers, ctx, closers)
     raise GluonbenchError(
@@ -201,12 +171,6 @@ def _from_mapping(
     prepare_net(net, ctx)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": float(spec.get("learning_rate", 0.1))})
     step = checked_step(ModelStep(net, spec.get("loss") or seed_loss(), trainer), net)
-    pipeline = Pipeline(
-        dataset=dataset,
-        loader=Loader(bs, nw, shuffle=True),
-        ctx=ctx,
-        step=step,
-        decode=spec.get("decode"),
-        transform=spec.get("transform"),
-    )
+    parts = {"dataset": dataset, "net": net, "decode": spec.get("decode"), "transform": spec.get("transform")}
+    pipeline = build_pipeline(parts, ctx=ctx, step=step, batch_size=bs, num_workers=nw)  # the one assembly
     return Target(pipeline, identity, closers)
