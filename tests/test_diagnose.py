@@ -34,7 +34,12 @@ def test_at_least_two_quick_cases_per_class():
 
 @pytest.mark.parametrize("case", QUICK, ids=[c.name for c in QUICK])
 def test_ground_truth_case_is_classified_right(case, case_dirs, no_leaks):
-    d = gluonbench.diagnose(ctx="cpu", budget_s=BUDGET_S.get(case.workers, 12.0), **build(case, case_dirs))
+    # ``inconclusive`` is the honest answer when other jobs make the noise larger than the effect (a busy
+    # machine): measure again, up to 3 times; a wrong class is never retried away
+    for _attempt in range(3):
+        d = gluonbench.diagnose(ctx="cpu", budget_s=BUDGET_S.get(case.workers, 12.0), **build(case, case_dirs))
+        if d.verdict != "inconclusive":
+            break
     detail = f"{case.name}: {d.verdict} {d.shares} notes={d.notes} " + ", ".join(
         f"{k}={p.step_s * 1000:.1f}ms+-{p.rel_half_width:.0%}/{len(p.blocks)}" for k, p in d.probes.items()
     )
