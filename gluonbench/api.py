@@ -25,7 +25,7 @@ from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
 from gluonbench.profiler.session import RunProfile
 from gluonbench.report import load
-from gluonbench.report.store import RunStore, atomic_write_text, new_run_dir
+from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, check_free_space, new_run_dir
 from gluonbench.report.summary import SweepSummary
 
 __all__ = [
@@ -261,7 +261,6 @@ def run_diagnosis(
     and ``diagnosis.md``, ``.csv`` and ``.json`` are exported from it (``gluonbench report`` rebuilds them).
     ``settings.json_path`` also writes the whole diagnosis there, atomically.
     """
-    from gluonbench.env import utc_now
 
     settings.check()
     if out is not None:  # fail before measuring; the run folder itself is made once there is a result
@@ -271,6 +270,7 @@ def run_diagnosis(
             raise GluonbenchError(f"cannot create --out {out}: {exc.strerror}; choose a writable folder") from exc
         if not os.access(out, os.W_OK | os.X_OK):
             raise GluonbenchError(f"cannot write into --out {out}; choose a writable folder")
+        check_free_space(out, "diagnose --out")
     check_loader_shm(settings.options, settings.batch_size, settings.workers, settings.thread_pool)
     d = diagnose_workload(
         settings.workload,
@@ -286,6 +286,16 @@ def run_diagnosis(
         seed=settings.seed,
         on_progress=on_progress,
     )
+    try:
+        return _save_diagnosis(settings, out, d)
+    except GluonbenchError as exc:  # measured, then not saved: the one line still gives the result
+        shares = ", ".join(f"{k} {v:.0%}" for k, v in d.shares.items())
+        raise NotSavedError(f"diagnosis measured (verdict: {d.verdict}; {shares}) but not saved: {exc}", d) from None
+
+
+def _save_diagnosis(settings: DiagnoseSettings, out: str | Path | None, d: Diagnosis) -> tuple[Path | None, Diagnosis]:
+    from gluonbench.env import utc_now
+
     if settings.json_path:
         atomic_write_text(settings.json_path, json.dumps(d.to_dict(), indent=2))
     if out is None:
@@ -533,8 +543,11 @@ def run_tune(settings: TuneSettings, on_progress: Callable[[float, float, str], 
         seed=settings.seed,
         on_progress=on_progress,
     )
-    if settings.json_path:
-        atomic_write_text(settings.json_path, json.dumps(result.to_dict(), indent=2))
-    if settings.toml_path:
-        atomic_write_text(settings.toml_path, result.to_toml())
+    try:
+        if settings.json_path:
+            atomic_write_text(settings.json_path, json.dumps(result.to_dict(), indent=2))
+        if settings.toml_path:
+            atomic_write_text(settings.toml_path, result.to_toml())
+    except GluonbenchError as exc:  # measured, then not saved: the one line still gives the result
+        raise NotSavedError(f"tune measured (recommended: {result.dataloader}) but not saved: {exc}", result) from None
     return result

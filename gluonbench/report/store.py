@@ -46,10 +46,45 @@ RESERVE_PER_RECORD = 64 * 1024
 _FALLOC_FL_KEEP_SIZE = 1
 
 
-def write_error(path: str | Path, exc: OSError) -> GluonbenchError:
-    """A failed write as one line naming the path and the fix (disk full, read-only, no permission)."""
+class NotSavedError(GluonbenchError):
+    """A measurement finished but its files could not be written (disk full, read-only); ``result`` holds it.
+
+    The message names the result itself, so the one line the CLI prints still tells what was measured.
+    """
+
+    def __init__(self, message: str, result: Any) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+MIN_FREE_BYTES = 4 << 20
+"""Free space a command's result files need (a diagnosis or tune record is 10-100 KB; exports a few more)."""
+
+
+def check_free_space(folder: str | Path, what: str, need: int = MIN_FREE_BYTES) -> None:
+    """Refuse to start measuring when ``folder`` (or its nearest existing parent) has less than ``need`` bytes free."""
+    probe = Path(folder).absolute()
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    try:
+        st = os.statvfs(probe)
+    except OSError:
+        return  # the write itself reports what is wrong
+    free = st.f_bavail * st.f_frsize
+    if free < need:
+        raise GluonbenchError(
+            f"disk full at {probe}: {free // 1024} KiB free, {what} needs about {need // 1024} KiB for its results; "
+            "free some space or choose another path (checked before measuring)"
+        )
+
+
+def write_error(path: str | Path, exc: OSError, kept: str = "") -> GluonbenchError:
+    """A failed write as one line naming the path and the fix (disk full, read-only, no permission).
+
+    ``kept`` says what survived (``records already written are kept``); it is said only where true.
+    """
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return GluonbenchError(f"disk full at {path}: free some space (records already written are kept)")
+        return GluonbenchError(f"disk full at {path}: free some space" + (f" ({kept})" if kept else ""))
     if exc.errno == errno.EROFS:
         return GluonbenchError(f"cannot write {path}: read-only file system; choose a writable --out")
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -118,6 +153,7 @@ def check_writable_file(path: str | Path, what: str) -> Path:
         raise GluonbenchError(f"{what} {path}: {write_error(parent, exc)}") from None
     os.close(fd)
     os.unlink(tmp)
+    check_free_space(parent, what)
     return path
 
 
@@ -358,7 +394,7 @@ class RunStore:
                 os.ftruncate(fd, size)  # no torn line for the next reader
             except OSError:
                 pass
-            raise write_error(self.runs_path, exc) from None
+            raise write_error(self.runs_path, exc, kept=f"the records already in {RUNS} are kept") from None
         finally:
             os.close(fd)
 
