@@ -27,6 +27,7 @@ from gluonbench.profiler.session import RunProfile
 from gluonbench.report import load
 from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, check_free_space, new_run_dir
 from gluonbench.report.summary import SweepSummary
+from gluonbench.validate import check_path
 
 __all__ = [
     "Diagnosis",
@@ -163,7 +164,7 @@ def sweep(
 
 def check_out(out: str | Path) -> Path:
     """``--out`` is a folder that exists or can be made, and is writable; checked before anything is created."""
-    out = Path(out)
+    out = check_path(out, "--out")
     probe = out
     while not probe.exists():
         if probe.parent == probe:
@@ -264,6 +265,7 @@ def run_diagnosis(
 
     settings.check()
     if out is not None:  # fail before measuring; the run folder itself is made once there is a result
+        check_path(out, "--out")
         try:
             Path(out).mkdir(parents=True, exist_ok=True)
         except OSError as exc:

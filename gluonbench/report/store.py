@@ -224,7 +224,8 @@ def dumps(record: Any) -> str:
 def new_run_dir(out: str | Path, name: str) -> Path:
     """``OUT/<UTC timestamp>-<name>``, created; unique even within one second."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = Path(out)
+    out = check_path(out, "--out")
+    check_path(out / f"{stamp}-{name}-99", "the run folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
