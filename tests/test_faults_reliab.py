@@ -224,8 +224,8 @@ def test_non_utf8_name_is_one_line_before_training(tmp_path):
         ("batch_size = true", "batch_size must be a whole number"),
         ("batch_size = 64.9", "batch_size must be a whole number"),
         ("timeout_s = true", "timeout_s must be a number of seconds"),
-        ("workers = \"0..99999999999\"", "values go up to"),
-        ("name = \"x\"\n[sweep]\nworkers = \"0\"", "beside [sweep]"),
+        ('workers = "0..99999999999"', "values go up to"),
+        ('name = "x"\n[sweep]\nworkers = "0"', "beside [sweep]"),
         ("x = " + "[" * 2000 + "]" * 2000, "nested too deeply"),
     ],
 )

@@ -53,7 +53,10 @@ def check_endpoint_url(url: str | None, what: str = "--endpoint-url") -> str | N
     example = "e.g. http://127.0.0.1:9000"
     if not isinstance(url, str) or not url or any(c.isspace() for c in url):
         raise DataError(f"{what} {url!r} is not a URL; {example}")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unbalanced "[" (an IPv6 literal cut short)
+        raise DataError(f"{what} {redact_url(url)!r} is not a URL; {example}") from None
     if parts.scheme not in ("http", "https"):
         raise DataError(f"{what} {url!r} must start with http:// or https://; {example}")
     try:

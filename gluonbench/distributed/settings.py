@@ -40,7 +40,9 @@ def parse_hostfile(path: str | Path, what: str = "--hostfile") -> list[tuple[str
     try:
         text = raw.decode("ascii")
     except UnicodeDecodeError:
-        raise GluonbenchError(f"{what} {path} is not a text file of host names (non-ASCII bytes); write one host[:port] per line") from None
+        raise GluonbenchError(
+            f"{what} {path} is not a text file of host names (non-ASCII bytes); write one host[:port] per line"
+        ) from None
     hosts: list[tuple[str, int]] = []
     for n, line in enumerate(text.split("\n"), 1):
         line = line.strip()
@@ -56,7 +58,9 @@ def parse_hostfile(path: str | Path, what: str = "--hostfile") -> list[tuple[str
             )
         hosts.append((line.rsplit(":", 1)[0] if m.group("port") else line, port))
         if len(hosts) > HOSTFILE_MAX_HOSTS:
-            raise GluonbenchError(f"{what} {path} names over {HOSTFILE_MAX_HOSTS} hosts; write one host[:port] per line")
+            raise GluonbenchError(
+                f"{what} {path} names over {HOSTFILE_MAX_HOSTS} hosts; write one host[:port] per line"
+            )
     if not hosts:
         raise GluonbenchError(f"{what} {path} names no host; write one host[:port] per line")
     return hosts
