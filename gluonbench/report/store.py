@@ -113,7 +113,9 @@ def refuse_non_regular(path: str | Path, what: str = "") -> None:
             raise GluonbenchError(f"{label}: {exc.strerror}; choose a shorter path") from None
         return  # the write itself reports what is wrong
     if stat.S_ISLNK(st.st_mode):
-        raise GluonbenchError(f"{label} is a symbolic link; gluonbench does not write through links, give a plain file path")
+        raise GluonbenchError(
+            f"{label} is a symbolic link; gluonbench does not write through links, give a plain file path"
+        )
     if stat.S_ISDIR(st.st_mode):
         raise GluonbenchError(f"{label} is a folder; give a file name, e.g. {Path(path) / 'result.json'}")
     if not stat.S_ISREG(st.st_mode):
