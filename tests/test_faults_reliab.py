@@ -243,3 +243,68 @@ def test_config_of_a_device_or_a_fifo_is_refused(cli, tmp_path):
     assert_one_clear_line(proc, "not a regular file")
     proc = cli("sweep", "--config", "/dev/zero", timeout=60)
     assert_one_clear_line(proc, "not a regular file")
+
+
+# -- class 4: nothing hangs past its budget; class 7: Ctrl-C of diagnose/tune -----------------------
+
+
+class _Blocks:
+    """A dataset whose reads block (a dead network share): dataset[0] answers, every later read hangs."""
+
+    def __len__(self):
+        return 256
+
+    def __getitem__(self, i):
+        import time
+
+        import numpy as np
+
+        if i > 0:
+            time.sleep(3600)
+        return np.zeros((1, 28, 28), np.float32), np.float32(0)
+
+
+def test_python_diagnose_with_a_blocking_getitem_ends_within_budget_plus_grace():
+    import time
+
+    import gluonbench
+    from gluonbench.engine.deadline import BudgetExceededError, grace_s
+
+    t0 = time.monotonic()
+    with pytest.raises(BudgetExceededError, match=r"stalled in read \(dataset\[i\]\)") as err:
+        gluonbench.diagnose(_Blocks(), batch_size=4, ctx="cpu", budget_s=2)
+    assert err.value.stage == "read (dataset[i])"
+    assert time.monotonic() - t0 < 2 + grace_s(2) + 10, "budget + grace, plus closing the loader"
+    import signal
+
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0 and signal.getsignal(signal.SIGALRM) in (
+        signal.SIG_DFL,
+        signal.default_int_handler,
+        None,
+    ), "the alarm is disarmed and its handler restored"
+
+
+def test_cli_read_ms_past_the_budget_is_one_line_naming_the_stage(cli, tmp_path):
+    import time
+
+    t0 = time.monotonic()
+    proc = cli("diagnose", "--dataset", "synthetic", "--read-ms", "100000", "--budget", "5", cwd=tmp_path, timeout=180)
+    assert_one_clear_line(proc, "stalled in read", "budget 5 s")
+    assert time.monotonic() - t0 < 5 + 10 + 60, "budget + grace + start-up on a busy machine"
+
+
+def test_interrupting_diagnose_does_not_suggest_resume(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gluonbench", "diagnose", "--dataset", "synthetic", "--budget", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    time.sleep(8)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "--resume" not in err

@@ -20,6 +20,7 @@ from typing import Any
 from gluonbench.analysis.recommend import Setting, advise, evidence, render, stage_name
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS
 from gluonbench.analysis.verdict import STAGES, Thresholds, Verdict, attribute, paired_rounds, paired_timings
+from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Rounds
 from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.errors import GluonbenchError
@@ -157,6 +158,7 @@ def _restore_net(net: Any, saved: dict[str, Any]) -> None:
         params[name].set_data(data)
 
 
+@with_deadline("diagnose")
 def diagnose(
     dataset: Any,
     transform: Callable[..., Any] | None = None,

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any
 
+from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Record, Rounds, measure
 from gluonbench.errors import GluonbenchError
 from gluonbench.pipeline import Loader, Pipeline
@@ -333,6 +334,7 @@ def _check_inputs(dataset: Any, transform: Any, decode: Any, batch_size: Any, bu
     return dataset
 
 
+@with_deadline("tune")
 def tune(
     dataset: Any,
     transform: Callable[..., Any] | None = None,
