@@ -82,6 +82,8 @@ class Deadline:
         self._armed = False
         self._previous: object = None
         self._t0 = 0.0
+        self._outer_left = 0.0
+        self._outer_interval = 0.0
 
     @property
     def limit_s(self) -> float:
@@ -102,8 +104,11 @@ class Deadline:
         if threading.current_thread() is not threading.main_thread():
             log.info("%s runs outside the main thread: no hard deadline, only the schedule's budget", self.what)
             return self
-        if signal.getitimer(signal.ITIMER_REAL)[0] > 0:
-            log.info("%s: an interval timer is already armed by the caller; no hard deadline", self.what)
+        # a caller's own alarm (pytest-timeout, a scheduler's wrapper) is kept: when it is due first, it
+        # stays as it is; otherwise ours runs first and theirs is re-armed, less the time spent, on exit
+        self._outer_left, self._outer_interval = signal.getitimer(signal.ITIMER_REAL)
+        if 0 < self._outer_left <= self.limit_s:
+            log.info("%s: the caller's alarm is due before budget + grace; it stays the deadline", self.what)
             return self
         self._previous = signal.signal(signal.SIGALRM, self._fire)
         signal.setitimer(signal.ITIMER_REAL, self.limit_s)
@@ -117,6 +122,9 @@ class Deadline:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self._previous)  # type: ignore[arg-type]
             self._armed = False
+            if self._outer_left > 0:
+                left = max(self._outer_left - (perf_counter() - self._t0), 0.001)
+                signal.setitimer(signal.ITIMER_REAL, left, self._outer_interval)
 
 
 def with_deadline(what: str, budget_arg: str = "budget_s") -> Callable[[F], F]:
