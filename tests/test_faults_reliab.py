@@ -305,3 +305,42 @@ def test_interrupting_diagnose_does_not_suggest_resume(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode in (130, -2), err  # -2: killed by the SIGINT while shutting down
     assert "interrupted" in err and "--resume" not in err
+
+
+# -- class 7: errors that blame the right thing ------------------------------------------------------
+
+
+class _Gives:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return self.fn(i)
+
+
+def _image(i=0):
+    import numpy as np
+
+    return np.zeros((1, 28, 28), np.float32)
+
+
+@pytest.mark.parametrize(
+    ("dataset", "kwargs", "needle"),
+    [
+        (_Gives(lambda i: (None, 0)), {}, r"dataset\[0\] gives data of type NoneType"),
+        (_Gives(lambda i: ("a string", 0)), {}, r"dataset\[0\] gives data of type str"),
+        (_Gives(lambda i: (_image(), None)), {}, r"dataset\[0\] gives label of type NoneType"),
+        (_Gives(lambda i: (_image()[:, : 28 - (i % 2)], 0.0)), {}, r"dataset\[1\] has data of shape \(1, 27, 28\)"),
+        (_Gives(lambda i: (_image(), 0.0)), {"loss": 42}, r"loss must be a Gluon loss .* \(got int 42\)"),
+        (_Gives(lambda i: (_image(), 0.0)), {"transform": lambda d, y: (None, y)}, r"transform\(dataset\[0\]\) gives"),
+    ],
+)
+def test_bad_samples_and_loss_are_blamed_right(dataset, kwargs, needle):
+    import gluonbench
+
+    for call, budget in ((gluonbench.diagnose, 2), (gluonbench.tune, 10)):
+        with pytest.raises(GluonbenchError, match=needle):
+            call(dataset, batch_size=4, ctx="cpu", budget_s=budget, **kwargs)

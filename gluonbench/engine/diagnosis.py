@@ -23,6 +23,7 @@ from gluonbench.analysis.verdict import STAGES, Thresholds, Verdict, attribute, 
 from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Rounds
 from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
+from gluonbench.engine.samples import check_loss, check_samples
 from gluonbench.errors import GluonbenchError
 from gluonbench.pipeline import Loader, Pipeline
 from gluonbench.probes import SUBSTAGES
@@ -236,6 +237,8 @@ def diagnose(
         if not (isinstance(sample, tuple | list) and len(sample) == 2):
             raise GluonbenchError(f"{what} must return a (data, label) pair")
 
+    check_samples(dataset, decode, transform)  # None, text or varying shapes: blame dataset[i] or the transform
+    check_loss(loss)
     started = utc_now()
     if seed is not None:
         import numpy as np
