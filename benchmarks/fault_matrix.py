@@ -33,6 +33,7 @@ import platform
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -65,6 +66,10 @@ class Case:
     """tmpfs mounts (point -> size) in a private mount namespace"""
     env: dict[str, str] = field(default_factory=dict)
     kill_after_workers: bool = False
+    untouched: str = ""
+    """a file (``{case}/victim``) outside what the command may write: its mode and content must not change"""
+    max_s: float = 0.0
+    """when > 0: the case must end within this many seconds (a budget plus its grace)"""
 
 
 @dataclass
@@ -249,6 +254,8 @@ def parser_cases() -> list[Case]:
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     cases: list[Case] = []
     for command, sp in sub.choices.items():
+        if command not in BASE:  # tune, profile, check, ...: their rows are hand-written (reliability_cases)
+            continue
         for action in sp._actions:
             if action.dest in ("help",) or action.nargs == 0 or (command, action.dest) in SKIP:
                 continue
@@ -330,6 +337,73 @@ def fault_cases() -> list[Case]:
         Case("sweep:kill-9", ["sweep", "--workers", "2", "--epochs", "5", "--out", "{case}/out"], "", code=-9,
              kill_after_workers=True),
     ]  # fmt: skip
+    return cases + reliability_cases()
+
+
+def reliability_cases() -> list[Case]:
+    """Issue #21's classes: links and devices at output paths, shell payloads in hostfiles, budgets that a
+    stage outlives, values without bounds, values silently changed; ``tune`` and ``profile`` rows included."""
+    s = BASE["sweep"]
+    v = "{case}/victim"
+    cases = [
+        # 1. touching what is not ours
+        Case("diagnose:r21-json-symlink", ["diagnose", "--budget", "2", "--json", "{case}/link.json"], "symbolic link",
+             setup="link:{case}/link.json", untouched=v),
+        Case("tune:r21-json-symlink", ["tune", "--budget", "10", "--json", "{case}/link.json"], "symbolic link",
+             setup="link:{case}/link.json", untouched=v),
+        Case("tune:r21-toml-fifo", ["tune", "--budget", "10", "--toml", "{case}/fifo.toml"], "not a regular file",
+             setup="fifo-at:{case}/fifo.toml"),
+        Case("resume:r21-runs-symlink", ["sweep", "--resume", "{case}/run"], "symbolic link", setup="run:link-runs",
+             untouched=v),
+        Case("resume:r21-lock-symlink", ["sweep", "--resume", "{case}/run"], "symbolic link", setup="run:link-lock",
+             untouched=v),
+        Case("resume:r21-logs-symlink", ["sweep", "--resume", "{case}/run"], "symbolic link", setup="run:link-logs"),
+        Case("sweep:r21-endpoint-credentials", ["sweep", *s, "--source", "file", "--uri", "s3://b/x", "--endpoint-url",
+             "http://user:s3cret@127.0.0.1:9"], "credentials"),
+        # 2. shell injection
+        Case("sweep:r21-hostfile-injection", ["sweep", *s, "--kvstore", "dist_sync", "--launcher", "ssh", "--hostfile",
+             "{case}/hosts.txt"], "line 1", setup="hosts:inject"),
+        Case("sweep:r21-hostfile-binary", ["sweep", *s, "--kvstore", "dist_sync", "--launcher", "ssh", "--hostfile",
+             "{binary}"], "hostfile"),
+        # 4. hangs past the budget
+        Case("diagnose:r21-read-past-budget", ["diagnose", "--dataset", "synthetic", "--read-ms", "100000", "--budget",
+             "5"], "stalled in read", max_s=90),
+        Case("tune:r21-read-past-budget", ["tune", "--dataset", "synthetic", "--read-ms", "100000", "--budget", "10"],
+             "stalled in read", max_s=100),
+        # 6. bounds
+        Case("sweep:r21-huge-range", ["sweep", "--workers", "0..99999999999", "--out", "{case}/out"], "--workers"),
+        Case("sweep:r21-devices", ["sweep", *s, "--devices", "100000"], "--devices"),
+        Case("sweep:r21-400-digit-batch", ["sweep", *s, "--batch-size", "1" * 400], "--batch-size"),
+        Case("sweep:r21-timeout-1e300", ["sweep", *s, "--timeout", "1e300"], "--timeout"),
+        Case("sweep:r21-long-component", ["sweep", "--workers", "0", "--out", "{case}/" + "d" * 300], "--out"),
+        Case("sweep:r21-long-path", ["sweep", "--workers", "0", "--out", "{case}/" + "d/" * 2100], "--out"),
+        Case("sweep:r21-name-not-utf8", ["sweep", *s, "--name", "\udcff"], "--name"),
+        Case("io:r21-400-digit-size", ["io", *BASE["io"], "--small", "1" * 400], "size"),
+        Case("config:r21-dev-zero", ["sweep", *s, "--config", "/dev/zero"], "regular file"),
+        Case("config:r21-deep", ["sweep", *s, "--config", "{case}/c.toml"], "nested", setup="toml:deep"),
+        Case("verify:r21-deep-manifest", ["verify", "{case}/packed"], "manifest", setup="packed:deep-manifest"),
+        # 7. silently accepted
+        Case("config:r21-bool-batch", ["sweep", *s, "--config", "{case}/c.toml"], "batch_size", setup="toml:bool"),
+        Case("config:r21-fraction-batch", ["sweep", *s, "--config", "{case}/c.toml"], "batch_size",
+             setup="toml:fraction"),
+        Case("config:r21-bool-timeout", ["sweep", *s, "--config", "{case}/c.toml"], "timeout", setup="toml:bool-timeout"),
+        Case("config:r21-key-beside-sweep", ["sweep", *s, "--config", "{case}/c.toml"], "beside [sweep]",
+             setup="toml:beside"),
+        Case("profile:r21-rule-nan", ["profile", "--rule", "CPUBottleneck.threshold=nan", "--out", "{case}/out", "--",
+             "true"], "threshold"),
+        Case("profile:r21-rule-inf", ["profile", "--rule", "StepOutlier.stddev=inf", "--out", "{case}/out", "--", "true"],
+             "stddev"),
+        Case("verify:r21-shard-listed-twice", ["verify", "{case}/packed"], "twice", setup="packed:twice"),
+    ]  # fmt: skip
+    if os.geteuid() == 0:  # a device node, made with mknod in the case folder (never the real /dev)
+        cases.append(Case("diagnose:r21-json-device", ["diagnose", "--budget", "2", "--json", "{case}/null.json"],
+                          "not a regular file", setup="mknod:{case}/null.json"))  # fmt: skip
+        cases.append(Case("diagnose:r21-full-disk-before-measuring", ["diagnose", "--budget", "30", "--json",
+                          "{case}/full/d.json"], "disk full", setup="fill:{case}/full", mounts={"{case}/full": "256k"},
+                          max_s=60))  # fmt: skip
+    for c in cases:
+        if c.untouched and not c.setup.startswith("link:") and not c.setup.startswith("run:"):
+            c.setup = c.setup or "victim"
     return cases
 
 
@@ -338,7 +412,27 @@ def fault_cases() -> list[Case]:
 
 def prepare(case: Case, folder: Path, fx: dict[str, Path]) -> None:
     kind, _, arg = case.setup.partition(":")
-    if kind == "run":
+    if case.untouched:
+        (folder / "victim").write_text("keep\n")
+    if kind == "link":
+        Path(arg).symlink_to(folder / "victim")
+    elif kind == "fifo-at":
+        os.mkfifo(arg, 0o600)
+    elif kind == "mknod":
+        os.mknod(arg, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    elif kind == "hosts":
+        (folder / "hosts.txt").write_text("node2$(touch PWNED)\nnode1\n")
+    if kind == "run" and arg.startswith("link-"):
+        run = folder / "run"
+        run.mkdir()
+        (run / "sweep.json").write_text(json.dumps({"settings": {"workers": [0], "max_batches": 2}}))
+        name = {"link-runs": "runs.jsonl", "link-lock": ".lock", "link-logs": "logs"}[arg]
+        if arg == "link-logs":
+            (folder / "logs-target").mkdir()
+            (run / name).symlink_to(folder / "logs-target")
+        else:
+            (run / name).symlink_to(folder / "victim")
+    elif kind == "run":
         run = folder / "run"
         run.mkdir()
         good = {"settings": {"workers": [0], "max_batches": 2}, "command": "fault_matrix"}
@@ -368,6 +462,11 @@ def prepare(case: Case, folder: Path, fx: dict[str, Path]) -> None:
             "string": "batch_size = 'sixty-four'",
             "workers": "workers = [1.5]",
             "options": "options = 3",
+            "deep": "x = " + "[" * 5000 + "]" * 5000,
+            "bool": "batch_size = true",
+            "fraction": "batch_size = 64.9",
+            "bool-timeout": "timeout_s = true",
+            "beside": "name = 'x'\n[sweep]\nworkers = '0'",
         }[arg]
         (folder / "c.toml").write_text(text + "\n")
     elif kind == "src":
@@ -378,6 +477,14 @@ def prepare(case: Case, folder: Path, fx: dict[str, Path]) -> None:
         if arg == "truncated":
             rec = next((folder / "packed").glob("*.rec"))
             rec.write_bytes(rec.read_bytes()[:-100])
+        elif arg == "deep-manifest":
+            (folder / "packed" / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+        elif arg == "twice":
+            path = folder / "packed" / "manifest.json"
+            manifest = json.loads(path.read_text())
+            manifest["shards"].append(manifest["shards"][0])
+            manifest["records"] += manifest["shards"][0]["records"]
+            path.write_text(json.dumps(manifest))
         else:
             (folder / "packed" / "manifest.json").write_text("{")
     elif kind == "fifo":
@@ -430,6 +537,7 @@ def run_case(case: Case, fx: dict[str, Path], work: Path, silent: str, timeout: 
 
     case.args = [fill(a) for a in case.args]
     case.needle = fill(case.needle)
+    case.setup = fill(case.setup)
     mounts = {fill(k): v for k, v in case.mounts.items()}
     prepare(case, folder, fx)
     lock_fd = case.env.pop("_LOCK_FD", None)
@@ -476,6 +584,14 @@ def run_case(case: Case, fx: dict[str, Path], work: Path, silent: str, timeout: 
             why.append(f"{len(lines)} lines on stderr")
         elif case.needle and not _names(lines[0], case.needle):
             why.append(f"the line does not name {case.needle!r}")
+    if case.untouched:
+        victim = Path(fill(case.untouched))
+        if victim.is_symlink() or not victim.is_file() or victim.read_text() != "keep\n":
+            why.append(f"{victim.name} (outside what it may write) was changed")
+    if case.max_s and seconds > case.max_s:
+        why.append(f"took {seconds:.0f} s, more than budget + grace ({case.max_s:g} s)")
+    if (folder / "PWNED").exists():
+        why.append("a hostfile line ran in a shell")
     left = sorted(_snapshot(folder) - before - {"tmp"})
     left = [p for p in left if not p.startswith("full")]  # the tmpfs mount point itself
     if case.kill_after_workers:
@@ -491,7 +607,13 @@ def run_case(case: Case, fx: dict[str, Path], work: Path, silent: str, timeout: 
             except OSError:
                 pass
     return Outcome(
-        case.id, shlex.join(["gluonbench", *case.args]), not why, "; ".join(why), proc.returncode, seconds, err[-600:]
+        case.id,
+        shlex.join(["gluonbench", *case.args]).encode("utf-8", "backslashreplace").decode(),
+        not why,
+        "; ".join(why),
+        proc.returncode,
+        seconds,
+        err[-600:],
     )
 
 

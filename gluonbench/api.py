@@ -25,8 +25,9 @@ from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
 from gluonbench.profiler.session import RunProfile
 from gluonbench.report import load
-from gluonbench.report.store import RunStore, atomic_write_text, new_run_dir
+from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, check_free_space, new_run_dir
 from gluonbench.report.summary import SweepSummary
+from gluonbench.validate import check_path
 from gluonbench.workloads.spec import check_pipeline
 
 __all__ = [
@@ -177,7 +178,7 @@ def sweep(
 
 def check_out(out: str | Path) -> Path:
     """``--out`` is a folder that exists or can be made, and is writable; checked before anything is created."""
-    out = Path(out)
+    out = check_path(out, "--out")
     probe = out
     while not probe.exists():
         if probe.parent == probe:
@@ -275,16 +276,17 @@ def run_diagnosis(
     and ``diagnosis.md``, ``.csv`` and ``.json`` are exported from it (``gluonbench report`` rebuilds them).
     ``settings.json_path`` also writes the whole diagnosis there, atomically.
     """
-    from gluonbench.env import utc_now
 
     settings.check()
     if out is not None:  # fail before measuring; the run folder itself is made once there is a result
+        check_path(out, "--out")
         try:
             Path(out).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise GluonbenchError(f"cannot create --out {out}: {exc.strerror}; choose a writable folder") from exc
         if not os.access(out, os.W_OK | os.X_OK):
             raise GluonbenchError(f"cannot write into --out {out}; choose a writable folder")
+        check_free_space(out, "diagnose --out")
     check_loader_shm(settings.options, settings.batch_size, settings.workers, settings.thread_pool)
     workload, options = settings.run_workload()
     if settings.pipeline:
@@ -312,6 +314,16 @@ def run_diagnosis(
         on_progress=on_progress,
     )
     d.analysis["roofline"] = [line.to_dict() for line in roofline_diagnosis(settings, d)]  # doctor (issue 20)
+    try:
+        return _save_diagnosis(settings, out, d)
+    except GluonbenchError as exc:  # measured, then not saved: the one line still gives the result
+        shares = ", ".join(f"{k} {v:.0%}" for k, v in d.shares.items())
+        raise NotSavedError(f"diagnosis measured (verdict: {d.verdict}; {shares}) but not saved: {exc}", d) from None
+
+
+def _save_diagnosis(settings: DiagnoseSettings, out: str | Path | None, d: Diagnosis) -> tuple[Path | None, Diagnosis]:
+    from gluonbench.env import utc_now
+
     if settings.json_path:
         atomic_write_text(settings.json_path, json.dumps(d.to_dict(), indent=2))
     if out is None:
@@ -583,10 +595,13 @@ def run_tune(
         seed=settings.seed,
         on_progress=on_progress,
     )
-    if settings.json_path:
-        atomic_write_text(settings.json_path, json.dumps(result.to_dict(), indent=2))
-    if settings.toml_path:
-        atomic_write_text(settings.toml_path, result.to_toml())
+    try:
+        if settings.json_path:
+            atomic_write_text(settings.json_path, json.dumps(result.to_dict(), indent=2))
+        if settings.toml_path:
+            atomic_write_text(settings.toml_path, result.to_toml())
+    except GluonbenchError as exc:  # measured, then not saved: the one line still gives the result
+        raise NotSavedError(f"tune measured (recommended: {result.dataloader}) but not saved: {exc}", result) from None
     if out is not None:
         store = RunStore(new_run_dir(out, f"tune-{settings.workload}-{result.ctx.replace(':', '')}"))
         store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": result.env})

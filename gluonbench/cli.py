@@ -1528,8 +1528,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gluonbench: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(
-            "gluonbench: interrupted; every finished run is kept (see runs.jsonl; resume with --resume RUN_DIR)",
-            file=sys.stderr,
-        )
+        if hasattr(args, "resume"):  # only the commands that have --resume may suggest it
+            print(
+                "gluonbench: interrupted; every finished run is kept (see runs.jsonl; resume with --resume RUN_DIR)",
+                file=sys.stderr,
+            )
+        else:
+            print("gluonbench: interrupted; nothing more was measured (run the command again)", file=sys.stderr)
         return 130

@@ -133,6 +133,9 @@ class SweepSettings:
         check_ctx(self.ctx)
         check_types(self)
         check_name(self.name, "--name")
+        from gluonbench.bounds import check_settings_bounds
+
+        check_settings_bounds(self)  # upper bounds too, before any work (#21)
         for name in ("batch_size", "epochs", "repeat"):
             if getattr(self, name) < 1:
                 raise GluonbenchError(f"{arg(name)} must be at least 1 (got {getattr(self, name)})")
@@ -270,8 +273,9 @@ def check_types(settings: SweepSettings) -> None:
 
 def check_seconds(value: float, what: str) -> float:
     """A time in seconds: a finite number (``nan`` and ``inf`` are refused)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise GluonbenchError(f"{what} must be a finite number of seconds (got {value!r})")
+    from gluonbench.bounds import check_duration
+
+    check_duration(value, what, minimum=-math.inf)
     return value
 
 
@@ -334,11 +338,16 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
     ):
         if raw is None or str(raw).lower() in ("none", ""):
             return None
+        # TOML's true would be 1 and 64.9 would be 64: neither is what was meant, so both are refused
+        if isinstance(raw, bool) or isinstance(raw, float) or (isinstance(raw, str) and len(raw.strip()) > 20):
+            raise GluonbenchError(f"{_flag(name, source)} must be a whole number (got {raw!r})")
         try:
             return int(raw)
         except (TypeError, ValueError):
             raise GluonbenchError(f"{_flag(name, source)} must be a whole number (got {raw!r})") from None
     if name in ("timeout_s", "diagnose_budget_s"):
+        if isinstance(raw, bool):  # float(True) is 1.0: every run would time out after a second
+            raise GluonbenchError(f"{_flag(name, source)} must be a number of seconds (got {raw!r})")
         try:
             value = float(raw)
         except (TypeError, ValueError):
@@ -370,13 +379,23 @@ def coerce(base: SweepSettings, values: dict[str, Any], source: str) -> SweepSet
     return replace(base, **changes)
 
 
+TOML_MAX_BYTES = 1 << 20
+"""A config larger than this is not a settings file (``--config /dev/zero`` would be read forever)."""
+
+
 def load_toml(path: str | Path) -> dict[str, Any]:
-    """Read a config file; settings live at the top level or under ``[sweep]``."""
+    """Read a config file; settings live at the top level or under ``[sweep]`` (not both)."""
     path = Path(path)
     if path.is_dir():
         raise GluonbenchError(f"--config {path} is a folder; give a TOML file, e.g. configs/mnist-cpu.toml")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        if path.exists() and not path.is_file():
+            raise GluonbenchError(f"--config {path} is not a regular file (a device or FIFO); give a TOML file")
+        with open(path, "rb") as f:
+            raw = f.read(TOML_MAX_BYTES + 1)
+        if len(raw) > TOML_MAX_BYTES:
+            raise GluonbenchError(f"--config {path} is over {TOML_MAX_BYTES // 1024} KiB; give a TOML settings file")
+        data = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise GluonbenchError(f"--config {path} does not exist; see configs/ for examples") from None
     except UnicodeDecodeError:
@@ -385,6 +404,14 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise GluonbenchError(f"--config {path} cannot be read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise GluonbenchError(f"--config {path} is not valid TOML ({exc}); fix the file") from None
+    except RecursionError:
+        raise GluonbenchError(f"--config {path} is nested too deeply to be a settings file; fix the file") from None
+    # [machine] describes the hardware a config was written for (read by people and tests, not settings)
+    if "sweep" in data and set(data) - {"sweep", "machine"}:
+        others = ", ".join(sorted(set(data) - {"sweep", "machine"}))
+        raise GluonbenchError(
+            f"--config {path}: {others} beside [sweep] would be ignored; move them into [sweep] (or drop [sweep])"
+        )
     table = data.get("sweep", data)
     if not isinstance(table, dict):
         raise GluonbenchError(f"--config {path}: [sweep] must be a table of settings")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from gluonbench.errors import GluonbenchError
 
@@ -21,19 +22,26 @@ _UNITS = {
     "gib": 1024**3,
     "tib": 1024**4,
 }
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_SIZE = re.compile(r"^\s*(\d{1,30}(?:\.\d{1,30})?)\s*([a-zA-Z]*)\s*$", re.ASCII)
+MAX_SIZE = 1 << 50
+"""1 PiB: the largest size any option takes (a 400-digit size is a typo, not a request)."""
 
 
 def parse_size(text: str | int, what: str = "size") -> int:
     """``150MB`` -> 150_000_000 (KB/MB/GB are powers of 1000, KiB/MiB/GiB of 1024); a bare number is bytes."""
+    if isinstance(text, bool):
+        raise GluonbenchError(f"{what} {text!r} is not a size; write e.g. 150MB, 64MiB, 40KB or a byte count")
     if isinstance(text, int):
         value = text
     else:
-        match = _SIZE.match(str(text))
+        match = _SIZE.match(str(text)) if len(str(text)) <= 80 else None
         unit = match.group(2).lower() if match else None
         if not match or unit not in _UNITS:
-            raise GluonbenchError(f"{what} {text!r} is not a size; write e.g. 150MB, 64MiB, 40KB or a byte count")
-        value = int(float(match.group(1)) * _UNITS[unit])
+            shown = str(text) if len(str(text)) <= 40 else str(text)[:37] + "..."
+            raise GluonbenchError(f"{what} {shown!r} is not a size; write e.g. 150MB, 64MiB, 40KB or a byte count")
+        value = int(Decimal(match.group(1)) * _UNITS[unit])
+    if value > MAX_SIZE:
+        raise GluonbenchError(f"{what} is over 1 PiB (got {str(text)[:40]!r}); give a smaller size")
     if value < 1:
         raise GluonbenchError(f"{what} must be at least 1 byte (got {text!r})")
     return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from gluonbench.errors import DataError, GluonbenchError
@@ -28,11 +29,20 @@ def plain_name(name: str, what: str, example: str) -> str:
         or name.startswith((".", "-"))
         or any(ord(c) < 32 for c in name)
         or len(name) > 100
+        or not _utf8(name)
     ):
         raise GluonbenchError(
             f"{what} {name!r} must be a plain name (letters, digits, -, _; no '/', '..' or leading '.'), e.g. {example}"
         )
     return name
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a surrogate-escaped byte from a non-UTF-8 command line ($'\\xff')
+        return False
+    return True
 
 
 def check_seed(seed: int, what: str = "--seed") -> int:
@@ -70,3 +80,54 @@ def outside_of(out_dir: Path, src: Path, what: str) -> None:
             f"{what} {out_dir} is inside the source {src}; its shards would become part of the source. "
             "Choose a folder outside it"
         )
+
+
+NAME_MAX = 255
+"""Bytes in one path component (Linux ``NAME_MAX``)."""
+PATH_MAX = 4096
+"""Bytes in a whole path (Linux ``PATH_MAX``)."""
+
+
+def check_path(path: str | Path, what: str) -> Path:
+    """``path`` as a Path if the OS can take it: UTF-8, components of at most 255 bytes, 4096 in all.
+
+    Checked before any work, so a name the file system refuses fails in one line, not after training.
+    """
+    text = str(path)
+    shown = text if len(text) <= 60 else text[:40] + "..." + text[-12:]
+    if not text:
+        raise GluonbenchError(f"{what} is empty; give a path")
+    if "\x00" in text:
+        raise GluonbenchError(f"{what} {shown!r} contains a NUL byte; give a plain path")
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise GluonbenchError(f"{what} {shown!r} is not valid UTF-8; rename it with UTF-8 characters only") from None
+    if len(raw) > PATH_MAX:
+        raise GluonbenchError(f"{what} is {len(raw)} bytes long; the limit is {PATH_MAX}: choose a shorter path")
+    for part in raw.split(b"/"):
+        if len(part) > NAME_MAX:
+            raise GluonbenchError(
+                f"{what} has a component of {len(part)} bytes ({part[:20].decode(errors='replace')}...); "
+                f"the limit is {NAME_MAX}: choose a shorter name"
+            )
+    return Path(path)
+
+
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
+
+
+def redact_url(text: str) -> str:
+    """``text`` with the ``user:password@`` of every URL in it replaced by ``***@``."""
+    return _USERINFO.sub(r"\g<scheme>***@", text)
+
+
+def redact(value: object) -> object:
+    """``value`` (JSON-like: dicts, lists, strings) with the credentials of every URL in it redacted."""
+    if isinstance(value, str):
+        return redact_url(value) if "@" in value else value
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(v) for v in value]
+    return value

@@ -197,7 +197,7 @@ def test_overrides_are_validated():
     for bad, needle in (
         ("Nope.x=1", "unknown rule"),
         ("CPUBottleneck.nope=1", "unknown parameter"),
-        ("CPUBottleneck.patience=abc", "must be a int"),
+        ("CPUBottleneck.patience=abc", "must be a whole number"),
         ("CPUBottleneck", "RULE.PARAM=VALUE"),
     ):
         with pytest.raises(GluonbenchError, match=needle):

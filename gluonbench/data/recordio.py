@@ -281,16 +281,54 @@ class Manifest:
     def from_json(cls, text: str, where: str) -> Manifest:
         try:
             data = json.loads(text)
+            if not isinstance(data, dict) or not isinstance(data.get("shards"), list):
+                raise TypeError("not an object with a list of shards")
+            if not all(isinstance(s, dict) for s in data["shards"]):
+                raise TypeError("a shard entry is not an object")
             shards = [ShardEntry(**s) for s in data.pop("shards")]
             manifest = cls(shards=shards, **data)
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise DataError(f"{where} is not a gluonbench manifest ({exc}); re-run gluonbench pack") from exc
+            raise DataError(f"{where} is not a gluonbench manifest ({exc}); re-run gluonbench pack") from None
+        except RecursionError:
+            raise DataError(
+                f"{where} is nested too deeply to be a gluonbench manifest; re-run gluonbench pack"
+            ) from None
+        why = _manifest_types(manifest)
+        if why:
+            raise DataError(f"{where} is not a gluonbench manifest ({why}); re-run gluonbench pack")
         if manifest.format != FORMAT:
             raise DataError(f"{where} has format {manifest.format!r}, expected {FORMAT!r}; re-run gluonbench pack")
+        seen: set[str] = set()
         for s in manifest.shards:
             safe_key(s.rec, where)
             safe_key(s.idx, where)
+            for key in (s.rec, s.idx):
+                if key in seen:  # a shard read twice would count its records twice, and pass verify
+                    raise DataError(f"{where} lists {key} twice; each shard once, re-run gluonbench pack")
+                seen.add(key)
         return manifest
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 62
+
+
+def _manifest_types(m: Manifest) -> str:
+    """Why the fields of ``m`` do not have their types (counts whole and >= 0, names strings), or ''."""
+    if not isinstance(m.name, str) or not isinstance(m.format, str) or not isinstance(m.source, str):
+        return "name, format and source must be strings"
+    if not isinstance(m.classes, list) or not all(isinstance(c, str) for c in m.classes):
+        return "classes must be a list of names"
+    if not all(_whole(v) for v in (m.records, m.bytes, m.shard_size, m.seed)):
+        return "records, bytes, shard_size and seed must be whole numbers"
+    if not isinstance(m.shuffle, bool) or not isinstance(m.extra, dict) or not isinstance(m.created_utc, str):
+        return "shuffle must be true/false, extra an object, created_utc a string"
+    for s in m.shards:
+        if not all(isinstance(v, str) for v in (s.rec, s.idx, s.sha256)):
+            return "a shard's rec, idx and sha256 must be strings"
+        if not all(_whole(v) for v in (s.records, s.bytes, s.idx_bytes)):
+            return "a shard's records and bytes must be whole numbers"
+    return ""
 
 
 def load_manifest(out_dir: str | Path) -> Manifest:

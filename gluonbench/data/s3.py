@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from gluonbench.data.store import ObjectInfo, Store, safe_key
 from gluonbench.errors import DataError
+from gluonbench.validate import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +53,23 @@ def check_endpoint_url(url: str | None, what: str = "--endpoint-url") -> str | N
     example = "e.g. http://127.0.0.1:9000"
     if not isinstance(url, str) or not url or any(c.isspace() for c in url):
         raise DataError(f"{what} {url!r} is not a URL; {example}")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unbalanced "[" (an IPv6 literal cut short)
+        raise DataError(f"{what} {redact_url(url)!r} is not a URL; {example}") from None
     if parts.scheme not in ("http", "https"):
         raise DataError(f"{what} {url!r} must start with http:// or https://; {example}")
     try:
         port = parts.port
     except ValueError:
         raise DataError(f"{what} {url!r} has an invalid port; {example}") from None
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise DataError(
+            f"{what} {redact_url(url)!r} carries credentials (user:password@); they would be stored with the "
+            "results: drop them and set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or an AWS profile) instead"
+        )
+    if len(url) > 2048:
+        raise DataError(f"{what} is {len(url)} characters long; the limit is 2048, {example}")
     if not parts.hostname or (port is not None and not 0 < port < 65536):
         raise DataError(f"{what} {url!r} names no host (or port 0); {example}")
     return url

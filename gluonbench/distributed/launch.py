@@ -34,10 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.distributed.node import RESULT_MARK, encode_spec, set_pdeathsig
+from gluonbench.distributed.settings import parse_hostfile
 from gluonbench.engine.isolation import clean_shm, shm_entries
 from gluonbench.engine.run import PROGRESS_ENV, RunResult, RunSpec, utc_now
 from gluonbench.engine.scale import LAUNCH_ENV, local_rank_gpus
 from gluonbench.errors import GluonbenchError
+from gluonbench.report.store import open_nofollow
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +162,7 @@ class Job:
 
     def _popen(self, role: str, index: int, argv: list[str], env: dict[str, str], log_name: str) -> Node:
         path = self.log_dir / log_name
-        with open(path, "ab") as logf:
+        with os.fdopen(open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as logf:
             proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
@@ -238,6 +240,12 @@ class Job:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env[LAUNCH_ENV] = repr(time.time())
         tag = f"h{self.spec.hosts}-w{self.spec.workers}-r{self.spec.repeat}"
+        # the tracker's ssh submitter runs each line through a shell: it gets a copy holding only the
+        # lines checked as [user@]host[:port] now, not the user's file (which could change meanwhile)
+        checked = self.log_dir / f"{tag}-hosts.txt"
+        fd = open_nofollow(checked, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.writelines(f"{host}:{port}\n" for host, port in parse_hostfile(str(self.hostfile)))
         argv = [
             sys.executable,
             "-m",
@@ -247,7 +255,7 @@ class Job:
             "--num-servers",
             str(self.spec.servers),
             "--host-file",
-            str(self.hostfile),
+            str(checked),
             "--",
             *self._node_argv(),
         ]

@@ -41,11 +41,24 @@ def dist_sweep(
     check_launch(settings)
     if resume is not None:
         store = RunStore(resume)
-        done = {job_key(r["spec"]) for r in store.records() if r.get("kind") == "dist"}
+        store.read_settings()  # a folder made by gluonbench, with no link where a file should be
     else:
         store = RunStore(new_run_dir(out, settings.label()))
         store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": environment()})
-        done = set()
+    # two --resume of one folder must not run the same job twice: the folder is held for the whole sweep
+    with store.lock():
+        return _dist_sweep_locked(store, settings, resume is not None, on_result, on_progress, train_samples)
+
+
+def _dist_sweep_locked(
+    store: RunStore,
+    settings: Any,
+    resuming: bool,
+    on_result: Callable[[RunResult], None] | None,
+    on_progress: Callable[[int, int | None], None] | None,
+    train_samples: int | None,
+) -> tuple[Path, ScalingSummary]:
+    done = {job_key(r["spec"]) for r in store.records() if r.get("kind") == "dist"} if resuming else set()
     todo = [s for s in settings.specs() if job_key(s.to_dict()) not in done]
     planned_steps = [_steps(settings, s.hosts, train_samples) for s in todo]
     planned = sum(planned_steps) if all(planned_steps) else None

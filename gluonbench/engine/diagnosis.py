@@ -28,8 +28,10 @@ from gluonbench.analysis.verdict import (
     paired_timings,
     probe_gains,
 )
+from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Rounds
 from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
+from gluonbench.engine.samples import check_loss, check_samples
 from gluonbench.errors import GluonbenchError
 from gluonbench.pipeline import build_pipeline
 from gluonbench.probes import SUBSTAGES
@@ -204,6 +206,7 @@ def _restore_net(net: Any, saved: dict[str, Any]) -> None:
             p.reset_ctx(contexts)
 
 
+@with_deadline("diagnose")
 def diagnose(
     dataset: Any,
     transform: Callable[..., Any] | None = None,
@@ -286,6 +289,8 @@ def diagnose(
         if not (isinstance(sample, tuple | list) and len(sample) == 2):
             raise GluonbenchError(f"{what} must return a (data, label) pair")
 
+    check_samples(dataset, decode, transform)  # None, text or varying shapes: blame dataset[i] or the transform
+    check_loss(loss)
     started = utc_now()
     if seed is not None:
         import numpy as np

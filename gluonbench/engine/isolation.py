@@ -30,6 +30,7 @@ import psutil
 from gluonbench.engine.child import PARENT_ENV
 from gluonbench.engine.run import PROGRESS_ENV, RunResult, RunSpec, utc_now
 from gluonbench.engine.watchdog import FIXES
+from gluonbench.report.store import open_nofollow
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ def run_isolated(
         # the lifeline: the child's watchdog reads end-of-file on it when this process dies, however it dies
         lifeline_r, lifeline_w = os.pipe()
         try:
-            with open(log_path, "ab") as logf:
+            with os.fdopen(open_nofollow(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as logf:
                 proc = subprocess.Popen(
                     [
                         sys.executable,

@@ -23,6 +23,7 @@ import json
 import logging
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.validate import check_path, redact
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +46,45 @@ RESERVE_PER_RECORD = 64 * 1024
 _FALLOC_FL_KEEP_SIZE = 1
 
 
-def write_error(path: str | Path, exc: OSError) -> GluonbenchError:
-    """A failed write as one line naming the path and the fix (disk full, read-only, no permission)."""
+class NotSavedError(GluonbenchError):
+    """A measurement finished but its files could not be written (disk full, read-only); ``result`` holds it.
+
+    The message names the result itself, so the one line the CLI prints still tells what was measured.
+    """
+
+    def __init__(self, message: str, result: Any) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+MIN_FREE_BYTES = 4 << 20
+"""Free space a command's result files need (a diagnosis or tune record is 10-100 KB; exports a few more)."""
+
+
+def check_free_space(folder: str | Path, what: str, need: int = MIN_FREE_BYTES) -> None:
+    """Refuse to start measuring when ``folder`` (or its nearest existing parent) has less than ``need`` bytes free."""
+    probe = Path(folder).absolute()
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    try:
+        st = os.statvfs(probe)
+    except OSError:
+        return  # the write itself reports what is wrong
+    free = st.f_bavail * st.f_frsize
+    if free < need:
+        raise GluonbenchError(
+            f"disk full at {probe}: {free // 1024} KiB free, {what} needs about {need // 1024} KiB for its results; "
+            "free some space or choose another path (checked before measuring)"
+        )
+
+
+def write_error(path: str | Path, exc: OSError, kept: str = "") -> GluonbenchError:
+    """A failed write as one line naming the path and the fix (disk full, read-only, no permission).
+
+    ``kept`` says what survived (``records already written are kept``); it is said only where true.
+    """
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return GluonbenchError(f"disk full at {path}: free some space (records already written are kept)")
+        return GluonbenchError(f"disk full at {path}: free some space" + (f" ({kept})" if kept else ""))
     if exc.errno == errno.EROFS:
         return GluonbenchError(f"cannot write {path}: read-only file system; choose a writable --out")
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -59,20 +96,66 @@ def write_error(path: str | Path, exc: OSError) -> GluonbenchError:
     return GluonbenchError(f"cannot write {path}: {exc.strerror or exc}")
 
 
+def refuse_non_regular(path: str | Path, what: str = "") -> None:
+    """Refuse ``path`` when something other than a regular file (or nothing) is there.
+
+    A results write replaces its target; a symlink, device node, FIFO or socket there is not ours
+    to replace (``--json /dev/null`` as root would turn the device into a file; a symlink's target
+    would be written through), so it is refused with one line instead.
+    """
+    label = f"{what} {path}" if what else str(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP):
+            raise GluonbenchError(f"{label}: {exc.strerror}; choose a shorter path") from None
+        return  # the write itself reports what is wrong
+    if stat.S_ISLNK(st.st_mode):
+        raise GluonbenchError(
+            f"{label} is a symbolic link; gluonbench does not write through links, give a plain file path"
+        )
+    if stat.S_ISDIR(st.st_mode):
+        raise GluonbenchError(f"{label} is a folder; give a file name, e.g. {Path(path) / 'result.json'}")
+    if not stat.S_ISREG(st.st_mode):
+        raise GluonbenchError(f"{label} is not a regular file (a device, FIFO or socket); give a plain file path")
+
+
+def open_nofollow(path: str | Path, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` that refuses a symbolic link at ``path`` (``O_NOFOLLOW``) and anything but a regular file."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise GluonbenchError(
+                f"{path} is a symbolic link; gluonbench does not write through links in a run folder, remove it"
+            ) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise GluonbenchError(f"{path} is not a regular file (a device, FIFO or folder); remove it")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def check_writable_file(path: str | Path, what: str) -> Path:
     """Fail now, before any measurement, if ``path`` cannot be written as a file (folder, read-only, missing)."""
     path = Path(path)
     if path.is_dir():
         raise GluonbenchError(f"{what} {path} is a folder; give a file name, e.g. {path / 'diagnosis.json'}")
+    check_path(path, what)
+    refuse_non_regular(path, what)
     parent = path.resolve().parent
     if not parent.is_dir():
         raise GluonbenchError(f"{what} {path}: folder {parent} does not exist; create it or choose another")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", dir=parent)
     except OSError as exc:
         raise GluonbenchError(f"{what} {path}: {write_error(parent, exc)}") from None
     os.close(fd)
     os.unlink(tmp)
+    check_free_space(parent, what)
     return path
 
 
@@ -85,8 +168,9 @@ def _umask() -> int:
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and ``os.replace``."""
     path = Path(path)
+    refuse_non_regular(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", dir=path.parent)
     except OSError as exc:
         raise write_error(path, exc) from None
     try:
@@ -135,13 +219,15 @@ _clean = json_safe  # the former private name, used in this module
 
 def dumps(record: Any) -> str:
     data = record.to_dict() if hasattr(record, "to_dict") else record
-    return json.dumps(_clean(data), default=_json_default, sort_keys=True)
+    # a URL's user:password@ (an endpoint, a command line) is never stored
+    return json.dumps(redact(_clean(data)), default=_json_default, sort_keys=True)
 
 
 def new_run_dir(out: str | Path, name: str) -> Path:
     """``OUT/<UTC timestamp>-<name>``, created; unique even within one second."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = Path(out)
+    out = check_path(out, "--out")
+    check_path(out / f"{stamp}-{name}-99", "the run folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -171,14 +257,16 @@ class RunStore:
         return self.path / RUNS
 
     def write_settings(self, settings: dict[str, Any]) -> None:
-        atomic_write_text(self.path / SETTINGS, json.dumps(_clean(settings), indent=2, sort_keys=True))
+        atomic_write_text(self.path / SETTINGS, json.dumps(redact(_clean(settings)), indent=2, sort_keys=True))
 
     def read_settings(self) -> dict[str, Any]:
         path = self.path / SETTINGS
         if not path.is_file():
             raise GluonbenchError(f"{self.path} has no {SETTINGS}; is it a gluonbench run folder?")
         try:
-            data = json.loads(path.read_text())
+            fd = open_nofollow(path, os.O_RDONLY)
+            with os.fdopen(fd, "rb") as f:
+                data = json.loads(f.read().decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise GluonbenchError(f"{path} is not valid JSON ({exc}); restore it or start a new sweep") from None
         except OSError as exc:
@@ -187,12 +275,24 @@ class RunStore:
             raise GluonbenchError(f"{path} is not a gluonbench {SETTINGS} (no settings table); restore it")
         return data
 
+    def refuse_links(self) -> None:
+        """Refuse a run folder where a file or folder gluonbench writes is a symbolic link (``--resume``
+        would write through it, outside the folder)."""
+        for name in (LOCK, RUNS, TORN, SETTINGS, "logs", "profiles", *_EXPORT_NAMES):
+            candidate = self.path / name
+            if candidate.is_symlink():
+                raise GluonbenchError(
+                    f"{candidate} is a symbolic link; gluonbench does not write through links in a run folder. "
+                    "Remove it (or start a new run folder)"
+                )
+
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Hold this folder for one sweep; another process gets a one-line error instead of running twice."""
         path = self.path / LOCK
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            self.refuse_links()
+            fd = open_nofollow(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise write_error(path, exc) from None
         try:
@@ -219,7 +319,7 @@ class RunStore:
         if records <= 0:
             return
         try:
-            fd = os.open(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = open_nofollow(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise write_error(self.runs_path, exc) from None
         try:
@@ -244,7 +344,7 @@ class RunStore:
     def recover_tail(self) -> int:
         """Set a torn last line aside in ``runs.jsonl.torn`` and cut it off; return the bytes set aside."""
         try:
-            fd = os.open(self.runs_path, os.O_RDWR)
+            fd = open_nofollow(self.runs_path, os.O_RDWR)
         except FileNotFoundError:
             return 0
         except OSError as exc:
@@ -258,7 +358,7 @@ class RunStore:
             torn = data[keep:]
             aside = self.path / TORN
             try:
-                with open(aside, "ab") as f:
+                with os.fdopen(open_nofollow(aside, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as f:
                     f.write(torn + b"\n")
                     f.flush()
                     os.fsync(f.fileno())
@@ -283,7 +383,7 @@ class RunStore:
         line = (dumps(record) + "\n").encode("utf-8")
         self.recover_tail()
         try:
-            fd = os.open(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = open_nofollow(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise write_error(self.runs_path, exc) from None
         size = os.fstat(fd).st_size
@@ -297,7 +397,7 @@ class RunStore:
                 os.ftruncate(fd, size)  # no torn line for the next reader
             except OSError:
                 pass
-            raise write_error(self.runs_path, exc) from None
+            raise write_error(self.runs_path, exc, kept=f"the records already in {RUNS} are kept") from None
         finally:
             os.close(fd)
 
@@ -331,7 +431,7 @@ class RunStore:
         out = []
         skipped: list[str] = []
         try:
-            with open(self.runs_path, "rb") as f:
+            with os.fdopen(open_nofollow(self.runs_path, os.O_RDONLY), "rb") as f:
                 lines = f.read().split(b"\n")
         except OSError as exc:
             raise GluonbenchError(f"cannot read {self.runs_path}: {exc.strerror}") from None
@@ -363,6 +463,9 @@ class RunStore:
             )
         return self.records()
 
+
+_EXPORT_NAMES = ("summary.csv", "summary.md", "summary.json", "summary.png", "report.html")
+"""Exports commonly rebuilt in a run folder (each is also refused one by one by the atomic write)."""
 
 _WARNED: set[tuple[str, int, int]] = set()
 """runs.jsonl versions already warned about (a report reads the file more than once)."""

@@ -93,25 +93,25 @@ def _grow_pipe(fd: int) -> None:
 
 
 def private_dir(path: Path) -> bool:
-    """Create ``path`` with mode 0700 (or tighten it to 0700); return True if it was created here."""
-    created = False
+    """Create ``path`` with mode 0700; return True if it was created here.
+
+    A folder that already exists is not ours: it is used as it is, never chmodded (``/tmp``
+    tightened to 0700 would lock every other user out). The FIFOs made in it are 0600 either way.
+    """
     try:
         path.mkdir(mode=0o700, parents=True)
-        created = True
     except FileExistsError:
         if not path.is_dir():
             raise DataError(f"--channel-dir {path} exists and is not a folder; choose another path") from None
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o022:
+            log.info("--channel-dir %s (mode %o) is writable by others; its FIFOs are made 0600", path, mode)
+        return False
     except OSError as exc:
         raise DataError(f"cannot create --channel-dir {path}: {exc.strerror}; choose a writable folder") from exc
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if mode != 0o700:
-        try:
-            os.chmod(path, 0o700)
-        except OSError as exc:
-            raise DataError(f"cannot make --channel-dir {path} private (0700): {exc.strerror}") from exc
-        if not created:
-            log.warning("tightened %s from %o to 0700: FIFOs must not be reachable by other users", path, mode)
-    return created
+    # mkdir's mode goes through the umask: a fresh folder is made exactly 0700
+    os.chmod(path, 0o700)
+    return True
 
 
 # -- producer --------------------------------------------------------------------------

@@ -28,7 +28,9 @@ from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any
 
+from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Record, Rounds, measure
+from gluonbench.engine.samples import check_loss, check_samples
 from gluonbench.errors import GluonbenchError
 from gluonbench.pipeline import Pipeline, build_pipeline
 from gluonbench.tune.model import (
@@ -330,9 +332,11 @@ def _check_inputs(dataset: Any, transform: Any, decode: Any, batch_size: Any, bu
             raise GluonbenchError(f"{what} failed on dataset[0]: {type(exc).__name__}: {exc}") from exc
         if not (isinstance(sample, tuple | list) and len(sample) == 2):
             raise GluonbenchError(f"{what} must return a (data, label) pair")
+    check_samples(dataset, decode, transform)  # None, text or varying shapes: blame dataset[i] or the transform
     return dataset
 
 
+@with_deadline("tune")
 def tune(
     dataset: Any,
     transform: Callable[..., Any] | None = None,
@@ -380,6 +384,7 @@ def tune(
     from gluonbench.workloads.mnist import seed_loss, seed_net
 
     dataset = _check_inputs(dataset, transform, decode, batch_size, budget_s, max_workers)
+    check_loss(loss)
     for what, value in (("num_workers", num_workers), ("prefetch", prefetch)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise GluonbenchError(f"{what} must be a whole number >= 0 (got {value!r})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -33,6 +34,48 @@ class RuleReport:
         return asdict(self)
 
 
+RULE_PARAM_MAX = 1e9
+"""The largest value a rule parameter takes (percentages, steps, windows, standard deviations)."""
+
+
+def _rule_value(rule: str, key: str, value: Any, default: Any) -> Any:
+    """``value`` as the type of ``default``: a finite number in 0 .. 1e9 (``nan`` and ``inf`` are refused,
+    as a threshold of nan would never fire), or true/false for a switch."""
+    label = f"--rule {rule}.{key}={value!r}"
+    if default is None:
+        return value
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise GluonbenchError(f"{label} must be true or false")
+    if isinstance(default, int | float):
+        want = "a whole number" if isinstance(default, int) else "a number"
+        if isinstance(value, bool):
+            raise GluonbenchError(f"{label} must be {want} from 0 to {RULE_PARAM_MAX:g}")
+        try:
+            number = float(value) if isinstance(value, str | int | float) and len(str(value)) <= 40 else math.nan
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number) or not 0 <= number <= RULE_PARAM_MAX:
+            raise GluonbenchError(f"{label} must be {want} from 0 to {RULE_PARAM_MAX:g}")
+        if isinstance(default, int):
+            if number != int(number):
+                raise GluonbenchError(f"{label} must be a whole number from 0 to {RULE_PARAM_MAX:g}")
+            return int(number)
+        return number
+    if not isinstance(value, type(default)):
+        try:
+            return type(default)(value)
+        except (TypeError, ValueError):
+            raise GluonbenchError(f"{label} must be a {type(default).__name__}") from None
+    return value
+
+
 class Rule:
     """One rule. Subclasses declare ``name``, ``description``, ``recommendation`` and ``defaults``
     (Debugger's parameters and default values) and implement :meth:`invoke`; :meth:`evaluate`
@@ -55,13 +98,8 @@ class Rule:
         self.params: dict[str, Any] = {}
         for key, default in self.defaults.items():
             value = params.get(key, default)
-            if value is not None and default is not None and not isinstance(value, type(default)):
-                try:
-                    value = type(default)(value)
-                except (TypeError, ValueError):
-                    raise GluonbenchError(
-                        f"--rule {self.name}.{key}={value!r} must be a {type(default).__name__}"
-                    ) from None
+            if key in params:
+                value = _rule_value(self.name, key, value, default)
             self.params[key] = value
             setattr(self, key, value)
         self.violations = 0

@@ -1,0 +1,152 @@
+"""A hard deadline for a budgeted measurement: it ends within its budget plus a bounded grace.
+
+The schedules stop at their budget only between steps; a stage that blocks (a ``__getitem__`` that
+waits on a dead network share, ``--read-ms 100000``) holds one step for as long as it blocks. The
+:class:`Deadline` arms a real ``SIGALRM`` for ``budget + grace``: the signal interrupts even a
+blocking ``sleep``/``read``/queue wait of the main thread, and its handler raises
+:class:`BudgetExceededError` naming the pipeline stage the main thread was in (found on its
+stack: ``dataset[i]`` is *read*, a transform is *transform*, the loader's queue is *loader*, the
+model is *step*). The measurement's own ``finally`` blocks then close the loaders and workers.
+
+A signal can only be handled on the main thread: called from another thread, the deadline is not
+armed (logged once), and the schedule's own budget check is what remains.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from time import perf_counter
+from types import FrameType, TracebackType
+from typing import Any, TypeVar
+
+from gluonbench.errors import GluonbenchError
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+GRACE_MIN_S = 10.0
+GRACE_MAX_S = 60.0
+
+
+def grace_s(budget_s: float) -> float:
+    """The bounded grace past a budget: a quarter of it, within 10 .. 60 s (loaders shut down, reports)."""
+    return min(GRACE_MAX_S, max(GRACE_MIN_S, 0.25 * budget_s))
+
+
+class BudgetExceededError(GluonbenchError):
+    """A budgeted command ran past its budget plus grace; ``stage`` names where it was stuck."""
+
+    def __init__(self, message: str, stage: str) -> None:
+        super().__init__(message)
+        self.stage = stage
+
+
+# innermost-first: the first frame that matches names the stage
+_STAGE_BY_NAME = (
+    (("__getitem__", "read_raw", "_read", "read_file", "get_object"), "read (dataset[i])"),
+    (("decode", "imdecode", "_decode"), "decode"),
+    (("transform", "_transform", "transform_first", "preprocess"), "transform (preprocess)"),
+    (("default_batchify_fn", "default_mp_batchify_fn", "batchify", "_batchify"), "loader (batchify)"),
+    (("forward", "hybrid_forward", "backward", "step", "waitall", "update"), "step (forward/backward/update)"),
+    (("as_in_context", "copyto"), "copy (host to device)"),
+    (("__next__", "get", "recv", "_recv", "poll", "wait"), "loader (waiting for a batch from the workers)"),
+)
+
+
+def stalled_stage(frame: FrameType | None) -> str:
+    """The pipeline stage the innermost recognisable frame of ``frame``'s stack belongs to."""
+    names = []
+    while frame is not None and len(names) < 200:
+        names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    for name in names:
+        for known, stage in _STAGE_BY_NAME:
+            if name in known or any(name.endswith(k) for k in known if k.startswith("_")):
+                return stage
+    return "an unknown stage"
+
+
+class Deadline:
+    """``with Deadline(budget_s, "diagnose"):`` raises :class:`BudgetExceededError` after budget + grace."""
+
+    def __init__(self, budget_s: float, what: str, grace: float | None = None) -> None:
+        self.budget_s = float(budget_s)
+        self.what = what
+        self.grace = grace_s(self.budget_s) if grace is None else float(grace)
+        self._armed = False
+        self._previous: object = None
+        self._t0 = 0.0
+        self._outer_left = 0.0
+        self._outer_interval = 0.0
+
+    @property
+    def limit_s(self) -> float:
+        return self.budget_s + self.grace
+
+    def _fire(self, signum: int, frame: FrameType | None) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        stage = stalled_stage(frame)
+        raise BudgetExceededError(
+            f"{self.what} stopped after {perf_counter() - self._t0:.0f} s (budget {self.budget_s:g} s + "
+            f"{self.grace:g} s grace): the pipeline stalled in {stage}; one step of it takes longer than the "
+            "budget, so fix that stage or raise the budget",
+            stage,
+        )
+
+    def __enter__(self) -> Deadline:
+        self._t0 = perf_counter()
+        if threading.current_thread() is not threading.main_thread():
+            log.info("%s runs outside the main thread: no hard deadline, only the schedule's budget", self.what)
+            return self
+        # a caller's own alarm (pytest-timeout, a scheduler's wrapper) is kept: when it is due first, it
+        # stays as it is; otherwise ours runs first and theirs is re-armed, less the time spent, on exit
+        self._outer_left, self._outer_interval = signal.getitimer(signal.ITIMER_REAL)
+        if 0 < self._outer_left <= self.limit_s:
+            log.info("%s: the caller's alarm is due before budget + grace; it stays the deadline", self.what)
+            return self
+        self._previous = signal.signal(signal.SIGALRM, self._fire)
+        signal.setitimer(signal.ITIMER_REAL, self.limit_s)
+        self._armed = True
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous)  # type: ignore[arg-type]
+            self._armed = False
+            if self._outer_left > 0:
+                left = max(self._outer_left - (perf_counter() - self._t0), 0.001)
+                signal.setitimer(signal.ITIMER_REAL, left, self._outer_interval)
+
+
+def with_deadline(what: str, budget_arg: str = "budget_s") -> Callable[[F], F]:
+    """Decorate a budgeted function so the whole call (first sample included) runs under a :class:`Deadline`.
+
+    A budget that is not a finite number >= 0 is left to the function's own check (its one-line error).
+    """
+
+    def wrap(fn: F) -> F:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                budget = sig.bind(*args, **kwargs).arguments.get(budget_arg, sig.parameters[budget_arg].default)
+            except TypeError:
+                return fn(*args, **kwargs)
+            if isinstance(budget, bool) or not isinstance(budget, int | float) or not 0 <= budget <= 1e7:
+                return fn(*args, **kwargs)
+            with Deadline(budget, what):
+                return fn(*args, **kwargs)
+
+        return guarded  # type: ignore[return-value]
+
+    return wrap

@@ -1,0 +1,346 @@
+"""Reliability, round 3 (issue #21): nothing outside the output folder is touched, every bad value is one line.
+
+Each test makes the real thing (a symlink, a FIFO, a device node as root, a hostfile with a shell
+payload, a TOML file) and checks both the one-line refusal and that nothing outside was changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from conftest import assert_one_clear_line
+
+from gluonbench.errors import GluonbenchError
+from gluonbench.report.store import RunStore, atomic_write_text, check_free_space, check_writable_file, dumps
+
+# -- class 1: touching what is not ours ------------------------------------------------------------
+
+
+def _special_targets(tmp_path):
+    """A symlink to a file outside, a FIFO, and (as root) a character device node made with mknod."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    link = tmp_path / "link.json"
+    link.symlink_to(outside)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    targets = {"symbolic link": link, "not a regular file": fifo}
+    if os.geteuid() == 0:
+        null = tmp_path / "null.json"
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers, in a temp folder
+        targets["not a regular file (device)"] = null
+    return outside, targets
+
+
+def test_atomic_write_refuses_links_and_special_files(tmp_path):
+    outside, targets = _special_targets(tmp_path)
+    for label, path in targets.items():
+        mode = os.lstat(path).st_mode
+        with pytest.raises(GluonbenchError, match=r"symbolic link|not a regular file"):
+            atomic_write_text(path, "{}")
+        with pytest.raises(GluonbenchError, match=r"symbolic link|not a regular file"):
+            check_writable_file(path, "--json")
+        assert os.lstat(path).st_mode == mode, f"{label} was replaced"
+    assert outside.read_text() == "keep me"
+    plain = tmp_path / "plain.json"
+    atomic_write_text(plain, "{}")
+    atomic_write_text(plain, "[]")  # a regular file is replaced as before
+    assert plain.read_text() == "[]"
+
+
+def test_cli_json_at_a_link_is_one_line_and_nothing_measured(cli, tmp_path):
+    outside, targets = _special_targets(tmp_path)
+    proc = cli("diagnose", "--dataset", "synthetic", "--budget", "5", "--json", str(targets["symbolic link"]))
+    assert_one_clear_line(proc, "symbolic link")
+    assert outside.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("name", [".lock", "runs.jsonl", "runs.jsonl.torn", "sweep.json", "logs"])
+def test_resume_never_writes_through_a_link_in_the_run_folder(tmp_path, name):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "sweep.json").write_text(json.dumps({"settings": {}}))
+    victim = tmp_path / "victim"
+    if name == "logs":
+        victim.mkdir()
+    else:
+        victim.write_text("precious\n")
+    (run / name).unlink(missing_ok=True)
+    (run / name).symlink_to(victim)
+    store = RunStore(run)
+    with pytest.raises(GluonbenchError, match="symbolic link"):
+        with store.lock():
+            store.append({"kind": "note"})
+    if name == "logs":
+        assert list(victim.iterdir()) == []
+    else:
+        assert victim.read_text() == "precious\n"
+
+
+def test_resume_cli_refuses_a_linked_runs_file(cli, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "sweep.json").write_text(json.dumps({"settings": {"workload": "synthetic", "workers": [0]}}))
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (run / "runs.jsonl").symlink_to(victim)
+    proc = cli("sweep", "--resume", str(run))
+    assert_one_clear_line(proc, "symbolic link")
+    assert victim.read_text() == "precious\n"
+
+
+def test_existing_channel_dir_is_never_chmodded(tmp_path):
+    from gluonbench.sources.pipe import private_dir
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # like /tmp
+    assert private_dir(shared) is False
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+    target = tmp_path / "target"
+    target.mkdir(mode=0o755)
+    target.chmod(0o755)
+    link = tmp_path / "via-link"
+    link.symlink_to(target)
+    assert private_dir(link) is False
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755
+    fresh = tmp_path / "fresh" / "channel"
+    assert private_dir(fresh) is True and stat.S_IMODE(fresh.stat().st_mode) == 0o700
+
+
+def test_endpoint_credentials_are_refused_and_never_stored(cli, tmp_path):
+    from gluonbench.data.s3 import check_endpoint_url
+
+    with pytest.raises(GluonbenchError, match="carries credentials") as err:
+        check_endpoint_url("http://user:s3cret@127.0.0.1:9000")
+    assert "s3cret" not in str(err.value)
+    proc = cli("sweep", "--source", "file", "--uri", "s3://b/p", "--endpoint-url", "http://user:s3cret@127.0.0.1:9",
+               "--workers", "0", "--out", str(tmp_path / "r"))  # fmt: skip
+    assert_one_clear_line(proc, "credentials")
+    assert "s3cret" not in proc.stderr + proc.stdout
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").rglob("*.json*"))
+    # a record that carries a URL with credentials anyway (a command line, an env) is stored redacted
+    line = dumps({"command": "gluonbench io --endpoint-url https://ak:sk@minio:9000", "nested": ["s3://k:v@h/x"]})
+    assert "sk@" not in line and "v@h" not in line and "***@minio:9000" in line
+
+
+# -- class 2: shell injection through the hostfile -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["host$(touch PWNED)", "`touch PWNED`", "a.b; touch PWNED", "-oProxyCommand=touch PWNED", "h:22 x", "# comment",
+     "host:0", "host:99999", "user@@h", "[::1]:22", "h\x00"],
+)  # fmt: skip
+def test_hostfile_lines_are_checked_strictly(tmp_path, line):
+    from gluonbench.distributed.settings import parse_hostfile
+
+    hostfile = tmp_path / "hosts.txt"
+    hostfile.write_text(f"good-host\n{line}\n")
+    with pytest.raises(GluonbenchError, match="line 2"):
+        parse_hostfile(hostfile)
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_hostfile_accepts_host_port_user_and_refuses_binary(tmp_path, cli):
+    from gluonbench.distributed.settings import parse_hostfile
+
+    hostfile = tmp_path / "hosts.txt"
+    hostfile.write_text("\n10.0.0.1\nnode-2.example.com:2222\n  ubuntu@node3  \n")
+    assert parse_hostfile(hostfile) == [("10.0.0.1", 22), ("node-2.example.com", 2222), ("ubuntu@node3", 22)]
+    hostfile.write_bytes(b"\x7fELF\x02\x01\x01\x00\xff\xfe")
+    with pytest.raises(GluonbenchError, match="not a text file"):
+        parse_hostfile(hostfile)
+    hostfile.write_text("host$(touch PWNED)\n")
+    proc = cli("sweep", "--kvstore", "dist_sync", "--launcher", "ssh", "--hostfile", str(hostfile), "--hosts", "1",
+               "--workers", "0", "--out", str(tmp_path / "r"), cwd=tmp_path)  # fmt: skip
+    assert_one_clear_line(proc, "line 1", "[user@]host[:port]")
+    assert not (tmp_path / "PWNED").exists()
+
+
+# -- class 5: measured, then lost -------------------------------------------------------------------
+
+
+def test_free_space_is_checked_before_measuring(tmp_path):
+    check_free_space(tmp_path, "diagnose --json")  # the test machine has 4 MiB free
+    with pytest.raises(GluonbenchError, match=r"disk full at .* KiB free, tune --json needs"):
+        check_free_space(tmp_path, "tune --json", need=1 << 62)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/unshare"), reason="needs root and unshare -m")
+def test_diagnose_json_on_a_full_disk_says_so_before_measuring(tmp_path):
+    import subprocess
+    import sys
+
+    script = (
+        f"mount -t tmpfs -o size=64k tmpfs {tmp_path} && dd if=/dev/zero of={tmp_path}/fill bs=4k count=64 2>/dev/null;"
+        f" {sys.executable} -m gluonbench diagnose --dataset synthetic --budget 5 --json {tmp_path}/d.json"
+    )
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    assert_one_clear_line(proc, "disk full", "before measuring")
+
+
+# -- classes 6 and 7: bounds, silently accepted values ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["sweep", "--workers", "0..99999999999"], "values go up to"),
+        (["sweep", "--workers", "0..4000"], "--workers"),
+        (["sweep", "--devices", "100000"], "--devices"),
+        (["sweep", "--batch-size", "1" * 400], "--batch-size"),
+        (["sweep", "--timeout", "1e300"], "too long"),
+        (["sweep", "--name", "n" * 300], "--name"),
+        (["sweep", "--out", "/tmp/" + "d" * 300, "--workers", "0"], "--out"),
+        (["profile", "--rule", "CPUBottleneck.threshold=nan", "--", "true"], "threshold"),
+        (["io", "--small", "1" * 400], "size"),
+    ],
+)
+def test_unbounded_values_are_one_line(cli, tmp_path, args, needle):
+    proc = cli(*args, cwd=tmp_path)
+    assert_one_clear_line(proc, needle)
+
+
+def test_non_utf8_name_is_one_line_before_training(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable.encode(), b"-m", b"gluonbench", b"sweep", b"--name", b"\xff", b"--out", str(tmp_path).encode()],
+        capture_output=True, timeout=120, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert b"Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == [], "nothing written"
+
+
+@pytest.mark.parametrize(
+    ("toml", "needle"),
+    [
+        ("batch_size = true", "batch_size must be a whole number"),
+        ("batch_size = 64.9", "batch_size must be a whole number"),
+        ("timeout_s = true", "timeout_s must be a number of seconds"),
+        ('workers = "0..99999999999"', "values go up to"),
+        ('name = "x"\n[sweep]\nworkers = "0"', "beside [sweep]"),
+        ("x = " + "[" * 2000 + "]" * 2000, "nested too deeply"),
+    ],
+)
+def test_toml_values_are_not_silently_changed(cli, tmp_path, toml, needle):
+    config = tmp_path / "c.toml"
+    config.write_text(toml + "\n")
+    proc = cli("sweep", "--config", str(config), "--out", str(tmp_path / "r"))
+    assert_one_clear_line(proc, needle)
+
+
+def test_config_of_a_device_or_a_fifo_is_refused(cli, tmp_path):
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    proc = cli("sweep", "--config", str(fifo), timeout=60)
+    assert_one_clear_line(proc, "not a regular file")
+    proc = cli("sweep", "--config", "/dev/zero", timeout=60)
+    assert_one_clear_line(proc, "not a regular file")
+
+
+# -- class 4: nothing hangs past its budget; class 7: Ctrl-C of diagnose/tune -----------------------
+
+
+class _Blocks:
+    """A dataset whose reads block (a dead network share): dataset[0] answers, every later read hangs."""
+
+    def __len__(self):
+        return 256
+
+    def __getitem__(self, i):
+        import time
+
+        import numpy as np
+
+        if i > 0:
+            time.sleep(3600)
+        return np.zeros((1, 28, 28), np.float32), np.float32(0)
+
+
+def test_python_diagnose_with_a_blocking_getitem_ends_within_budget_plus_grace():
+    import time
+
+    import gluonbench
+    from gluonbench.engine.deadline import BudgetExceededError, grace_s
+
+    t0 = time.monotonic()
+    with pytest.raises(BudgetExceededError, match=r"stalled in read \(dataset\[i\]\)") as err:
+        gluonbench.diagnose(_Blocks(), batch_size=4, ctx="cpu", budget_s=2)
+    assert err.value.stage == "read (dataset[i])"
+    assert time.monotonic() - t0 < 2 + grace_s(2) + 10, "budget + grace, plus closing the loader"
+    import signal
+
+    handler = signal.getsignal(signal.SIGALRM)
+    assert getattr(handler, "__self__", None).__class__.__name__ != "Deadline", "the handler before it is restored"
+
+
+def test_cli_read_ms_past_the_budget_is_one_line_naming_the_stage(cli, tmp_path):
+    import time
+
+    t0 = time.monotonic()
+    proc = cli("diagnose", "--dataset", "synthetic", "--read-ms", "100000", "--budget", "5", cwd=tmp_path, timeout=180)
+    assert_one_clear_line(proc, "stalled in read", "budget 5 s")
+    assert time.monotonic() - t0 < 5 + 10 + 60, "budget + grace + start-up on a busy machine"
+
+
+def test_interrupting_diagnose_does_not_suggest_resume(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gluonbench", "diagnose", "--dataset", "synthetic", "--budget", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    time.sleep(8)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode in (130, -2), err  # -2: killed by the SIGINT while shutting down
+    assert "interrupted" in err and "--resume" not in err
+
+
+# -- class 7: errors that blame the right thing ------------------------------------------------------
+
+
+class _Gives:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return self.fn(i)
+
+
+def _image(i=0):
+    import numpy as np
+
+    return np.zeros((1, 28, 28), np.float32)
+
+
+@pytest.mark.parametrize(
+    ("dataset", "kwargs", "needle"),
+    [
+        (_Gives(lambda i: (None, 0)), {}, r"dataset\[0\] gives data of type NoneType"),
+        (_Gives(lambda i: ("a string", 0)), {}, r"dataset\[0\] gives data of type str"),
+        (_Gives(lambda i: (_image(), None)), {}, r"dataset\[0\] gives label of type NoneType"),
+        (_Gives(lambda i: (_image()[:, : 28 - (i % 2)], 0.0)), {}, r"dataset\[1\] has data of shape \(1, 27, 28\)"),
+        (_Gives(lambda i: (_image(), 0.0)), {"loss": 42}, r"loss must be a Gluon loss .* \(got int 42\)"),
+        (_Gives(lambda i: (_image(), 0.0)), {"transform": lambda d, y: (None, y)}, r"transform\(dataset\[0\]\) gives"),
+    ],
+)
+def test_bad_samples_and_loss_are_blamed_right(dataset, kwargs, needle):
+    import gluonbench
+
+    for call, budget in ((gluonbench.diagnose, 2), (gluonbench.tune, 10)):
+        with pytest.raises(GluonbenchError, match=needle):
+            call(dataset, batch_size=4, ctx="cpu", budget_s=budget, **kwargs)
