@@ -585,8 +585,8 @@ def check_vision(workload: str, options: dict[str, Any], data_dir: str | None = 
     Returns the split sizes. Discovering the data set lists it (and, for RecordIO without
     ``.idx``, reads it once to index it).
     """
+    from gluonbench.data.store import open_store
     from gluonbench.sources.base import DataSet
-    from gluonbench.sources.store import open_store
 
     opts = dict(options)
     if workload == "seed004":
