@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from gluonbench.engine.run import RunSpec
+from gluonbench.engine.run import RunSetting, RunSpec
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg, example
 from gluonbench.ranges import parse_int_list
@@ -19,28 +19,14 @@ from gluonbench.validate import check_seed
 
 
 @dataclass(frozen=True)
-class SweepSettings:
-    """One sweep: every worker count in ``workers``, ``repeat`` times each."""
+class SweepSettings(RunSetting):
+    """One sweep: every worker count in ``workers``, ``repeat`` times each; the settings its runs share are
+    :class:`~gluonbench.engine.run.RunSetting`'s (each run is a :class:`~gluonbench.engine.run.RunSpec`)."""
 
-    workload: str = "mnist"
-    data_dir: str | None = None
     workers: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7, 8)
-    eval_workers: int | None = None
-    batch_size: int = 64
-    epochs: int = 1
-    max_batches: int | None = None
-    ctx: str = "cpu"
-    thread_pool: bool = False
     repeat: int = 1
-    seed: int = 1
     timeout_s: float = 3600.0
-    download: bool = True
     name: str | None = None
-    diagnose: bool = False
-    """diagnose the bottleneck after each run (``gluonbench sweep --diagnose``)"""
-    diagnose_budget_s: float = 30.0
-    options: dict[str, Any] = field(default_factory=dict)
-    """Passed to the workload factory of every run (``RunSpec.options``)."""
     model: str | None = None
     """a classification model of gluoncv's zoo (``--model``); None: the workload's default (the seed's CNN)"""
     preset: str | None = None
@@ -67,23 +53,11 @@ class SweepSettings:
 
     # scale-out (gluonbench.distributed): per-device batch over ``devices`` contexts or ``gpus``, the
     # kvstore; with a dist_* kvstore, one job per entry of ``hosts`` (worker processes) with ``servers``
-    devices: int = 1
     gpus: tuple[int, ...] | None = None
-    kvstore: str | None = None
     hosts: tuple[int, ...] = (1,)
-    servers: int = 1
     launcher: str = "local"
     hostfile: str | None = None
     port: int | None = None
-    diagnose_rank: int = 0
-    """with a dist kvstore and ``diagnose``: the worker rank that diagnoses its pipeline after training"""
-    prefetch: int | None = None
-    """DataLoader(prefetch=...) of every run (None: MXNet's 2 x workers; ``gluonbench tune`` writes it)"""
-    emulate_step_ms: float | str | None = None
-    """swap the model step for a timed wait of this many ms per batch, or a named target such as
-    ``resnet50@v100`` (``--emulate-step-ms``; see :mod:`gluonbench.pipeline.emulate`)"""
-    pin_memory: bool = False
-    """DataLoader(pin_memory=True) of every run (``--pin-memory``; matters only with a GPU context)"""
     pipeline: str | None = None
     """a user's pipeline factory, ``"mypkg.train:make"`` or ``"path/file.py:make"`` (``--pipeline``; see
     :class:`gluonbench.PipelineSpec`): every run trains what it returns instead of ``workload``"""
@@ -94,8 +68,7 @@ class SweepSettings:
         """All runs, repeats interleaved (0, 2, 4, 0, 2, 4, ...) so drift spreads evenly."""
         shared = {
             f.name: getattr(self, f.name)
-            for f in fields(RunSpec)
-            if f.name not in ("workers", "repeat", "hosts", "gpus") and hasattr(self, f.name)
+            for f in fields(RunSetting)
         }
         shared["workload"] = self.run_workload()
         gpus = list(self.gpus) if self.gpus is not None else None
