@@ -66,10 +66,7 @@ class SweepSettings(RunSetting):
 
     def specs(self) -> list[RunSpec]:
         """All runs, repeats interleaved (0, 2, 4, 0, 2, 4, ...) so drift spreads evenly."""
-        shared = {
-            f.name: getattr(self, f.name)
-            for f in fields(RunSetting)
-        }
+        shared = {f.name: getattr(self, f.name) for f in fields(RunSetting)}
         shared["workload"] = self.run_workload()
         gpus = list(self.gpus) if self.gpus is not None else None
         return [
@@ -169,7 +166,10 @@ def check_pipeline_settings(settings: Any) -> None:
     pipeline = settings.pipeline
     if pipeline is None:
         if settings.pipeline_options:
-            raise GluonbenchError("--pipeline-option goes with --pipeline MODULE:FUNCTION; add --pipeline")
+            raise GluonbenchError(
+                f"{arg('pipeline_options', '--pipeline-option')} goes with {arg('pipeline')} MODULE:FUNCTION; "
+                f"add {arg('pipeline')}"
+            )
         return
     from gluonbench.workloads.spec import split_target
 
@@ -180,13 +180,15 @@ def check_pipeline_settings(settings: Any) -> None:
         )
     if settings.workload not in ("mnist", "pipeline"):
         raise GluonbenchError(
-            f"--pipeline and --dataset {settings.workload} exclude each other; the pipeline's factory gives the data"
+            f"{arg('pipeline')} and {arg('workload')} {settings.workload} exclude each other; "
+            "the pipeline's factory gives the data"
         )
     extra = [k for k in ("model", "preset", "classes", "image_size") if getattr(settings, k, None) is not None]
     if settings.options or extra:
         names = ", ".join([*sorted(settings.options), *extra])
         raise GluonbenchError(
-            f"--pipeline takes no data set options ({names}); pass them to the factory with --pipeline-option KEY=VALUE"
+            f"{arg('pipeline')} takes no data set options ({names}); pass them to the factory with "
+            f"{example('pipeline_options={KEY: VALUE}', '--pipeline-option KEY=VALUE')}"
         )
 
 
@@ -444,7 +446,7 @@ class IoSettings:
             bad = [v for v in values if v not in allowed]
             if not values or bad:
                 raise GluonbenchError(
-                    f"--{name} {','.join(values)!r}: choose from {', '.join(allowed)} (comma-separated)"
+                    f"{arg(name)} {','.join(values)!r}: choose from {', '.join(allowed)} (comma-separated)"
                 )
 
         subset("modes", IO_MODES)
@@ -452,34 +454,37 @@ class IoSettings:
         subset("layouts", IO_LAYOUTS)
         for name in ("epochs", "batch_size", "threads"):
             if getattr(self, name) < 1:
-                raise GluonbenchError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
+                raise GluonbenchError(f"{arg(name)} must be at least 1 (got {getattr(self, name)})")
         if self.stage not in ("read", "decode"):
-            raise GluonbenchError(f"--stage must be read or decode (got {self.stage!r})")
+            raise GluonbenchError(f"{arg('stage')} must be read or decode (got {self.stage!r})")
         if self.page_cache not in ("warm", "cold"):
-            raise GluonbenchError(f"--page-cache must be warm or cold (got {self.page_cache!r})")
-        check_seconds(self.timeout_s, "--timeout")
+            raise GluonbenchError(f"{arg('page_cache')} must be warm or cold (got {self.page_cache!r})")
+        check_seconds(self.timeout_s, arg("timeout_s"))
         if self.timeout_s <= 0:
-            raise GluonbenchError(f"--timeout must be positive (got {self.timeout_s})")
-        check_name(self.name, "--name")
+            raise GluonbenchError(f"{arg('timeout_s')} must be positive (got {self.timeout_s})")
+        check_name(self.name, arg("name"))
         from gluonbench.validate import check_seed
 
         check_seed(self.seed)
         for flag, value, want in (
-            ("--mnist-dir", self.mnist_dir, "the folder of the MNIST files"),
-            ("--src", self.src, "an image folder (SRC/<class>/*.jpg)"),
+            (arg("mnist_dir"), self.mnist_dir, "the folder of the MNIST files"),
+            (arg("src"), self.src, "an image folder (SRC/<class>/*.jpg)"),
         ):
             if value is not None and not Path(value).is_dir():
                 what = "is not a folder" if Path(value).exists() else "does not exist"
                 raise GluonbenchError(f"{flag} {value} {what}; give {want}")
         if self.small_bytes > self.large_bytes:
-            raise GluonbenchError("--small must not exceed --large")
+            raise GluonbenchError(f"{arg('small_bytes', '--small')} must not exceed {arg('large_bytes', '--large')}")
         if self.file_size > self.small_bytes:
-            raise GluonbenchError("--file-size must be below --small; the small data set needs several files")
+            raise GluonbenchError(
+                f"{arg('file_size')} must be below {arg('small_bytes', '--small')}; the small data set needs several files"
+            )
         if self.endpoint_url and not self.s3_uri:
-            raise GluonbenchError("--endpoint-url goes with --s3-uri s3://BUCKET/PREFIX")
+            raise GluonbenchError(f"{arg('endpoint_url')} goes with {arg('s3_uri')} s3://BUCKET/PREFIX")
         if self.preset is not None:
             if self.stage != "decode":
-                raise GluonbenchError("--preset applies to --stage decode; add --stage decode")
+                add = example("stage='decode'", "--stage decode")
+                raise GluonbenchError(f"{arg('preset')} applies to {arg('stage')} decode; add {add}")
             from gluonbench.workloads.vision_zoo import Preset
 
             Preset(self.preset, self.image_size)  # validates both
@@ -488,7 +493,7 @@ class IoSettings:
 
             check_endpoint_url(self.endpoint_url)
         if self.s3_uri and not self.s3_uri.startswith("s3://"):
-            raise GluonbenchError(f"--s3-uri {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
+            raise GluonbenchError(f"{arg('s3_uri')} {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
         if self.emulate_step_ms is not None:
             from gluonbench.pipeline.emulate import step_ms
 
@@ -509,8 +514,8 @@ def synthetic_options(workload: str, knobs: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise GluonbenchError(f"unknown synthetic option(s) {', '.join(unknown)}; known: {', '.join(SYNTHETIC_KNOBS)}")
     if given and workload != "synthetic":
-        flags = ", ".join("--" + k.replace("_", "-") for k in given)
-        raise GluonbenchError(f"{flags} only apply to --dataset synthetic (got --dataset {workload})")
+        flags = ", ".join(arg(k) for k in given)
+        raise GluonbenchError(f"{flags} only apply to {arg('workload')} synthetic (got {arg('workload')} {workload})")
     return given
 
 
@@ -528,7 +533,10 @@ def source_options(
         out.update({k: v for k, v in (("uri", uri), ("endpoint_url", endpoint_url), ("cache_dir", cache_dir)) if v})
         return out
     if endpoint_url or cache_dir:
-        raise GluonbenchError("--endpoint-url and --cache-dir go with --source/--uri; add --uri")
+        raise GluonbenchError(
+            f"{arg('endpoint_url')} and {arg('cache_dir')} go with {arg('mode', '--source')}/{arg('uri')}; "
+            f"add {arg('uri')}"
+        )
     return None
 
 
@@ -634,7 +642,9 @@ class DiagnoseSettings:
             check_writable_file(self.json_path, "--json")  # before the measurement, not after it
         check_pipeline_settings(self)
         if self.workload not in workload_names():
-            raise GluonbenchError(f"unknown --dataset {self.workload!r}; choose one of {', '.join(workload_names())}")
+            raise GluonbenchError(
+                f"unknown {arg('workload')} {self.workload!r}; choose one of {', '.join(workload_names())}"
+            )
         if self.workload == "synthetic":
             from gluonbench.workloads.synthetic import check_options
 
@@ -725,7 +735,9 @@ class TuneSettings:
                 check_writable_file(path, flag)  # before the search, not after it
         check_pipeline_settings(self)
         if self.workload not in workload_names():
-            raise GluonbenchError(f"unknown --dataset {self.workload!r}; choose one of {', '.join(workload_names())}")
+            raise GluonbenchError(
+                f"unknown {arg('workload')} {self.workload!r}; choose one of {', '.join(workload_names())}"
+            )
         if self.workload == "synthetic":
             from gluonbench.workloads.synthetic import check_options
 
