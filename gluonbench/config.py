@@ -102,7 +102,7 @@ class SweepSettings(RunSetting):
 
         check_ctx(self.ctx)
         check_types(self)
-        check_name(self.name, "--name")
+        check_name(self.name, arg("name"))
         for name in ("batch_size", "epochs", "repeat"):
             if getattr(self, name) < 1:
                 raise GluonbenchError(f"{arg(name)} must be at least 1 (got {getattr(self, name)})")
@@ -138,8 +138,8 @@ class SweepSettings(RunSetting):
         check_scale(self)
         from gluonbench.knobs import KNOBS
 
-        KNOBS["prefetch"].check(self.prefetch, "--prefetch")
-        KNOBS["pin_memory"].check(self.pin_memory, "pin_memory")
+        KNOBS["prefetch"].check(self.prefetch, arg("prefetch"))
+        KNOBS["pin_memory"].check(self.pin_memory, arg("pin_memory"))
         check_pipeline_settings(self)
         return self
 
@@ -639,7 +639,7 @@ class DiagnoseSettings:
         if self.json_path:
             from gluonbench.report.store import check_writable_file
 
-            check_writable_file(self.json_path, "--json")  # before the measurement, not after it
+            check_writable_file(self.json_path, arg("json_path", "--json"))  # before the measurement, not after it
         check_pipeline_settings(self)
         if self.workload not in workload_names():
             raise GluonbenchError(
@@ -728,7 +728,7 @@ class TuneSettings:
         if self.ctx is not None:
             check_ctx(self.ctx)
         check_seed(self.seed)
-        for flag, path in (("--json", self.json_path), ("--toml", self.toml_path)):
+        for flag, path in ((arg("json_path", "--json"), self.json_path), (arg("toml_path", "--toml"), self.toml_path)):
             if path:
                 from gluonbench.report.store import check_writable_file
 
