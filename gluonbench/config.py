@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from gluonbench.engine.run import RunSpec
+from gluonbench.engine.run import RunSetting, RunSpec
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg, example
 from gluonbench.ranges import parse_int_list
@@ -19,28 +19,14 @@ from gluonbench.validate import check_seed
 
 
 @dataclass(frozen=True)
-class SweepSettings:
-    """One sweep: every worker count in ``workers``, ``repeat`` times each."""
+class SweepSettings(RunSetting):
+    """One sweep: every worker count in ``workers``, ``repeat`` times each; the settings its runs share are
+    :class:`~gluonbench.engine.run.RunSetting`'s (each run is a :class:`~gluonbench.engine.run.RunSpec`)."""
 
-    workload: str = "mnist"
-    data_dir: str | None = None
     workers: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7, 8)
-    eval_workers: int | None = None
-    batch_size: int = 64
-    epochs: int = 1
-    max_batches: int | None = None
-    ctx: str = "cpu"
-    thread_pool: bool = False
     repeat: int = 1
-    seed: int = 1
     timeout_s: float = 3600.0
-    download: bool = True
     name: str | None = None
-    diagnose: bool = False
-    """diagnose the bottleneck after each run (``gluonbench sweep --diagnose``)"""
-    diagnose_budget_s: float = 30.0
-    options: dict[str, Any] = field(default_factory=dict)
-    """Passed to the workload factory of every run (``RunSpec.options``)."""
     model: str | None = None
     """a classification model of gluoncv's zoo (``--model``); None: the workload's default (the seed's CNN)"""
     preset: str | None = None
@@ -67,23 +53,11 @@ class SweepSettings:
 
     # scale-out (gluonbench.distributed): per-device batch over ``devices`` contexts or ``gpus``, the
     # kvstore; with a dist_* kvstore, one job per entry of ``hosts`` (worker processes) with ``servers``
-    devices: int = 1
     gpus: tuple[int, ...] | None = None
-    kvstore: str | None = None
     hosts: tuple[int, ...] = (1,)
-    servers: int = 1
     launcher: str = "local"
     hostfile: str | None = None
     port: int | None = None
-    diagnose_rank: int = 0
-    """with a dist kvstore and ``diagnose``: the worker rank that diagnoses its pipeline after training"""
-    prefetch: int | None = None
-    """DataLoader(prefetch=...) of every run (None: MXNet's 2 x workers; ``gluonbench tune`` writes it)"""
-    emulate_step_ms: float | str | None = None
-    """swap the model step for a timed wait of this many ms per batch, or a named target such as
-    ``resnet50@v100`` (``--emulate-step-ms``; see :mod:`gluonbench.pipeline.emulate`)"""
-    pin_memory: bool = False
-    """DataLoader(pin_memory=True) of every run (``--pin-memory``; matters only with a GPU context)"""
     pipeline: str | None = None
     """a user's pipeline factory, ``"mypkg.train:make"`` or ``"path/file.py:make"`` (``--pipeline``; see
     :class:`gluonbench.PipelineSpec`): every run trains what it returns instead of ``workload``"""
@@ -92,11 +66,7 @@ class SweepSettings:
 
     def specs(self) -> list[RunSpec]:
         """All runs, repeats interleaved (0, 2, 4, 0, 2, 4, ...) so drift spreads evenly."""
-        shared = {
-            f.name: getattr(self, f.name)
-            for f in fields(RunSpec)
-            if f.name not in ("workers", "repeat", "hosts", "gpus") and hasattr(self, f.name)
-        }
+        shared = {f.name: getattr(self, f.name) for f in fields(RunSetting)}
         shared["workload"] = self.run_workload()
         gpus = list(self.gpus) if self.gpus is not None else None
         return [
@@ -132,7 +102,7 @@ class SweepSettings:
 
         check_ctx(self.ctx)
         check_types(self)
-        check_name(self.name, "--name")
+        check_name(self.name, arg("name"))
         from gluonbench.bounds import check_settings_bounds
 
         check_settings_bounds(self)  # upper bounds too, before any work (#21)
@@ -171,8 +141,8 @@ class SweepSettings:
         check_scale(self)
         from gluonbench.knobs import KNOBS
 
-        KNOBS["prefetch"].check(self.prefetch, "--prefetch")
-        KNOBS["pin_memory"].check(self.pin_memory, "pin_memory")
+        KNOBS["prefetch"].check(self.prefetch, arg("prefetch"))
+        KNOBS["pin_memory"].check(self.pin_memory, arg("pin_memory"))
         check_pipeline_settings(self)
         return self
 
@@ -199,7 +169,10 @@ def check_pipeline_settings(settings: Any) -> None:
     pipeline = settings.pipeline
     if pipeline is None:
         if settings.pipeline_options:
-            raise GluonbenchError("--pipeline-option goes with --pipeline MODULE:FUNCTION; add --pipeline")
+            raise GluonbenchError(
+                f"{arg('pipeline_options', '--pipeline-option')} goes with {arg('pipeline')} MODULE:FUNCTION; "
+                f"add {arg('pipeline')}"
+            )
         return
     from gluonbench.workloads.spec import split_target
 
@@ -210,13 +183,15 @@ def check_pipeline_settings(settings: Any) -> None:
         )
     if settings.workload not in ("mnist", "pipeline"):
         raise GluonbenchError(
-            f"--pipeline and --dataset {settings.workload} exclude each other; the pipeline's factory gives the data"
+            f"{arg('pipeline')} and {arg('workload')} {settings.workload} exclude each other; "
+            "the pipeline's factory gives the data"
         )
     extra = [k for k in ("model", "preset", "classes", "image_size") if getattr(settings, k, None) is not None]
     if settings.options or extra:
         names = ", ".join([*sorted(settings.options), *extra])
         raise GluonbenchError(
-            f"--pipeline takes no data set options ({names}); pass them to the factory with --pipeline-option KEY=VALUE"
+            f"{arg('pipeline')} takes no data set options ({names}); pass them to the factory with "
+            f"{example('pipeline_options={KEY: VALUE}', '--pipeline-option KEY=VALUE')}"
         )
 
 
@@ -498,7 +473,7 @@ class IoSettings:
             bad = [v for v in values if v not in allowed]
             if not values or bad:
                 raise GluonbenchError(
-                    f"--{name} {','.join(values)!r}: choose from {', '.join(allowed)} (comma-separated)"
+                    f"{arg(name)} {','.join(values)!r}: choose from {', '.join(allowed)} (comma-separated)"
                 )
 
         subset("modes", IO_MODES)
@@ -506,34 +481,37 @@ class IoSettings:
         subset("layouts", IO_LAYOUTS)
         for name in ("epochs", "batch_size", "threads"):
             if getattr(self, name) < 1:
-                raise GluonbenchError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
+                raise GluonbenchError(f"{arg(name)} must be at least 1 (got {getattr(self, name)})")
         if self.stage not in ("read", "decode"):
-            raise GluonbenchError(f"--stage must be read or decode (got {self.stage!r})")
+            raise GluonbenchError(f"{arg('stage')} must be read or decode (got {self.stage!r})")
         if self.page_cache not in ("warm", "cold"):
-            raise GluonbenchError(f"--page-cache must be warm or cold (got {self.page_cache!r})")
-        check_seconds(self.timeout_s, "--timeout")
+            raise GluonbenchError(f"{arg('page_cache')} must be warm or cold (got {self.page_cache!r})")
+        check_seconds(self.timeout_s, arg("timeout_s"))
         if self.timeout_s <= 0:
-            raise GluonbenchError(f"--timeout must be positive (got {self.timeout_s})")
-        check_name(self.name, "--name")
+            raise GluonbenchError(f"{arg('timeout_s')} must be positive (got {self.timeout_s})")
+        check_name(self.name, arg("name"))
         from gluonbench.validate import check_seed
 
         check_seed(self.seed)
         for flag, value, want in (
-            ("--mnist-dir", self.mnist_dir, "the folder of the MNIST files"),
-            ("--src", self.src, "an image folder (SRC/<class>/*.jpg)"),
+            (arg("mnist_dir"), self.mnist_dir, "the folder of the MNIST files"),
+            (arg("src"), self.src, "an image folder (SRC/<class>/*.jpg)"),
         ):
             if value is not None and not Path(value).is_dir():
                 what = "is not a folder" if Path(value).exists() else "does not exist"
                 raise GluonbenchError(f"{flag} {value} {what}; give {want}")
         if self.small_bytes > self.large_bytes:
-            raise GluonbenchError("--small must not exceed --large")
+            raise GluonbenchError(f"{arg('small_bytes', '--small')} must not exceed {arg('large_bytes', '--large')}")
         if self.file_size > self.small_bytes:
-            raise GluonbenchError("--file-size must be below --small; the small data set needs several files")
+            raise GluonbenchError(
+                f"{arg('file_size')} must be below {arg('small_bytes', '--small')}; the small data set needs several files"
+            )
         if self.endpoint_url and not self.s3_uri:
-            raise GluonbenchError("--endpoint-url goes with --s3-uri s3://BUCKET/PREFIX")
+            raise GluonbenchError(f"{arg('endpoint_url')} goes with {arg('s3_uri')} s3://BUCKET/PREFIX")
         if self.preset is not None:
             if self.stage != "decode":
-                raise GluonbenchError("--preset applies to --stage decode; add --stage decode")
+                add = example("stage='decode'", "--stage decode")
+                raise GluonbenchError(f"{arg('preset')} applies to {arg('stage')} decode; add {add}")
             from gluonbench.workloads.vision_zoo import Preset
 
             Preset(self.preset, self.image_size)  # validates both
@@ -542,7 +520,7 @@ class IoSettings:
 
             check_endpoint_url(self.endpoint_url)
         if self.s3_uri and not self.s3_uri.startswith("s3://"):
-            raise GluonbenchError(f"--s3-uri {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
+            raise GluonbenchError(f"{arg('s3_uri')} {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
         if self.emulate_step_ms is not None:
             from gluonbench.pipeline.emulate import step_ms
 
@@ -563,8 +541,8 @@ def synthetic_options(workload: str, knobs: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise GluonbenchError(f"unknown synthetic option(s) {', '.join(unknown)}; known: {', '.join(SYNTHETIC_KNOBS)}")
     if given and workload != "synthetic":
-        flags = ", ".join("--" + k.replace("_", "-") for k in given)
-        raise GluonbenchError(f"{flags} only apply to --dataset synthetic (got --dataset {workload})")
+        flags = ", ".join(arg(k) for k in given)
+        raise GluonbenchError(f"{flags} only apply to {arg('workload')} synthetic (got {arg('workload')} {workload})")
     return given
 
 
@@ -582,7 +560,10 @@ def source_options(
         out.update({k: v for k, v in (("uri", uri), ("endpoint_url", endpoint_url), ("cache_dir", cache_dir)) if v})
         return out
     if endpoint_url or cache_dir:
-        raise GluonbenchError("--endpoint-url and --cache-dir go with --source/--uri; add --uri")
+        raise GluonbenchError(
+            f"{arg('endpoint_url')} and {arg('cache_dir')} go with {arg('mode', '--source')}/{arg('uri')}; "
+            f"add {arg('uri')}"
+        )
     return None
 
 
@@ -687,10 +668,12 @@ class DiagnoseSettings:
         if self.json_path:
             from gluonbench.report.store import check_writable_file
 
-            check_writable_file(self.json_path, "--json")  # before the measurement, not after it
+            check_writable_file(self.json_path, arg("json_path", "--json"))  # before the measurement, not after it
         check_pipeline_settings(self)
         if self.workload not in workload_names():
-            raise GluonbenchError(f"unknown --dataset {self.workload!r}; choose one of {', '.join(workload_names())}")
+            raise GluonbenchError(
+                f"unknown {arg('workload')} {self.workload!r}; choose one of {', '.join(workload_names())}"
+            )
         if self.workload == "synthetic":
             from gluonbench.workloads.synthetic import check_options
 
@@ -776,14 +759,16 @@ class TuneSettings:
         if self.ctx is not None:
             check_ctx(self.ctx)
         check_seed(self.seed)
-        for flag, path in (("--json", self.json_path), ("--toml", self.toml_path)):
+        for flag, path in ((arg("json_path", "--json"), self.json_path), (arg("toml_path", "--toml"), self.toml_path)):
             if path:
                 from gluonbench.report.store import check_writable_file
 
                 check_writable_file(path, flag)  # before the search, not after it
         check_pipeline_settings(self)
         if self.workload not in workload_names():
-            raise GluonbenchError(f"unknown --dataset {self.workload!r}; choose one of {', '.join(workload_names())}")
+            raise GluonbenchError(
+                f"unknown {arg('workload')} {self.workload!r}; choose one of {', '.join(workload_names())}"
+            )
         if self.workload == "synthetic":
             from gluonbench.workloads.synthetic import check_options
 

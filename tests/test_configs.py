@@ -41,3 +41,24 @@ def test_scale_fields_are_additive():
     s = coerce(SweepSettings(), load_toml(CONFIGS / "mnist-cpu.toml"), source="cfg").check()
     assert (s.devices, s.gpus, s.kvstore, s.hosts, s.servers, s.launcher) == (1, None, None, (1,), 1, "local")
     assert [sp.key for sp in s.specs()] == [(w, 0) for w in range(9)]
+
+
+def test_sweep_settings_and_run_spec_share_one_declaration():
+    """The settings a sweep hands to each run are declared once (RunSetting); the loader defaults are the knobs'."""
+    from dataclasses import fields
+
+    from gluonbench.config import SweepSettings
+    from gluonbench.engine.run import RunSetting, RunSpec
+    from gluonbench.knobs import KNOBS
+
+    shared = {f.name for f in fields(RunSetting)}
+    assert issubclass(SweepSettings, RunSetting) and issubclass(RunSpec, RunSetting)
+    assert {"batch_size", "thread_pool", "prefetch", "pin_memory"} <= shared
+    for knob in ("batch_size", "thread_pool", "prefetch", "pin_memory"):
+        assert getattr(SweepSettings(), knob) == getattr(RunSpec(), knob) == KNOBS[knob].default
+    assert RunSpec().workers == KNOBS["num_workers"].default
+    settings = SweepSettings(workers=(0, 2), repeat=2, batch_size=32, prefetch=3, pin_memory=True).check()
+    runs = settings.specs()
+    assert [(r.workers, r.repeat) for r in runs] == [(0, 0), (2, 0), (0, 1), (2, 1)]
+    for run in runs:
+        assert all(getattr(run, name) == getattr(settings, name) for name in shared - {"workload", "options"})

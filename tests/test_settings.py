@@ -48,8 +48,8 @@ def test_parse_thresholds():
         ({"batch_size": 0}, "batch_size must be at least 1"),
         ({"workers": -1}, "workers must be 0 or more"),
         ({"budget_s": 1.0}, "budget_s must be at least 2 seconds"),
-        ({"ctx": "tpu"}, "--ctx 'tpu'"),
-        ({"workload": "cifar"}, "unknown --dataset 'cifar'"),
+        ({"ctx": "tpu"}, "ctx 'tpu'"),
+        ({"workload": "cifar"}, "unknown workload 'cifar'"),
         ({"json_path": "/nonexistent/d.json"}, "does not exist"),
         ({"thresholds": {"rel_ci": 0.1}}, "thresholds must be a Thresholds"),
     ],
@@ -65,7 +65,7 @@ def test_settings_are_frozen_and_labelled():
         d.workers = 3  # type: ignore[misc]
     assert d.label() == "diagnose-mnist-w2" and d.to_dict()["thresholds"] == Thresholds().to_dict()
     assert SweepSettings(workers=(0, 2)).check().label() == "sweep-mnist-cpu"
-    with pytest.raises(GluonbenchError, match="--ctx 'tpu'"):
+    with pytest.raises(GluonbenchError, match=r"^ctx 'tpu'"):
         SweepSettings(ctx="tpu").check()
     with pytest.raises(GluonbenchError, match="choose from file, fastfile, pipe"):
         IoSettings(modes=("ftp",)).check()
@@ -73,7 +73,7 @@ def test_settings_are_frozen_and_labelled():
 
 def test_workload_options_from_flags():
     assert synthetic_options("synthetic", {"cpu_ms": 2.0, "width": None}) == {"cpu_ms": 2.0}
-    with pytest.raises(GluonbenchError, match="--cpu-ms only apply to --dataset synthetic"):
+    with pytest.raises(GluonbenchError, match="cpu_ms only apply to workload synthetic"):
         synthetic_options("mnist", {"cpu_ms": 2.0})
     assert source_options({}, "fastfile", "packed/") == {"mode": "fastfile", "uri": "packed/"}
     assert source_options({"mode": "pipe"}, None, "s3://b/p", "http://127.0.0.1:9000") == {
@@ -82,5 +82,42 @@ def test_workload_options_from_flags():
         "endpoint_url": "http://127.0.0.1:9000",
     }
     assert source_options({}) is None
-    with pytest.raises(GluonbenchError, match="go with --source/--uri"):
+    with pytest.raises(GluonbenchError, match="go with mode/uri"):
         source_options({}, endpoint_url="http://127.0.0.1:9000")
+
+
+@pytest.mark.parametrize(
+    "make, python",
+    [
+        (lambda: SweepSettings(ctx="tpu").check(), "ctx 'tpu' is not a context"),
+        (lambda: SweepSettings(seed=-1).check(), "seed must be a whole number from 0"),
+        (lambda: SweepSettings(prefetch=-1).check(), "prefetch must be between 0 and 4096"),
+        (lambda: IoSettings(stage="parse").check(), "stage must be read or decode"),
+        (lambda: IoSettings(page_cache="hot").check(), "page_cache must be warm"),
+        (lambda: IoSettings(small_bytes=10**9).check(), "small_bytes must not exceed large_bytes"),
+        (lambda: IoSettings(preset="imagenet").check(), "preset applies to stage decode"),
+        (lambda: IoSettings(s3_uri="bucket/x").check(), "s3_uri 'bucket/x' must look like s3://"),
+        (lambda: source_options({}, cache_dir="/tmp/x"), "cache_dir go with mode/uri; add uri"),
+    ],
+)
+def test_library_messages_name_the_argument(make, python):
+    """From Python a bad value is named by its argument; the CLI (use_flags) names the flag instead."""
+    from gluonbench.names import use_flags
+
+    with pytest.raises(GluonbenchError) as err:
+        make()
+    assert python in str(err.value) and "--" not in str(err.value).split(";")[0]
+    use_flags()
+    try:
+        with pytest.raises(GluonbenchError) as err:
+            make()
+    finally:
+        use_flags(False)
+    assert str(err.value).startswith("--"), str(err.value)
+
+
+def test_cli_names_the_flag_for_the_same_bad_value(tmp_path):
+    from conftest import assert_one_clear_line, run_cli
+
+    assert_one_clear_line(run_cli("sweep", "--ctx", "tpu", "--out", str(tmp_path)), "--ctx 'tpu' is not a context")
+    assert_one_clear_line(run_cli("io", "--small", "1GB", "--out", str(tmp_path)), "--small must not exceed --large")

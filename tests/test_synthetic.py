@@ -98,3 +98,22 @@ def test_unwritable_cache_is_a_clear_error(tmp_path):
     blocker.write_text("not a folder")
     with pytest.raises(GluonbenchError, match="writable folder"):
         ensure_files(SyntheticKnobs(samples=8), blocker / "sub")
+
+
+def test_factory_is_a_pipeline_spec_through_the_one_assembly(tmp_path):
+    """``--pipeline gluonbench.workloads.synthetic:make`` is the same pipeline as ``--dataset synthetic``."""
+    from gluonbench import PipelineSpec, build_pipeline
+    from gluonbench.workloads.spec import load_spec
+
+    spec = load_spec(
+        "gluonbench.workloads.synthetic:make", {"data_dir": str(tmp_path), "samples": "64", "cpu_ms": 1}
+    )
+    assert isinstance(spec, PipelineSpec) and spec.name == "synthetic" and len(spec.dataset) == 64
+    w = get_workload("synthetic", data_dir=tmp_path, samples=64, cpu_ms=1)
+    x_spec, _ = spec.transform(*spec.dataset[5])
+    x_work, _ = w.transform(*w.train[5])
+    assert np.array_equal(x_spec, x_work), "the registered workload is the factory's spec"
+    pipe = build_pipeline(spec, num_workers=0, batch_size=16)
+    assert pipe.loader.batch_size == 16 and pipe.dataset is spec.dataset
+    with pytest.raises(GluonbenchError, match="unknown synthetic option"):
+        load_spec("gluonbench.workloads.synthetic:make", {"data_dir": str(tmp_path), "nope": 1})

@@ -27,7 +27,7 @@ def im2rec_dirs(tmp_path_factory, jpeg_dir) -> dict[str, Path]:
     """
     from gluonbench._mx import mx
     from gluonbench.data.images import image_folder
-    from gluonbench.sources.store import LocalStore
+    from gluonbench.data.store import LocalStore
 
     root = tmp_path_factory.mktemp("im2rec")
     layout = image_folder(LocalStore(jpeg_dir).list(), str(jpeg_dir))
@@ -211,8 +211,8 @@ def test_no_network_is_attempted(tmp_path, jpeg_dir):
 
 
 def test_verify_and_index_recordio_without_manifest(im2rec_dirs, jpeg_dir, cli):
+    from gluonbench.data.store import LocalStore
     from gluonbench.sources.base import DataSet
-    from gluonbench.sources.store import LocalStore
 
     n = sum(1 for p in jpeg_dir.rglob("*.jpg"))
     for name in ("idx", "bare", "idx_only"):
@@ -272,8 +272,8 @@ def test_seed_cnn_source_workload_reads_an_im2rec_folder(im2rec_dirs, jpeg_dir, 
 
 
 def test_stream_sends_only_rec_payloads(im2rec_dirs):
+    from gluonbench.data.store import LocalStore
     from gluonbench.sources.pipe import data_objects
-    from gluonbench.sources.store import LocalStore
 
     keys = [o.key for o in data_objects(LocalStore(im2rec_dirs["idx"]))]
     assert keys == ["train-0.rec", "train-1.rec"], "no .idx or .lst bytes in the RecordIO stream"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 
 _CTX = re.compile(r"^(cpu|gpu)(?::(\d+))?$")
 
@@ -13,7 +14,7 @@ def check_ctx(spec: str) -> tuple[str, int]:
     """Validate the text of a context without touching MXNet."""
     match = _CTX.match(spec.strip().lower())
     if not match:
-        raise GluonbenchError(f"--ctx {spec!r} is not a context; use cpu, gpu or gpu:N (e.g. gpu:0)")
+        raise GluonbenchError(f"{arg('ctx')} {spec!r} is not a context; use cpu, gpu or gpu:N (e.g. gpu:0)")
     return match.group(1), int(match.group(2) or 0)
 
 
@@ -27,11 +28,11 @@ def parse_ctx(spec: str):
     available = num_gpus()
     if available == 0:
         raise GluonbenchError(
-            f"--ctx {spec}: MXNet sees no GPU (CPU wheel, or no driver); install a CUDA wheel "
-            "such as mxnet-cu112 and check nvidia-smi, or use --ctx cpu"
+            f"{arg('ctx')} {spec}: MXNet sees no GPU (CPU wheel, or no driver); install a CUDA wheel "
+            f"such as mxnet-cu112 and check nvidia-smi, or use {arg('ctx')} cpu"
         )
     if index >= available:
-        raise GluonbenchError(f"--ctx {spec}: only {available} GPU(s) visible (gpu:0..gpu:{available - 1})")
+        raise GluonbenchError(f"{arg('ctx')} {spec}: only {available} GPU(s) visible (gpu:0..gpu:{available - 1})")
     return mx.gpu(index)
 
 

@@ -21,6 +21,7 @@ from gluonbench.engine.scale import ScaleOut
 from gluonbench.engine.watchdog import StallWatchdog
 from gluonbench.env import utc_now
 from gluonbench.errors import GluonbenchError
+from gluonbench.knobs import knob_default
 from gluonbench.monitor import SystemMonitor
 
 log = logging.getLogger(__name__)
@@ -45,22 +46,21 @@ class _ProgressFile:
 
 
 @dataclass(frozen=True)
-class RunSpec:
-    """Everything that defines one run; JSON-serialisable so a child process can receive it."""
+class RunSetting:
+    """The settings a sweep and each of its runs share, declared once: :class:`RunSpec` (one run) and
+    :class:`gluonbench.config.SweepSettings` (a sweep of them) both derive from it; the loader knobs' defaults
+    come from :data:`gluonbench.knobs.KNOBS`."""
 
     workload: str = "mnist"
     data_dir: str | None = None
-    workers: int = 0
     eval_workers: int | None = None
-    batch_size: int = 64
+    batch_size: int = knob_default("batch_size")
     epochs: int = 1
     max_batches: int | None = None
     ctx: str = "cpu"
-    thread_pool: bool = False
+    thread_pool: bool = knob_default("thread_pool")
     seed: int = 1
-    repeat: int = 0
     download: bool = True
-    monitor_interval: float = 0.5
     diagnose: bool = False
     """after training, diagnose the bottleneck at this setting; verdict and shares go to ``RunResult.extra``"""
     diagnose_budget_s: float = 30.0
@@ -68,18 +68,29 @@ class RunSpec:
     """Keyword options for the workload factory (e.g. a synthetic workload's knobs, a source)."""
     # scale-out (gluonbench.distributed): data-parallel contexts, kvstore, distributed job size
     devices: int = 1
-    gpus: list[int] | None = None
     kvstore: str | None = None
-    hosts: int = 1
     servers: int = 1
     diagnose_rank: int = 0
     """with a dist kvstore and ``diagnose``: the worker rank that diagnoses its pipeline after training"""
-    prefetch: int | None = None
+    prefetch: int | None = knob_default("prefetch")
     """DataLoader(prefetch=...): batches prepared ahead (None: MXNet's 2 x workers)"""
-    pin_memory: bool = False
+    pin_memory: bool = knob_default("pin_memory")
     """DataLoader(pin_memory=True): page-locked batches (matters only with a GPU context)"""
     emulate_step_ms: float | str | None = None
-    """swap the model step for a timed wait of this many ms per batch (DLIO's emulated compute)"""
+    """swap the model step for a timed wait of this many ms per batch (DLIO's emulated compute), or a named
+    target such as ``resnet50@v100`` (see :mod:`gluonbench.pipeline.emulate`)"""
+
+
+@dataclass(frozen=True)
+class RunSpec(RunSetting):
+    """Everything that defines one run: the shared :class:`RunSetting` at one worker count, one repeat;
+    JSON-serialisable so a child process can receive it."""
+
+    workers: int = knob_default("num_workers")
+    repeat: int = 0
+    monitor_interval: float = 0.5
+    gpus: list[int] | None = None
+    hosts: int = 1
 
     @property
     def key(self) -> tuple[int, int]:

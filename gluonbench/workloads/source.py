@@ -40,6 +40,7 @@ from typing import Any
 
 from gluonbench.data.store import open_store
 from gluonbench.errors import DataError, GluonbenchError
+from gluonbench.names import arg
 from gluonbench.sources import MODES, make_source
 from gluonbench.sources.base import DataSet
 from gluonbench.workloads.base import Workload, register
@@ -84,7 +85,8 @@ def _dataset_class():
 
 
 def SourceDataset(source: Any, image_size: int = 28):  # noqa: N802 - a factory that reads like a class
-    """A ``gluon.data.Dataset`` over an opened random-access source (the class needs MXNet, imported lazily)."""
+    """A ``gluon.data.Dataset`` of raw ``(bytes, label)`` records over an opened random-access source (the class
+    needs MXNet, imported lazily); the read stage of the ``source`` and ``imagefolder`` workloads."""
     return _dataset_class()(source, image_size)
 
 
@@ -184,6 +186,38 @@ def tally_records(info: dict[str, Any]) -> Callable[[Iterable[tuple[bytes, int]]
     return wrap
 
 
+def require_packed(kind: str | None, mode: str | None, uri: str) -> None:
+    """Pipe mode trains on a packed (RecordIO) data set: its labels travel in the records, an image folder's do not."""
+    if mode == "pipe" and kind != "recordio":
+        raise DataError(
+            f"pipe mode trains on a packed (RecordIO) data set (labels travel in the records), but {uri} is an "
+            f"image folder; run 'gluonbench pack {uri} OUT_DIR' and pass --uri OUT_DIR"
+        )
+
+
+def open_input(
+    mode: str,
+    uri: str,
+    endpoint_url: str | None = None,
+    cache_dir: str | None = None,
+    threads: int = 4,
+    **pipe: Any,
+) -> Any:
+    """The (unopened) source of ``uri`` in input ``mode``: ``threads`` readers, the file mode's ``cache_dir``, a
+    pipe's channel options (``channel``, ``channel_dir``, ``epochs``, ``shuffle``, ``seed``, ``timeout``,
+    ``shard_index``, ``shard_count``). The ``source`` and ``imagefolder`` workloads open their data through it."""
+    if mode not in MODES:
+        raise GluonbenchError(f"unknown {arg('mode', '--source')} {mode!r}; choose one of {', '.join(MODES)}")
+    options: dict[str, Any] = {"threads": threads}
+    if mode == "file":
+        options["cache_dir"] = cache_dir
+    if mode == "pipe":
+        options.update(pipe)
+        if pipe.get("channel_dir"):
+            options["kind"] = "recordio"
+    return make_source(mode, uri, endpoint_url, **options)
+
+
 def check_source(options: dict[str, Any], data_dir: str | None = None, deep: bool = True) -> dict[str, int]:
     """Fail fast before any run: the options make sense and (``deep``) the source holds a usable data set.
 
@@ -192,7 +226,7 @@ def check_source(options: dict[str, Any], data_dir: str | None = None, deep: boo
     """
     mode = options.get("mode", "file")
     if mode not in MODES:
-        raise GluonbenchError(f"unknown --source {mode!r}; choose one of {', '.join(MODES)}")
+        raise GluonbenchError(f"unknown {arg('mode', '--source')} {mode!r}; choose one of {', '.join(MODES)}")
     uri = options.get("uri") or data_dir
     if not uri:
         raise GluonbenchError("the source workload needs a data set: pass --uri FOLDER_OR_S3_URI (or --data-dir)")
@@ -205,11 +239,7 @@ def check_source(options: dict[str, Any], data_dir: str | None = None, deep: boo
     if not deep or (mode == "pipe" and options.get("channel_dir")):
         return {}
     dataset = DataSet.discover(open_store(uri, options.get("endpoint_url")))
-    if mode == "pipe" and dataset.kind != "recordio":
-        raise DataError(
-            f"pipe mode trains on a packed data set (labels travel in the records), but {uri} is an image folder; "
-            f"run 'gluonbench pack {uri} OUT_DIR' and pass --uri OUT_DIR"
-        )
+    require_packed(dataset.kind, mode, uri)
     return {"train": len(dataset.samples)}
 
 
@@ -264,24 +294,14 @@ def source_workload(
         {"mode": mode, "uri": uri, "endpoint_url": endpoint_url, "channel_dir": channel_dir, "cache_dir": cache_dir},
         deep=False,
     )
-    options: dict[str, Any] = {"threads": threads}
-    if mode == "file":
-        options["cache_dir"] = cache_dir
-    if mode == "pipe":
-        options.update(
-            channel=channel, channel_dir=channel_dir, epochs=epochs, shuffle=shuffle, seed=seed, timeout=timeout,
-            shard_index=shard_index, shard_count=shard_count,
-        )  # fmt: skip
-        if channel_dir:
-            options["kind"] = "recordio"
-    source = make_source(mode, uri, endpoint_url, **options)
+    source = open_input(
+        mode, uri, endpoint_url, cache_dir, threads,
+        channel=channel, channel_dir=channel_dir, epochs=epochs, shuffle=shuffle, seed=seed, timeout=timeout,
+        shard_index=shard_index, shard_count=shard_count,
+    )  # fmt: skip
     try:
         stats = source.open()
-        if mode == "pipe" and source.kind != "recordio":
-            raise DataError(
-                f"pipe mode trains on a packed data set (labels travel in the records), but {uri} is an image "
-                f"folder; run 'gluonbench pack {uri} OUT_DIR' and pass --uri OUT_DIR"
-            )
+        require_packed(getattr(source, "kind", None), mode, uri)
         if source.dataset is not None:
             n_classes = len(source.dataset.classes) or classes or 10
         else:

@@ -37,6 +37,7 @@ import numpy as np
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.workloads.base import Workload, register
+from gluonbench.workloads.spec import PipelineSpec
 
 log = logging.getLogger(__name__)
 
@@ -281,22 +282,29 @@ def check_options(options: dict[str, Any]) -> SyntheticKnobs:
     return _coerce_knobs(options)
 
 
-@register("synthetic")
-def synthetic(data_dir: str | Path | None = None, download: bool = True, **options: Any) -> Workload:
-    """The synthetic workload; ``options`` are :class:`SyntheticKnobs` fields (strings are parsed)."""
+def make(data_dir: str | Path | None = None, **options: Any) -> PipelineSpec:
+    """The synthetic pipeline as a :class:`PipelineSpec`: ``--pipeline gluonbench.workloads.synthetic:make
+    [--pipeline-option cpu_ms=2 ...]`` trains what ``--dataset synthetic`` does; ``options`` are
+    :class:`SyntheticKnobs` fields (strings are parsed)."""
     knobs = _coerce_knobs(options)
     folder = ensure_files(knobs, cache_root(data_dir))
     cls = _dataset_class()
     rounds = round(knobs.cpu_ms * hash_rounds_per_ms()) if knobs.cpu_ms > 0 else 0
-    return Workload(
+    return PipelineSpec(
         name="synthetic",
-        train=cls(folder / "train", knobs),
-        test=cls(folder / "test", knobs),
+        dataset=cls(folder / "train", knobs),
+        test_dataset=cls(folder / "test", knobs),
         transform=SyntheticTransform(rounds, knobs.seed),
-        make_net=functools.partial(synthetic_net, knobs.width, knobs.depth, knobs.classes),
-        make_loss=_loss,
+        net=functools.partial(synthetic_net, knobs.width, knobs.depth, knobs.classes),
+        loss=_loss,
         classes=knobs.classes,
     )
+
+
+@register("synthetic")
+def synthetic(data_dir: str | Path | None = None, download: bool = True, **options: Any) -> Workload:
+    """The synthetic workload: :func:`make`'s spec; ``options`` are :class:`SyntheticKnobs` fields."""
+    return make(data_dir, **options).to_workload()
 
 
 def _loss():

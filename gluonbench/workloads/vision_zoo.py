@@ -38,6 +38,7 @@ from typing import Any
 
 from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.workloads.base import Workload, register
+from gluonbench.workloads.source import SourceDataset, open_input, require_packed, stream_batches, tally_records
 
 log = logging.getLogger(__name__)
 
@@ -260,45 +261,15 @@ def stack_batch(samples: list[tuple[Any, Any]]) -> tuple[Any, Any]:
 # -- data --------------------------------------------------------------------------------------------
 
 
-def _raw_dataset_class():
-    from gluonbench._mx import gluon
-
-    class _RawDataset(gluon.data.Dataset):
-        """Random-access raw samples ``(encoded image bytes, label)`` read through an opened source."""
-
-        def __init__(self, source: Any) -> None:
-            self.source = source
-
-        def __getitem__(self, idx: int) -> tuple[bytes, int]:
-            return self.source.read(int(idx))
-
-        def __len__(self) -> int:
-            return len(self.source.dataset.samples)
-
-    return _RawDataset
-
-
-def RawImageDataset(source: Any):  # noqa: N802 - a factory that reads like a class
-    """A ``gluon.data.Dataset`` of raw ``(bytes, label)`` over an opened random-access source."""
-    return _raw_dataset_class()(source)
-
-
 def _open_source(uri: str, mode: str | None, endpoint_url: str | None, cache_dir: str | None, pipe: dict[str, Any]):
     """The source for ``uri``: in place (``mode`` None: local reads, no cache) or through an input mode."""
-    from gluonbench.sources import MODES, make_source
+    from gluonbench.sources import make_source
 
     if mode is None:
         if uri.startswith("s3://"):
             raise GluonbenchError(f"{uri} is on S3: pass --source file, fastfile or pipe to say how to read it")
         return make_source("fastfile", uri, cache_bytes=0)  # pread in place; the page cache is the only cache
-    if mode not in MODES:
-        raise GluonbenchError(f"unknown --source {mode!r}; choose one of {', '.join(MODES)}")
-    options: dict[str, Any] = {"threads": pipe.get("threads", 4)}
-    if mode == "file":
-        options["cache_dir"] = cache_dir
-    if mode == "pipe":
-        options.update({k: v for k, v in pipe.items() if k != "threads"})
-    return make_source(mode, uri, endpoint_url, **options)
+    return open_input(mode, uri, endpoint_url, cache_dir, **pipe)
 
 
 def _check_uri(uri: str | None) -> str:
@@ -384,16 +355,10 @@ def imagefolder(
         "shard_index": shard_index,
         "shard_count": shard_count,
     }
-    if mode == "pipe" and channel_dir:
-        pipe["kind"] = "recordio"
     source = _open_source(str(uri), mode, endpoint_url, cache_dir, pipe)
     try:
         stats = source.open()
-        if mode == "pipe" and source.kind != "recordio":
-            raise DataError(
-                f"pipe mode trains on RecordIO (labels travel in the records), but {uri} is an image folder; "
-                f"run 'gluonbench pack {uri} OUT_DIR' and pass --uri OUT_DIR"
-            )
+        require_packed(getattr(source, "kind", None), mode, str(uri))
         found = source.dataset.classes if source.dataset is not None else _stream_classes(source, classes)
         n_classes = _n_classes(found, classes, str(uri))
         decode, transform = Decode(), Preset(preset, size)
@@ -403,18 +368,6 @@ def imagefolder(
             make_net, init = functools.partial(seed_net, num_outputs=n_classes), seed_init
         else:
             make_net, init = functools.partial(make_model, model, n_classes), model_init
-        train, train_batches = None, None
-        if source.random_access:
-            train = RawImageDataset(source)
-        else:
-            prepare = DecodeThenTransform(decode, transform)
-
-            def train_batches(batch_size: int, workers: int, epoch: int):
-                from gluonbench.workloads.source import batch_stream, tally_records
-
-                samples = tally_records(info)(source.stream(epoch), epoch)  # records_read, records_crc32
-                return batch_stream(samples, batch_size, prepare, stack_batch, threads=workers)
-
         from gluonbench.workloads.mnist import seed_loss
 
         info = {
@@ -426,6 +379,12 @@ def imagefolder(
             "image_size": size,
             "classes": n_classes,
         }
+        train, train_batches = None, None
+        if source.random_access:
+            train = SourceDataset(source)
+        else:  # records_read, records_crc32 counted into info; the producer shuffles a pipe, never the reader
+            prepare = DecodeThenTransform(decode, transform)
+            train_batches = stream_batches(source, prepare, stack_batch, wrap=tally_records(info), shuffle=False)
         return Workload(
             name=name,
             train=train,
@@ -585,8 +544,8 @@ def check_vision(workload: str, options: dict[str, Any], data_dir: str | None = 
     Returns the split sizes. Discovering the data set lists it (and, for RecordIO without
     ``.idx``, reads it once to index it).
     """
+    from gluonbench.data.store import open_store
     from gluonbench.sources.base import DataSet
-    from gluonbench.sources.store import open_store
 
     opts = dict(options)
     if workload == "seed004":
@@ -602,10 +561,6 @@ def check_vision(workload: str, options: dict[str, Any], data_dir: str | None = 
     if opts.get("mode") == "pipe" and opts.get("channel_dir"):
         return {}
     dataset = DataSet.discover(open_store(uri, opts.get("endpoint_url")))
-    if opts.get("mode") == "pipe" and dataset.kind != "recordio":
-        raise DataError(
-            f"pipe mode trains on RecordIO (labels travel in the records), but {uri} is an image folder; "
-            f"run 'gluonbench pack {uri} OUT_DIR' and pass --uri OUT_DIR"
-        )
+    require_packed(dataset.kind, opts.get("mode"), uri)
     _n_classes(dataset.classes, opts.get("classes"), uri)
     return {"train": len(dataset.samples)}
