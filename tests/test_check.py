@@ -229,3 +229,18 @@ def test_one_core_baseline_two_core_check_and_reverse_never_a_false_regression(t
         proc = cli("check", "--pipeline", PIPE, "--baseline", str(path), "--budget", "30", one_core=check_one)
         assert proc.returncode in (0, 3), proc.stdout + proc.stderr
         assert "compared: cpu time" in proc.stdout and "core(s)" in proc.stdout
+
+
+def test_a_spec_whose_net_is_a_function_builds_the_net():
+    # a PipelineSpec's net may be a Block or a function that builds one (as sweep/diagnose --pipeline take it)
+    import numpy as np
+    from mxnet import gluon
+
+    from gluonbench.check.target import resolve_pipeline
+
+    data = gluon.data.ArrayDataset(np.zeros((8, 4), dtype="float32"), np.zeros(8, dtype="float32"))
+    target = resolve_pipeline({"dataset": data, "net": lambda: gluon.nn.Dense(10)}, batch_size=4)
+    try:
+        assert target.pipeline.step is not None and target.pipeline.loader.batch_size == 4
+    finally:
+        target.close()

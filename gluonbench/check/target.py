@@ -167,7 +167,10 @@ def _from_mapping(
     for key in ("transform", "decode"):
         if spec.get(key) is not None and not callable(spec[key]):
             raise GluonbenchError(f"pipeline {identity}: {key} must be callable (data, label) -> (data, label)")
-    net = spec.get("net") or seed_net()
+    net = spec.get("net")
+    if net is not None and not hasattr(net, "collect_params") and callable(net):
+        net = _call(net, f"{identity}: net")  # a spec's net may be a function that builds the Block
+    net = net or seed_net()
     prepare_net(net, ctx)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": float(spec.get("learning_rate", 0.1))})
     step = checked_step(ModelStep(net, spec.get("loss") or seed_loss(), trainer), net)
