@@ -1213,7 +1213,6 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         progress.close()
     warn()
     print(to_text(d), end="")
-    _print_roofline(lambda: d.analysis.get("roofline") or [])
     if args.json:
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
     if run_dir is not None:

@@ -23,9 +23,20 @@ TEST_FILE = textwrap.dedent(
 )
 
 
+def _installed() -> bool:
+    """Whether the plugin is registered by its pytest11 entry point (an installed gluonbench), so pytest
+    loads it by itself; from a bare checkout it is named with -p."""
+    from importlib.metadata import entry_points
+
+    return any(ep.value.startswith("gluonbench.") for ep in entry_points(group="pytest11"))
+
+
+PLUGIN = [] if _installed() else ["-p", "gluonbench.check.pytest_plugin"]
+
+
 def _pytest(folder, **env) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "gluonbench.check.pytest_plugin", "-q", "-rs", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", *PLUGIN, "-q", "-rs", "-p", "no:cacheprovider"],
         cwd=folder,
         capture_output=True,
         text=True,
@@ -37,12 +48,12 @@ def _pytest(folder, **env) -> subprocess.CompletedProcess:
 def test_plugin_offers_the_fixture_and_options_without_importing_mxnet(tmp_path):
     (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "gluonbench.check.pytest_plugin", "--fixtures", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", *PLUGIN, "--fixtures", "-p", "no:cacheprovider"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0 and "gluonbench_check" in proc.stdout, proc.stdout + proc.stderr
     helptext = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "gluonbench.check.pytest_plugin", "--help"],
+        [sys.executable, "-m", "pytest", *PLUGIN, "--help"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     ).stdout  # fmt: skip
     assert "--gluonbench-save" in helptext and "--gluonbench-budget" in helptext

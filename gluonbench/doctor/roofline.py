@@ -328,8 +328,6 @@ def for_throughput(
 
 def to_text(lines: list[RooflineLine]) -> str:
     """The lines as the reports print them, under a ``roofline`` heading."""
-    if not lines:
-        return ""
-    return "roofline (each stage against this machine's measured ceiling; gluonbench doctor):\n" + "".join(
-        f"  {ln.text}\n" for ln in lines
-    )
+    from gluonbench.report.diagnosis import roofline_text
+
+    return roofline_text([ln.text for ln in lines])

@@ -13,8 +13,9 @@ The child dies with its parent, even when the parent is killed with ``kill -9``:
 * a watchdog process, forked first, blocks on ``LIFELINE_FD``, the read end of
   a pipe whose only write end the parent holds. When the parent dies the read
   returns end-of-file and the watchdog removes the run's temporary folder
-  (``/tmp/gluonbench-run-*``) and kills the run's whole process group: the
-  child, its workers, a pipe producer, and itself.
+  (``/tmp/gluonbench-run-*``), kills the run's whole process group (the
+  child, its workers, a pipe producer), removes the MXNet shared-memory
+  segments they made, and ends itself.
 """
 
 from __future__ import annotations
@@ -64,8 +65,30 @@ def start_watchdog(lifeline_fd: int, tmp_dir: Path) -> None:
     except OSError:
         pass
     shutil.rmtree(tmp_dir, ignore_errors=True)
-    os.killpg(os.getpgrp(), signal.SIGKILL)  # the child, its workers, a producer, and this watchdog
+    end_run_group()
+    os.killpg(os.getpgrp(), signal.SIGKILL)  # anything left in the group, and this watchdog
     os._exit(0)  # pragma: no cover - the line above killed us
+
+
+def end_run_group() -> None:
+    """With the parent gone: kill the run's process group (the child, its workers, a producer) but this
+    process, then remove the MXNet shared-memory segments (``/dev/shm/mx_<pid hex>_*``) they made, which
+    the parent would have removed after the run."""
+    import time
+
+    from gluonbench.engine.isolation import clean_shm, group_members
+
+    me = os.getpid()
+    pids = set(group_members(os.getpgrp())) - {me}
+    for _ in range(2):  # twice: a process forked while the first round ran is killed by the second
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.2)
+        pids |= set(group_members(os.getpgrp())) - {me}
+    clean_shm(set(), pids)
 
 
 def main(argv: list[str]) -> int:

@@ -66,7 +66,8 @@ def _tree_pids(pid: int) -> set[int]:
         return set()
 
 
-def _group_members(pgid: int) -> list[int]:
+def group_members(pgid: int) -> list[int]:
+    """The pids of process group ``pgid``."""
     members = []
     for p in psutil.process_iter(["pid"]):
         try:
@@ -167,7 +168,7 @@ def run_isolated(
                         break
         finally:
             # kill the whole group: the child (if still there) and any worker it left
-            pids |= set(_group_members(proc.pid))
+            pids |= set(group_members(proc.pid))
             _kill_group(proc.pid)
             proc.wait()
             if progress is not None:

@@ -21,10 +21,13 @@ def _shape(value: Any) -> tuple[int, ...] | None:
     return tuple(int(s) for s in shape) if shape is not None else None
 
 
-def check_pair(sample: Any, where: str) -> None:
-    """``sample`` is a (data, label) pair of numbers or arrays (not None, not text)."""
+def check_pair(sample: Any, where: str, encoded: bool = False) -> None:
+    """``sample`` is a (data, label) pair of numbers or arrays (not None, not text); ``encoded``: a raw sample
+    that a decode stage turns into arrays, so its data may be bytes."""
     if not (isinstance(sample, tuple | list) and len(sample) == 2):
         raise GluonbenchError(f"{where} must be a (data, label) pair; got {_kind(sample)}")
+    if encoded:
+        return
     for part, value in zip(("data", "label"), sample, strict=True):
         if value is None or isinstance(value, str | bytes | dict):
             raise GluonbenchError(
@@ -64,7 +67,7 @@ def check_samples(dataset: Any, decode: Any = None, transform: Any = None) -> No
     for i in picks:
         where = f"dataset[{i}]"
         sample = dataset[i]
-        check_pair(sample, where)
+        check_pair(sample, where, encoded=decode is not None)
         for what, fn in (("decode", decode), ("transform", transform)):
             if fn is None:
                 continue

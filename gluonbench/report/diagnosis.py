@@ -202,7 +202,18 @@ def to_text(d: Any, tables: TableSyntax | None = None) -> str:
         out += ["", "Evidence (psutil, per probe):"] + [f"- {line}" for line in d.evidence]
     if d.recommendations:
         out += ["", "Recommendations:"] + [f"{i}. {line}" for i, line in enumerate(d.recommendations, 1)]
-    return "\n".join(out) + "\n"
+    roofline = roofline_text([line["text"] for line in (d.analysis or {}).get("roofline") or []])
+    return "\n".join(out) + "\n" + roofline
+
+
+def roofline_text(texts: list[str]) -> str:
+    """Roofline lines (each stage against this machine's ceiling, :mod:`gluonbench.doctor.roofline`) as the
+    reports print them, under one heading; "" when there are none."""
+    if not texts:
+        return ""
+    return "roofline (each stage against this machine's measured ceiling; gluonbench doctor):\n" + "".join(
+        f"  {text}\n" for text in texts
+    )
 
 
 class _View:
