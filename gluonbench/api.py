@@ -9,7 +9,6 @@ import logging
 import math
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -471,6 +470,7 @@ def io_benchmark(
     from gluonbench.data.images import image_folder
     from gluonbench.data.store import LocalStore
     from gluonbench.engine.iocell import IoCell, run_cell
+    from gluonbench.scratch import owned_tempdir
 
     settings.check()
     check_out(out)  # before any data set is generated
@@ -487,7 +487,7 @@ def io_benchmark(
         except OSError as exc:
             raise GluonbenchError(f"cannot create --work-dir {work}: {exc.strerror}; choose a writable folder") from exc
     else:
-        work, made = Path(tempfile.mkdtemp(prefix="gluonbench-io-")), True
+        work, made = owned_tempdir("io"), True  # swept by the next run if we are killed
     cache_root = work / "file-mode-cache"
     try:
         staged = stage_io_datasets(settings, work)
