@@ -411,6 +411,8 @@ def reliability_cases() -> list[Case]:
         Case("profile:r21-rule-inf", ["profile", "--rule", "StepOutlier.stddev=inf", "--out", "{case}/out", "--", "true"],
              "stddev"),
         Case("verify:r21-shard-listed-twice", ["verify", "{case}/packed"], "twice", setup="packed:twice"),
+        Case("report:r21-other-kind", ["report", "{case}/run"], "cannot read", setup="run:other-kind"),
+        Case("report:r21-spec-empty", ["report", "{case}/run"], "no valid record", setup="run:spec-empty"),
         # 3. left behind after SIGKILL of the parent: the next gluonbench start sweeps what a dead owner left
         Case("io:r21-kill-9-work-folder", ["io", *[a for a in BASE["io"] if a not in ("--work-dir", "{case}/work")]],
              "", code=-9, kill_when="tmp/gluonbench-io-*/*", then=NEXT_START),
@@ -470,7 +472,9 @@ def prepare(case: Case, folder: Path, fx: dict[str, Path]) -> None:
             "nan": '{"settings": {"workers": [0], "timeout_s": NaN}}',
         }.get(arg, json.dumps(good))
         (run / "sweep.json").write_text(settings)
-        runs = {"torn-only": '{"spec": {"workers": 0', "not-objects": '[1]\n"x"\n3\n', "empty": ""}
+        runs = {"torn-only": '{"spec": {"workers": 0', "not-objects": '[1]\n"x"\n3\n', "empty": "",
+                "other-kind": '{"kind": "io", "x": 1}\n{"kind": "diagnosis", "x": 1}\n',
+                "spec-empty": '{"spec": {}, "status": "ok"}\n'}  # fmt: skip
         if arg in runs:
             (run / "runs.jsonl").write_text(runs[arg])
         if arg == "locked":
