@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from conftest import assert_one_clear_line
 
@@ -50,3 +51,66 @@ def test_a_diagnosis_measured_but_not_saved_gives_the_speed_up_it_measured(tmp_p
     assert f"{d.speedups['input']:.2f}x" in message and "faster" in message  # the verdict's reading, not shares
     lo, hi = d.speedup_ci["input"][:2]
     assert f"[{lo:.2f}, {hi:.2f}]" in message
+
+
+@pytest.mark.parametrize(
+    "labels, needle",
+    [
+        (lambda n: np.arange(n) % 12, "the dataset's labels include 11, outside the net's 10 classes"),
+        (lambda n: np.arange(n) % 10 - 1, "the dataset's labels include -1, outside the net's 10 classes"),
+        (lambda n: np.arange(n) % 10 + 0.5, "the dataset's labels include 0.5, outside the net's 10 classes"),
+    ],
+)
+@pytest.mark.parametrize("command", ["diagnose", "tune"])
+def test_labels_outside_the_nets_classes_are_refused_before_training(labels, needle, command):
+    import time
+
+    from mxnet import gluon
+
+    import gluonbench
+    from gluonbench.errors import GluonbenchError
+
+    x = np.random.rand(256, 1, 28, 28).astype("float32")
+    dataset = gluon.data.ArrayDataset(x, labels(256).astype("float32"))
+    t0 = time.monotonic()
+    with pytest.raises(GluonbenchError) as err:
+        if command == "diagnose":
+            gluonbench.diagnose(dataset, batch_size=64, budget_s=2)
+        else:
+            gluonbench.tune(dataset, batch_size=64, budget_s=10)
+    assert needle in str(err.value) and "0..9" in str(err.value) and "\n" not in str(err.value)
+    assert time.monotonic() - t0 < 5  # refused before any training (a budget is 2-10 s)
+
+
+def test_labels_inside_the_classes_or_a_loss_without_classes_are_accepted():
+    from mxnet import gluon
+
+    from gluonbench.engine.samples import check_labels, net_classes
+    from gluonbench.workloads.mnist import seed_net
+
+    x = np.random.rand(64, 1, 28, 28).astype("float32")
+    good = gluon.data.ArrayDataset(x, (np.arange(64) % 10).astype("float32"))
+    bad = gluon.data.ArrayDataset(x, (np.arange(64) % 12).astype("float32"))
+    net = seed_net(num_outputs=10)
+    assert net_classes(net, gluon.loss.SoftmaxCrossEntropyLoss()) == 10
+    check_labels(good, net, gluon.loss.SoftmaxCrossEntropyLoss())
+    check_labels(bad, net, gluon.loss.L2Loss())  # a regression loss: labels are not class indices
+    assert net_classes(seed_net(num_outputs=12), gluon.loss.SoftmaxCrossEntropyLoss()) == 12
+
+
+def test_labels_checked_on_the_samples_when_the_dataset_holds_no_label_array():
+    from mxnet import gluon
+
+    from gluonbench.engine.samples import check_labels
+    from gluonbench.errors import GluonbenchError
+    from gluonbench.workloads.mnist import seed_net
+
+    class Plain(gluon.data.Dataset):  # labels come from __getitem__ only
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            return np.zeros((1, 28, 28), "float32"), 10 + i
+
+    with pytest.raises(GluonbenchError, match=r"dataset\[0\] has label 10, outside the net's 10 classes"):
+        check_labels(Plain(), seed_net(), gluon.loss.SoftmaxCrossEntropyLoss())
