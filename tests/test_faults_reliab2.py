@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -114,3 +117,55 @@ def test_labels_checked_on_the_samples_when_the_dataset_holds_no_label_array():
 
     with pytest.raises(GluonbenchError, match=r"dataset\[0\] has label 10, outside the net's 10 classes"):
         check_labels(Plain(), seed_net(), gluon.loss.SoftmaxCrossEntropyLoss())
+
+
+SHM_SCRIPT = """
+import errno, sys
+from pathlib import Path
+from gluonbench.engine.watchdog import shm_full_message
+full = Path(sys.argv[1])
+try:
+    with open(full / "fill", "wb") as f:
+        while True:
+            f.write(b"x" * 65536)
+            f.flush()
+except OSError as exc:
+    assert exc.errno == errno.ENOSPC
+try:
+    raise ConnectionResetError(104, "Connection reset by peer")
+except ConnectionResetError as exc:
+    print(shm_full_message(exc, full))
+(full / "fill").unlink()
+try:
+    raise ConnectionResetError(104, "Connection reset by peer")
+except ConnectionResetError as exc:
+    print(shm_full_message(exc, full))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/unshare"), reason="needs root and unshare -m")
+def test_a_full_dev_shm_is_named_not_a_reset_connection(tmp_path):
+    # a real full tmpfs in a private mount namespace (never the real /dev/shm)
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    script = f"mount -t tmpfs -o size=512k tmpfs {shm} && exec {sys.executable} -c '{SHM_SCRIPT}' {shm}"
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    full, freed = proc.stdout.splitlines()
+    assert full.startswith(f"{shm} is full (0 KiB free of 512 KiB)") and "ConnectionResetError" in full
+    assert "--shm-size" in full and "--workers 0" in full
+    assert freed == "None"  # space free again: a reset connection is not blamed on /dev/shm
+
+
+def test_an_unrelated_error_is_not_blamed_on_dev_shm():
+    from gluonbench.engine.watchdog import shm_full_message
+
+    assert shm_full_message(ValueError("bad")) is None
+
+
+def test_no_space_on_another_disk_is_not_blamed_on_dev_shm(tmp_path):
+    import errno
+
+    from gluonbench.engine.watchdog import shm_full_message
+
+    assert shm_full_message(OSError(errno.ENOSPC, "No space left on device"), tmp_path) is None  # tmp_path has room
