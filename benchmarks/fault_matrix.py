@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import signal
@@ -47,6 +48,8 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 MARK = "GLUONBENCH_FAULT_CASE"
+PLAN_LINE = re.compile(r"^(sweep|diagnose|tune|io): |^profile: running ")
+"""the first line of a long command (what it is about to run, gluonbench.console): the same rule as tests/conftest.py"""
 SILENT_S3_TIMEOUT = "1"
 CREDS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
@@ -621,6 +624,8 @@ def run_case(case: Case, fx: dict[str, Path], work: Path, silent: str, timeout: 
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)  # fmt: skip
     why = []
     lines = [line for line in err.splitlines() if line.strip()]
+    if len(lines) == 2 and PLAN_LINE.match(lines[0]):  # a long command's plan line may precede it (as in tests/)
+        lines = lines[1:]
     if proc.returncode != case.code:
         why.append(f"exit {proc.returncode}, expected {case.code}")
     if "Traceback" in err:
