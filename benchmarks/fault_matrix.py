@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import signal
@@ -47,6 +48,8 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 MARK = "GLUONBENCH_FAULT_CASE"
+PLAN_LINE = re.compile(r"^(sweep|diagnose|tune|io): |^profile: running ")
+"""the first line of a long command (what it is about to run, gluonbench.console): the same rule as tests/conftest.py"""
 SILENT_S3_TIMEOUT = "1"
 CREDS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
@@ -70,6 +73,10 @@ class Case:
     """a file (``{case}/victim``) outside what the command may write: its mode and content must not change"""
     max_s: float = 0.0
     """when > 0: the case must end within this many seconds (a budget plus its grace)"""
+    kill_when: str = ""
+    """a glob under the case folder: the command is killed with SIGKILL (its process only) once it matches"""
+    then: list[str] = field(default_factory=list)
+    """a second gluonbench command run after the first (with the same TMPDIR): the "next start" that cleans up"""
 
 
 @dataclass
@@ -340,6 +347,19 @@ def fault_cases() -> list[Case]:
     return cases + reliability_cases()
 
 
+NEXT_START = ["report", "{case}/no-such-run"]  # any command: gluonbench sweeps stale scratch folders on start
+# a program whose grandchild leaves the process group with setsid() and would sleep for ten minutes
+SETSID_GRANDCHILD = (
+    "import os, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    open('grandchild.pid', 'w').write(str(os.getpid()))\n"
+    "    time.sleep(600)\n"
+    "    os._exit(0)\n"
+    "time.sleep(600)\n"
+)
+
+
 def reliability_cases() -> list[Case]:
     """Issue #21's classes: links and devices at output paths, shell payloads in hostfiles, budgets that a
     stage outlives, values without bounds, values silently changed; ``tune`` and ``profile`` rows included."""
@@ -394,6 +414,18 @@ def reliability_cases() -> list[Case]:
         Case("profile:r21-rule-inf", ["profile", "--rule", "StepOutlier.stddev=inf", "--out", "{case}/out", "--", "true"],
              "stddev"),
         Case("verify:r21-shard-listed-twice", ["verify", "{case}/packed"], "twice", setup="packed:twice"),
+        Case("report:r21-other-kind", ["report", "{case}/run"], "cannot read", setup="run:other-kind"),
+        Case("report:r21-spec-empty", ["report", "{case}/run"], "no valid record", setup="run:spec-empty"),
+        # 3. left behind after SIGKILL of the parent: the next gluonbench start sweeps what a dead owner left
+        Case("io:r21-kill-9-work-folder", ["io", *[a for a in BASE["io"] if a not in ("--work-dir", "{case}/work")]],
+             "", code=-9, kill_when="tmp/gluonbench-io-*/*", then=NEXT_START),
+        Case("sweep:r21-kill-9-pipe", ["sweep", "--source", "pipe", "--uri", "{packed}", "--workers", "0",
+             "--max-batches", "400", "--epochs", "3", "--out", "{case}/out"], "", code=-9,
+             kill_when="tmp/gluonbench-pipe-*/data/*", then=NEXT_START),
+        Case("sweep:r21-kill-9-dist-job", ["sweep", "--workers", "0", "--max-batches", "400", "--kvstore", "dist_sync",
+             "--hosts", "2", "--out", "{case}/out"], "", code=-9, kill_when="tmp/gluonbench-job-*", then=NEXT_START),
+        Case("profile:r21-kill-9-setsid-grandchild", ["profile", "--out", "{case}/out", "--", sys.executable, "-c",
+             SETSID_GRANDCHILD], "", code=-9, kill_when="grandchild.pid"),
     ]  # fmt: skip
     if os.geteuid() == 0:  # a device node, made with mknod in the case folder (never the real /dev)
         cases.append(Case("diagnose:r21-json-device", ["diagnose", "--budget", "2", "--json", "{case}/null.json"],
@@ -443,7 +475,9 @@ def prepare(case: Case, folder: Path, fx: dict[str, Path]) -> None:
             "nan": '{"settings": {"workers": [0], "timeout_s": NaN}}',
         }.get(arg, json.dumps(good))
         (run / "sweep.json").write_text(settings)
-        runs = {"torn-only": '{"spec": {"workers": 0', "not-objects": '[1]\n"x"\n3\n', "empty": ""}
+        runs = {"torn-only": '{"spec": {"workers": 0', "not-objects": '[1]\n"x"\n3\n', "empty": "",
+                "other-kind": '{"kind": "io", "x": 1}\n{"kind": "diagnosis", "x": 1}\n',
+                "spec-empty": '{"spec": {}, "status": "ok"}\n'}  # fmt: skip
         if arg in runs:
             (run / "runs.jsonl").write_text(runs[arg])
         if arg == "locked":
@@ -563,18 +597,35 @@ def run_case(case: Case, fx: dict[str, Path], work: Path, silent: str, timeout: 
             while len(me.children(recursive=True)) < 4 and time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.2)
             os.kill(proc.pid, signal.SIGKILL)
+        elif case.kill_when:
+            deadline = time.monotonic() + timeout
+            while not list(folder.glob(case.kill_when)) and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.1)
+            time.sleep(0.5)
+            os.kill(proc.pid, signal.SIGKILL)  # the parent only, as `kill -9 PID` does: its children must follow
         _, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        _out, err = proc.communicate()
+        try:
+            _out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # a process outside the group holds the pipes: it is reported below
+            proc.stdout.close()
+            proc.stderr.close()
+            proc.wait()
+            err = ""
         err += f"\n[fault_matrix: no answer within {timeout:g} s]"
     finally:
         if lock_fd is not None:
             os.close(int(lock_fd))
     seconds = time.monotonic() - t0
-    time.sleep(0.5 if not case.kill_after_workers else 3)  # a killed run's watchdog needs a moment
+    time.sleep(3 if case.kill_after_workers or case.kill_when else 0.5)  # a killed run's watchdog needs a moment
+    if case.then:  # the next gluonbench start, with the same TMPDIR
+        subprocess.run([sys.executable, "-m", "gluonbench", *[fill(a) for a in case.then]], cwd=folder, env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)  # fmt: skip
     why = []
     lines = [line for line in err.splitlines() if line.strip()]
+    if len(lines) == 2 and PLAN_LINE.match(lines[0]):  # a long command's plan line may precede it (as in tests/)
+        lines = lines[1:]
     if proc.returncode != case.code:
         why.append(f"exit {proc.returncode}, expected {case.code}")
     if "Traceback" in err:
@@ -594,8 +645,9 @@ def run_case(case: Case, fx: dict[str, Path], work: Path, silent: str, timeout: 
         why.append("a hostfile line ran in a shell")
     left = sorted(_snapshot(folder) - before - {"tmp"})
     left = [p for p in left if not p.startswith("full")]  # the tmpfs mount point itself
-    if case.kill_after_workers:
+    if case.kill_after_workers or case.kill_when:
         left = [p for p in left if not p.startswith("out")]  # the sweep's results folder is kept, as documented
+        left = [p for p in left if p != "grandchild.pid"]  # written by the profiled program itself
     if left:
         why.append(f"left behind: {', '.join(left[:3])}")
     alive = _ours(case.id)

@@ -9,7 +9,6 @@ import logging
 import math
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -317,8 +316,11 @@ def run_diagnosis(
     try:
         return _save_diagnosis(settings, out, d)
     except GluonbenchError as exc:  # measured, then not saved: the one line still gives the result
-        shares = ", ".join(f"{k} {v:.0%}" for k, v in d.shares.items())
-        raise NotSavedError(f"diagnosis measured (verdict: {d.verdict}; {shares}) but not saved: {exc}", d) from None
+        from gluonbench.analysis.recommend import perfect_input_text
+
+        # the verdict's reading (issue 17): the speed-up with a perfect input pipeline, with its interval
+        reading = perfect_input_text(d)  # type: ignore[arg-type]  # a Diagnosis carries the verdict's speed-ups
+        raise NotSavedError(f"diagnosis measured (verdict: {d.verdict}; {reading}) but not saved: {exc}", d) from None
 
 
 def _save_diagnosis(settings: DiagnoseSettings, out: str | Path | None, d: Diagnosis) -> tuple[Path | None, Diagnosis]:
@@ -471,6 +473,7 @@ def io_benchmark(
     from gluonbench.data.images import image_folder
     from gluonbench.data.store import LocalStore
     from gluonbench.engine.iocell import IoCell, run_cell
+    from gluonbench.scratch import owned_tempdir
 
     settings.check()
     check_out(out)  # before any data set is generated
@@ -487,7 +490,7 @@ def io_benchmark(
         except OSError as exc:
             raise GluonbenchError(f"cannot create --work-dir {work}: {exc.strerror}; choose a writable folder") from exc
     else:
-        work, made = Path(tempfile.mkdtemp(prefix="gluonbench-io-")), True
+        work, made = owned_tempdir("io"), True  # swept by the next run if we are killed
     cache_root = work / "file-mode-cache"
     try:
         staged = stage_io_datasets(settings, work)

@@ -1521,6 +1521,9 @@ def main(argv: list[str] | None = None) -> int:
     global _MAIN_PID
     _MAIN_PID = os.getpid()
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    from gluonbench.scratch import sweep_stale
+
+    sweep_stale()  # scratch folders of a gluonbench run killed with -9 (their owner is gone)
     try:
         return args.func(args)
     except GluonbenchError as exc:

@@ -26,7 +26,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from gluonbench.engine.run import PROGRESS_ENV, RunResult, RunSpec, utc_now
 from gluonbench.engine.scale import LAUNCH_ENV, local_rank_gpus
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.store import open_nofollow
+from gluonbench.scratch import owned_tempdir
 
 log = logging.getLogger(__name__)
 
@@ -298,7 +298,7 @@ class Job:
         outcome = JobOutcome(results=[], launcher=self.launcher)
         try:
             if self.launcher == "local":
-                self.tmp_dir = Path(tempfile.mkdtemp(prefix="gluonbench-job-"))
+                self.tmp_dir = owned_tempdir("job")  # swept by the next run if we are killed
             outcome = self._run(t0)
         finally:
             self.stop()

@@ -31,7 +31,7 @@ from gluonbench.analysis.verdict import (
 from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Rounds
 from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
-from gluonbench.engine.samples import check_loss, check_samples
+from gluonbench.engine.samples import check_labels, check_loss, check_samples
 from gluonbench.errors import GluonbenchError
 from gluonbench.pipeline import build_pipeline
 from gluonbench.probes import SUBSTAGES
@@ -299,6 +299,7 @@ def diagnose(
         np.random.seed(seed)
     net = net if net is not None else seed_net()
     loss = loss if loss is not None else seed_loss()
+    check_labels(dataset, net, loss, decode, transform)  # outside the net's classes: MXNet would clip them silently
     saved = _prepare_net(net, ctx)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": learning_rate})
     step = ModelStep(net, loss, trainer)

@@ -336,10 +336,11 @@ def train_or_fail(spec: RunSpec) -> tuple[RunResult, int]:
     try:
         return train_and_eval(spec), 0
     except BaseException as exc:
+        from gluonbench.engine.watchdog import shm_full_message
+
         traceback.print_exc()
-        failed = RunResult(
-            spec=spec.to_dict(), status="failed", error=f"{type(exc).__name__}: {exc}"[:500], finished_utc=utc_now()
-        )
+        why = shm_full_message(exc) or f"{type(exc).__name__}: {exc}"  # a full /dev/shm, not a reset connection
+        failed = RunResult(spec=spec.to_dict(), status="failed", error=why[:500], finished_utc=utc_now())
         return failed, 1
 
 

@@ -7,6 +7,7 @@ blames the model. These checks name the real culprit in one line: ``dataset[i]``
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
@@ -58,8 +59,8 @@ def check_loss(loss: Any) -> None:
         )
 
 
-def check_samples(dataset: Any, decode: Any = None, transform: Any = None) -> None:
-    """dataset[0], dataset[1] and dataset[-1], through decode and transform: pairs of one shape."""
+def check_samples(dataset: Any, decode: Any = None, transform: Any = None) -> dict[str, Any]:
+    """dataset[0], dataset[1] and dataset[-1], through decode and transform: pairs of one shape; where -> pair."""
     n = len(dataset)
     picks = sorted({0, min(1, n - 1), n - 1})
     out: dict[str, Any] = {}
@@ -79,3 +80,68 @@ def check_samples(dataset: Any, decode: Any = None, transform: Any = None) -> No
             check_pair(sample, where)
         out[where] = sample
     check_shapes(out, stage)
+    return out
+
+
+def net_classes(net: Any, loss: Any) -> int | None:
+    """How many classes ``net`` scores, where that is known: the units of its last ``Dense`` layer, when the loss
+    reads labels as class indices (``SoftmaxCrossEntropyLoss`` with sparse labels, the default). Else None."""
+    from gluonbench._mx import gluon
+
+    if not (isinstance(loss, gluon.loss.SoftmaxCrossEntropyLoss) and getattr(loss, "_sparse_label", True)):
+        return None
+    last: Any = None
+    stack = [net]
+    while stack:  # depth first, in the order the children were added: the last Dense is the output layer
+        block = stack.pop()
+        if isinstance(block, gluon.nn.Dense):
+            last = block
+        stack.extend(reversed(list(getattr(block, "_children", {}).values())))
+    units = getattr(last, "_units", None)
+    return units if isinstance(units, int) and units > 0 else None
+
+
+def _label_values(label: Any) -> list[float]:
+    import numpy as np
+
+    if hasattr(label, "asnumpy"):
+        label = label.asnumpy()
+    try:
+        return [float(v) for v in np.asarray(label, dtype=np.float64).ravel()]
+    except (TypeError, ValueError):
+        return []
+
+
+def check_labels(dataset: Any, net: Any, loss: Any, decode: Any = None, transform: Any = None) -> None:
+    """Labels are class indices the net scores: 0 .. classes-1 (where :func:`net_classes` knows ``classes``).
+
+    MXNet's softmax cross-entropy clips an index outside the classes, so such labels would train silently.
+    Checked on the samples :func:`check_samples` reads, and on every label of a dataset that holds them in a
+    ``_label`` array (MXNet's MNIST, CIFAR) or an ``ArrayDataset(data, label)``, when no decode or transform
+    changes them.
+    """
+    classes = net_classes(net, loss)
+    if classes is None:
+        return
+    found: list[tuple[str, float]] = []
+    labels = getattr(dataset, "_label", None)
+    columns = getattr(dataset, "_data", None)  # gluon.data.ArrayDataset(data, label)
+    if labels is None and isinstance(columns, list | tuple) and len(columns) == 2:
+        labels = columns[1]
+    if labels is not None and decode is None and transform is None:
+        values = _label_values(labels)
+        if values:  # the extremes first (they name the range), then the first label that is not a whole number
+            fractions = [v for v in values if v != int(v)] if all(map(math.isfinite, values)) else []
+            found += [("the dataset's labels include", v) for v in (min(values), max(values), *fractions[:1])]
+    found += [
+        (f"{where} has label", v)
+        for where, pair in check_samples(dataset, decode, transform).items()
+        for v in _label_values(pair[1])
+    ]
+    for where, value in found:
+        if not (math.isfinite(value) and 0 <= value < classes and value == int(value)):
+            raise GluonbenchError(
+                f"{where} {value:g}, outside the net's {classes} classes (its last Dense layer has "
+                f"{classes} outputs, so labels must be whole numbers 0..{classes - 1}); fix the labels, or give a net "
+                "with as many outputs as classes"
+            )

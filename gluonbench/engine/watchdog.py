@@ -20,6 +20,7 @@ workers block and the training loop waits for a batch that never comes.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import statistics
@@ -53,6 +54,35 @@ _HANDLER: list[Callable[[str], None]] = []
 def on_stall(handler: Callable[[str], None]) -> None:
     """Call ``handler(message)`` when a watched loader stalls, before the process exits (exit code 3)."""
     _HANDLER[:] = [handler]
+
+
+def shm_full_message(exc: BaseException, path: Path = SHM) -> str | None:
+    """The one line for a run that failed because ``/dev/shm`` filled up mid-run, or None if that is not why.
+
+    A full ``/dev/shm`` surfaces as whatever the worker's failure did to the connection to it
+    (``ConnectionResetError``, ``BrokenPipeError``, ``EOFError``) or as ``ENOSPC``: name the real cause.
+    """
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 10:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    nospace = any(isinstance(e, OSError) and e.errno == errno.ENOSPC for e in chain)
+    lost = any(isinstance(e, ConnectionError | EOFError) for e in chain)
+    if not (nospace or lost):
+        return None
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    total, free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+    full = free < min(256 << 10, total) or free < total // 20  # under 256 KiB (or 5 %) free: no batch fits
+    if not total or not full:  # ENOSPC of another disk (the output folder's) is not /dev/shm's
+        return None
+    return (
+        f"{path} is full ({_kib(free)} free of {_kib(total)}): the DataLoader workers hand batches through shared "
+        f"memory and one could not ({type(exc).__name__}); {FIXES}"
+    )
 
 
 def shm_free(path: Path = SHM) -> int | None:

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,7 @@ from gluonbench.profiler import hooks
 from gluonbench.profiler.data import META
 from gluonbench.profiler.formats import SystemWriter
 from gluonbench.report.store import atomic_write_text, new_run_dir
+from gluonbench.scratch import MARKER_ENV, kill_marked
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,8 @@ INTERVALS_MS = (100, 200, 500, 1000, 5000, 60000)
 GRACE_S = 10.0
 FLUSH_S = 10.0
 
+# kills the program's group, then every process carrying its marker (a grandchild that called setsid());
+# stdlib only, so it runs wherever the profiled program's Python does
 WATCHDOG = (
     "import os, signal, sys\n"
     "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
@@ -47,6 +51,13 @@ WATCHDOG = (
     "sys.stdin.buffer.read()\n"
     "try:\n    os.killpg(int(sys.argv[1]), signal.SIGKILL)\n"
     "except OSError:\n    pass\n"
+    "needle, me = sys.argv[2].encode(), os.getpid()\n"
+    "for _ in range(3):\n"
+    "    for e in os.listdir('/proc'):\n"
+    "        try:\n"
+    "            if e.isdigit() and int(e) != me and needle in open(f'/proc/{e}/environ', 'rb').read().split(b'\\0'):\n"
+    "                os.kill(int(e), signal.SIGKILL)\n"
+    "        except OSError:\n            pass\n"
 )
 
 
@@ -211,13 +222,16 @@ def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
     """Profile ``cmd`` until it exits; return its exit code (128+N for signal N) with the profile."""
     check_command(cmd)
     prof = Profiler(settings, _default_name(cmd))
-    env = dict(os.environ, **prof.env())
+    token = uuid.uuid4().hex  # marks the program's whole tree, also what leaves its group with setsid()
+    env = dict(os.environ, **prof.env(), **{MARKER_ENV: token})
     try:
         child = subprocess.Popen(cmd, env=env, start_new_session=True)
     except OSError as exc:
         raise GluonbenchError(f"cannot start {cmd[0]}: {exc.strerror}") from exc
     watchdog = subprocess.Popen(
-        [sys.executable, "-c", WATCHDOG, str(child.pid)], stdin=subprocess.PIPE, start_new_session=True
+        [sys.executable, "-c", WATCHDOG, str(child.pid), f"{MARKER_ENV}={token}"],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
     )
     interrupted = False
     code: int | None = None
@@ -229,6 +243,7 @@ def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
         code = _exit_code(_stop_group(child))
     finally:
         _kill_group(child.pid)
+        kill_marked(token)
         watchdog.stdin.close()
         watchdog.wait()
         result = prof.stop(code, interrupted)

@@ -49,6 +49,7 @@ def load(run_dir: str | Path) -> Report:
     Raises :class:`~gluonbench.errors.GluonbenchError` when ``run_dir`` is not a run folder.
     """
     from gluonbench.errors import GluonbenchError
+    from gluonbench.report.exporters import MarkdownTable
     from gluonbench.report.store import RunStore
 
     store = RunStore(run_dir)
@@ -62,7 +63,17 @@ def load(run_dir: str | Path) -> Report:
     kinds = {r.get("kind", "run") for r in records}
     for report_type in reversed(report_types()):  # io and diagnosis folders first; a sweep's records may lack kind
         if report_type.kind in kinds:
-            return report_type.from_records(records, saved_settings(store))
+            try:
+                report = report_type.from_records(records, saved_settings(store))
+                report.data(), report.table(), report.document(MarkdownTable())  # every field read before any write
+                return report
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+                # valid JSON lines, but not what this kind of record holds (another tool's, or hand-edited)
+                what = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else type(exc).__name__
+                raise GluonbenchError(
+                    f"{store.runs_path} holds {report_type.kind} records gluonbench cannot read ({what}); nothing "
+                    "rebuilt; pass a run folder made by gluonbench sweep, io or diagnose"
+                ) from None
     raise GluonbenchError(
         f"{store.runs_path} holds no record gluonbench can report on (kinds: {', '.join(sorted(map(str, kinds)))})"
     )

@@ -486,6 +486,8 @@ def invalid_record(record: Any) -> str | None:
     spec = record.get("spec")
     if not isinstance(spec, dict):
         return "no spec object"
+    if "workers" not in spec:
+        return "no spec.workers"
     for key in ("workers", "repeat"):
         value = spec.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -18,6 +18,7 @@ from time import perf_counter
 
 from gluonbench.data.store import LocalStore, ObjectInfo
 from gluonbench.errors import DataError
+from gluonbench.scratch import owned_tempdir
 from gluonbench.sources.base import DataSet, OpenStats, Source
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ class FileSource(Source):
             check_writable(self.cache_dir)
             root = self.cache_dir
         else:
-            root = self._made_cache = Path(tempfile.mkdtemp(prefix="gluonbench-file-"))
+            root = self._made_cache = owned_tempdir("file")
         try:
             with ThreadPoolExecutor(max(1, self.threads), thread_name_prefix="gluonbench-copy") as pool:
                 copied = sum(pool.map(lambda o: self._copy_one(o, root), files))

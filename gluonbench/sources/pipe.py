@@ -45,7 +45,6 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 from collections.abc import Iterator
@@ -58,6 +57,7 @@ from gluonbench.data.recordio import MANIFEST, Manifest, RecordParser, frame, un
 from gluonbench.data.shard import shard_indices
 from gluonbench.data.store import ObjectInfo, Store
 from gluonbench.errors import DataError, GluonbenchError
+from gluonbench.scratch import die_with_parent, owned_tempdir
 from gluonbench.sources.base import OpenStats, ReadAhead, Source
 
 log = logging.getLogger(__name__)
@@ -628,13 +628,13 @@ class PipeSource(Source):
         wrapper = "none" if self.kind == "recordio" else "recordio"
         t1 = perf_counter()
         if self.channel_dir is None:
-            self._made_dir = Path(tempfile.mkdtemp(prefix="gluonbench-pipe-"))
+            self._made_dir = owned_tempdir("pipe")  # swept by the next run if we are killed
             channel_dir = self._made_dir / "data"
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
             with open(self._made_dir / "producer.log", "wb") as log_file:
                 self.process = subprocess.Popen(
                     self.producer_command(channel_dir, wrapper), stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL, stderr=log_file, env=env,
+                    stdout=subprocess.DEVNULL, stderr=log_file, env=env, preexec_fn=die_with_parent,
                 )  # fmt: skip
         else:
             channel_dir = self.channel_dir

@@ -30,7 +30,7 @@ from typing import Any
 
 from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Record, Rounds, measure
-from gluonbench.engine.samples import check_loss, check_samples
+from gluonbench.engine.samples import check_labels, check_loss, check_samples
 from gluonbench.errors import GluonbenchError
 from gluonbench.pipeline import Pipeline, build_pipeline
 from gluonbench.tune.model import (
@@ -414,6 +414,7 @@ def tune(
     if emulation is None:
         net = net if net is not None else seed_net()
         loss = loss if loss is not None else seed_loss()
+        check_labels(dataset, net, loss, decode, transform)  # outside the net's classes: MXNet would clip them
         saved = prepare_net(net, ctx)
         trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": learning_rate})
         step = checked_step(ModelStep(net, loss, trainer), net)

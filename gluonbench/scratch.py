@@ -1,0 +1,146 @@
+"""Scratch folders and helper processes that do not outlive a ``kill -9`` of their owner.
+
+A ``finally`` cannot run after SIGKILL, so three things make sure nothing is left behind:
+
+* :func:`owned_tempdir` names every temporary folder after its owner, ``gluonbench-KIND-PID.START-XXXX``
+  (``START``: the owner's start time in clock ticks, so a reused pid is not mistaken for the owner);
+  :func:`sweep_stale` removes the folders whose owner is gone. It runs whenever gluonbench starts a
+  command and whenever a new scratch folder is made, so the next gluonbench run cleans up after a
+  killed one. Only plain folders owned by this user are removed, never a symlink or another user's folder.
+* :func:`die_with_parent` (a ``preexec_fn``) makes a helper process (a pipe producer) die with its parent.
+* :func:`kill_marked` kills every process carrying a marker in its environment: a profiled program's
+  grandchild that called ``setsid()`` leaves the process group but keeps the marker.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import re
+import shutil
+import signal
+import stat
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+PR_SET_PDEATHSIG = 1
+PREFIX = "gluonbench-"
+_OWNED = re.compile(r"^gluonbench-([a-z]+)-(\d+)\.(\d+)-")
+MARKER_ENV = "GLUONBENCH_TREE"
+
+
+def _start_ticks(pid: int) -> int | None:
+    """The start time of process ``pid`` (clock ticks since boot), or None if it is gone (or a zombie)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    try:
+        # the command name (field 2) may hold spaces and ')': the fields after the last ')' are plain
+        fields = raw[raw.rindex(b")") + 2 :].split()
+        return None if fields[0] in (b"Z", b"X") else int(fields[19])
+    except (ValueError, IndexError):
+        return None
+
+
+def owner_tag(pid: int | None = None) -> str:
+    """``PID.START`` for ``pid`` (default: this process), the owner part of a scratch folder's name."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}.{_start_ticks(pid) or 0}"
+
+
+def owned_tempdir(kind: str, root: str | Path | None = None) -> Path:
+    """A new private folder ``gluonbench-KIND-PID.START-XXXX`` under the temp folder; stale ones are swept first."""
+    if not re.fullmatch(r"[a-z]+", kind):
+        raise ValueError(f"scratch kind {kind!r}: lower-case letters only")
+    sweep_stale(root)
+    return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-{owner_tag()}-", dir=root))
+
+
+def _owner_alive(pid: int, start: int) -> bool:
+    ticks = _start_ticks(pid)
+    return ticks is not None and (start == 0 or ticks == start)
+
+
+def sweep_stale(root: str | Path | None = None) -> list[Path]:
+    """Remove the scratch folders under ``root`` (default: the temp folder) whose owner process is gone."""
+    base = Path(root) if root is not None else Path(tempfile.gettempdir())
+    removed: list[Path] = []
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return removed
+    me = os.geteuid()
+    for name in names:
+        m = _OWNED.match(name)
+        if m is None:
+            continue
+        path = base / name
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != me:  # never a symlink, never another user's folder
+            continue
+        if _owner_alive(int(m.group(2)), int(m.group(3))):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            removed.append(path)
+    if removed:
+        log.info("removed %d scratch folder(s) left by killed gluonbench runs", len(removed))
+    return removed
+
+
+def _load_prctl():  # type: ignore[no-untyped-def]
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def die_with_parent() -> None:
+    """``preexec_fn``: the kernel sends this process SIGKILL when its parent dies (Linux; no-op elsewhere)."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
+def marked_pids(token: str) -> list[int]:
+    """This user's processes whose environment holds ``GLUONBENCH_TREE=token`` (not this process)."""
+    needle = f"{MARKER_ENV}={token}".encode()
+    me, mine = os.getpid(), os.geteuid()
+    found: list[int] = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != mine:
+                continue
+            env = Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def kill_marked(token: str) -> int:
+    """SIGKILL every process carrying the marker ``token`` (see :func:`marked_pids`); how many were signalled."""
+    n = 0
+    for _ in range(3):  # a process may fork while we look: look again until none is left
+        pids = marked_pids(token)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                n += 1
+            except OSError:
+                pass
+    return n

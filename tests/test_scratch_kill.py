@@ -1,0 +1,162 @@
+"""Issue #21 class 3: nothing is left behind after ``kill -9`` of gluonbench itself.
+
+Every test kills a real gluonbench process with SIGKILL (no ``finally`` runs) and checks that its scratch
+folder is swept by the next gluonbench start, that its helper processes died with it, and that a profiled
+program's grandchild that left the process group with ``setsid()`` is killed too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gluonbench.scratch import owned_tempdir, sweep_stale
+
+REPO = Path(__file__).resolve().parents[1]
+MNIST = Path(os.environ.get("GLUONBENCH_DATA", "/work/shared/data")) / "mnist"
+SETSID_GRANDCHILD = (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    open('grandchild.pid', 'w').write(str(os.getpid()))\n"
+    "    time.sleep(600)\n"
+    "    os._exit(0)\n"
+    "time.sleep(float(sys.argv[1]))\n"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_for(predicate, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _gluonbench(args: list[str], cwd: Path, tmpdir: Path) -> subprocess.Popen:
+    env = dict(os.environ, TMPDIR=str(tmpdir), PYTHONPATH=str(REPO))
+    return subprocess.Popen(
+        [sys.executable, "-m", "gluonbench", *args], cwd=cwd, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+
+
+def _next_start(cwd: Path, tmpdir: Path) -> None:
+    """Any gluonbench command: it sweeps what a killed run left before it does anything else."""
+    assert _gluonbench(["report", str(cwd / "no-such-run")], cwd, tmpdir).wait(timeout=120) == 2
+
+
+def test_sweep_removes_only_folders_whose_owner_is_gone(tmp_path):
+    code = "import sys, time; from gluonbench.scratch import owned_tempdir; print(owned_tempdir('io', sys.argv[1]))"
+    owner = subprocess.Popen(
+        [sys.executable, "-c", code + "; sys.stdout.flush(); time.sleep(600)", str(tmp_path)],
+        stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )  # fmt: skip
+    dead = Path(owner.stdout.readline().strip())
+    (dead / "data").mkdir()
+    assert dead.parent == tmp_path and dead.name.startswith(f"gluonbench-io-{owner.pid}.")
+    mine = owned_tempdir("pipe", tmp_path)  # this process is alive: kept
+    owner.kill()
+    owner.wait()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("keep")
+    link = tmp_path / f"gluonbench-job-{owner.pid}.1-abc"  # named like a stale folder, but a link: never followed
+    link.symlink_to(victim)
+    other = tmp_path / "gluonbench-io-notours"
+    other.mkdir()
+    removed = sweep_stale(tmp_path)
+    assert removed == [dead] and not dead.exists()
+    assert mine.is_dir() and other.is_dir() and link.is_symlink() and (victim / "keep").read_text() == "keep"
+
+
+def test_a_reused_pid_is_not_taken_for_the_owner(tmp_path):
+    # our own pid, but a start time that is not ours: the owner that made it is gone
+    stale = tmp_path / f"gluonbench-file-{os.getpid()}.1-xyz"
+    stale.mkdir()
+    assert sweep_stale(tmp_path) == [stale]
+
+
+def test_io_killed_with_9_leaves_nothing_after_the_next_start(tmp_path):
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    args = ["io", "--modes", "file", "--sizes", "small", "--layouts", "files", "--small", "200KB", "--large", "400KB",
+            "--file-size", "20KB", "--epochs", "1", "--out", str(tmp_path / "out"), "--mnist-dir", str(MNIST)]  # fmt: skip
+    proc = _gluonbench(args, tmp_path, tmpdir)
+    assert _wait_for(lambda: any(tmpdir.glob("gluonbench-io-*/*")), 120), "io never made its work folder"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert list(tmpdir.glob("gluonbench-io-*"))  # killed: nothing could clean up yet
+    _next_start(tmp_path, tmpdir)
+    assert list(tmpdir.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_pipe_sweep_killed_with_9_leaves_no_fifo_log_or_producer(tmp_path, packed_dir):
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    args = ["sweep", "--source", "pipe", "--uri", str(packed_dir), "--workers", "0", "--max-batches", "400",
+            "--epochs", "3", "--out", str(tmp_path / "out")]  # fmt: skip
+    proc = _gluonbench(args, tmp_path, tmpdir)
+    assert _wait_for(lambda: any(tmpdir.glob("gluonbench-pipe-*/data/*")), 120), "no FIFO was made"
+    producers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _environ_has(p, str(tmpdir))]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert _wait_for(lambda: not any(_alive(int(p.name)) for p in producers), 20), "a process outlived the sweep"
+    _next_start(tmp_path, tmpdir)
+    assert not list(tmpdir.glob("gluonbench-*"))
+
+
+def _environ_has(proc: Path, text: str) -> bool:
+    try:
+        return text.encode() in (proc / "environ").read_bytes()
+    except OSError:
+        return False
+
+
+def test_profile_killed_with_9_takes_a_setsid_grandchild_with_it(tmp_path):
+    proc = _gluonbench(
+        ["profile", "--out", str(tmp_path / "out"), "--", sys.executable, "-c", SETSID_GRANDCHILD, "600"],
+        tmp_path,
+        tmp_path,
+    )
+    pid_file = tmp_path / "grandchild.pid"
+    assert _wait_for(lambda: pid_file.exists() and pid_file.read_text(), 60)
+    grandchild = int(pid_file.read_text())
+    assert _alive(grandchild)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    try:
+        assert _wait_for(lambda: not _alive(grandchild), 20), "the setsid() grandchild outlived profile"
+    finally:
+        if _alive(grandchild):
+            os.kill(grandchild, signal.SIGKILL)
+
+
+def test_profile_that_ends_normally_takes_a_setsid_grandchild_with_it(tmp_path):
+    proc = _gluonbench(
+        ["profile", "--out", str(tmp_path / "out"), "--", sys.executable, "-c", SETSID_GRANDCHILD, "1"],
+        tmp_path,
+        tmp_path,
+    )
+    assert proc.wait(timeout=120) == 0
+    grandchild = int((tmp_path / "grandchild.pid").read_text())
+    try:
+        assert _wait_for(lambda: not _alive(grandchild), 10), "the setsid() grandchild outlived profile"
+    finally:
+        if _alive(grandchild):
+            os.kill(grandchild, signal.SIGKILL)
