@@ -273,22 +273,6 @@ def diagnose(
     n = len(dataset)
     if n < batch_size:
         raise GluonbenchError(f"the dataset has {n} samples, fewer than batch_size={batch_size}; lower the batch size")
-    sample = dataset[0]
-    if not (isinstance(sample, tuple | list) and len(sample) == 2):
-        raise GluonbenchError(
-            f"dataset[0] must be a (data, label) pair; got {type(sample).__name__}"
-            + (f" of length {len(sample)}" if hasattr(sample, "__len__") else "")
-        )
-    for what, fn in (("decode", decode), ("transform", transform)):
-        if fn is None:
-            continue
-        try:
-            sample = fn(*sample)
-        except Exception as exc:
-            raise GluonbenchError(f"{what} failed on dataset[0]: {type(exc).__name__}: {exc}") from exc
-        if not (isinstance(sample, tuple | list) and len(sample) == 2):
-            raise GluonbenchError(f"{what} must return a (data, label) pair")
-
     check_samples(dataset, decode, transform)  # None, text or varying shapes: blame dataset[i] or the transform
     check_loss(loss)
     started = utc_now()

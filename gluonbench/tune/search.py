@@ -320,18 +320,6 @@ def _check_inputs(dataset: Any, transform: Any, decode: Any, batch_size: Any, bu
     dataset = as_dataset(dataset)
     if len(dataset) < batch_size:
         raise GluonbenchError(f"the dataset has {len(dataset)} samples, fewer than batch_size={batch_size}; lower it")
-    sample = dataset[0]
-    if not (isinstance(sample, tuple | list) and len(sample) == 2):
-        raise GluonbenchError(f"dataset[0] must be a (data, label) pair; got {type(sample).__name__}")
-    for what, fn in (("decode", decode), ("transform", transform)):
-        if fn is None:
-            continue
-        try:
-            sample = fn(*sample)
-        except Exception as exc:
-            raise GluonbenchError(f"{what} failed on dataset[0]: {type(exc).__name__}: {exc}") from exc
-        if not (isinstance(sample, tuple | list) and len(sample) == 2):
-            raise GluonbenchError(f"{what} must return a (data, label) pair")
     check_samples(dataset, decode, transform)  # None, text or varying shapes: blame dataset[i] or the transform
     return dataset
 
