@@ -459,7 +459,12 @@
     if (d.verdict === "inconclusive") {
       out.push(para("<b>Verdict: inconclusive</b> (the noise exceeds the differences between the probes)", "headline warn"));
     } else if (d.verdict) {
-      out.push(para("<b>Verdict: " + esc(d.verdict) + "</b>" + (isNum(shares[d.verdict]) ? ", " + esc(pct(shares[d.verdict])) +
+      var gain = (d.speedups || {}).input, gainCi = list((d.speedup_ci || {}).input);
+      out.push(para("<b>Verdict: " + esc(d.verdict) + "</b>" +
+        (isNum(gain) ? " (the seed's rule: with a perfect input pipeline, one batch reused, training would be " +
+          esc(gain.toFixed(2)) + "x" + (gainCi.length === 2 && isNum(gainCi[0]) && isNum(gainCi[1]) ?
+          " [" + esc(gainCi[0].toFixed(2)) + ", " + esc(gainCi[1].toFixed(2)) + "]" : "") + " faster)" : "") +
+        (isNum(shares[d.verdict]) ? "; its removal saves " + esc(pct(shares[d.verdict])) +
         esc(pctCi(shareCi[d.verdict])) + " of the step time" : "") +
         (list(d.secondary).length ? "; secondary: " + esc(d.secondary.join(", ")) : "") +
         (d.input_bound ? "; input-bound: " + esc(d.input_bound) +
