@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from gluonbench.engine.diagnosis import Diagnosis, reassess
-from gluonbench.report.diagnosis import to_text
+from gluonbench.diagnosis.run import Diagnosis, reassess
+from gluonbench.diagnosis.report import to_text
 from gluonbench.report.store import atomic_write_text
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings, TuneSettings, check_types
 from gluonbench.distributed import is_dist
-from gluonbench.engine.diagnosis import Diagnosis, diagnose, diagnose_workload
+from gluonbench.diagnosis.run import Diagnosis, diagnose, diagnose_workload
 from gluonbench.engine.isolation import run_isolated
 from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
@@ -316,7 +316,7 @@ def run_diagnosis(
     try:
         return _save_diagnosis(settings, out, d)
     except GluonbenchError as exc:  # measured, then not saved: the one line still gives the result
-        from gluonbench.analysis.recommend import perfect_input_text
+        from gluonbench.diagnosis.recommend import perfect_input_text
 
         # the verdict's reading (issue 17): the speed-up with a perfect input pipeline, with its interval
         reading = perfect_input_text(d)  # type: ignore[arg-type]  # a Diagnosis carries the verdict's speed-ups

@@ -83,7 +83,7 @@ thresholds (--threshold KEY=VALUE): rel_ci=0.05 (stop when every probe's median 
 
 def _diagnose_epilog() -> str:
     """The examples, with the probe list taken from the probe declarations."""
-    from gluonbench.probes import PROBES
+    from gluonbench.diagnosis.probes import PROBES
 
     return DIAGNOSE_EXAMPLES.format(probes="\n".join(f"  {p.name:14s} {p.removes}" for p in PROBES))
 
@@ -1194,7 +1194,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     from gluonbench import api
     from gluonbench.console import Progress, duration
-    from gluonbench.report.diagnosis import to_text
+    from gluonbench.diagnosis.report import to_text
 
     _pipeline_first(settings)
     progress = Progress("diagnose", settings.budget_s, "s", timed=True)

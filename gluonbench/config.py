@@ -569,7 +569,7 @@ def source_options(
 
 def parse_thresholds(items: list[str], base: Any = None) -> Any:
     """``Thresholds`` from ``KEY=VALUE`` texts (``--threshold``) over ``base`` (default: the defaults)."""
-    from gluonbench.analysis.verdict import Thresholds
+    from gluonbench.diagnosis.verdict import Thresholds
 
     known = {f.name for f in fields(Thresholds)}
     changes: dict[str, Any] = {}
@@ -592,7 +592,7 @@ def parse_thresholds(items: list[str], base: Any = None) -> Any:
 
 
 def _default_thresholds() -> Any:
-    from gluonbench.analysis.verdict import Thresholds
+    from gluonbench.diagnosis.verdict import Thresholds
 
     return Thresholds()
 
@@ -618,7 +618,7 @@ class DiagnoseSettings:
     seed: int = 1
     options: dict[str, Any] = field(default_factory=dict)
     thresholds: Any = field(default_factory=_default_thresholds)
-    """:class:`gluonbench.analysis.verdict.Thresholds`"""
+    """:class:`gluonbench.diagnosis.verdict.Thresholds`"""
     json_path: str | None = None
     name: str | None = None
     pipeline: str | None = None
@@ -645,7 +645,7 @@ class DiagnoseSettings:
 
     def check(self) -> DiagnoseSettings:
         """Raise :class:`GluonbenchError` naming the bad value and the fix; return self."""
-        from gluonbench.analysis.verdict import Thresholds
+        from gluonbench.diagnosis.verdict import Thresholds
         from gluonbench.engine.context import check_ctx
         from gluonbench.workloads import workload_names
 

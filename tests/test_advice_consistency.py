@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from gluonbench.analysis.recommend import Setting, advise, evidence, render
-from gluonbench.analysis.verdict import ProbeTiming, Thresholds, attribute
-from gluonbench.report.diagnosis import to_text, view
+from gluonbench.diagnosis.recommend import Setting, advise, evidence, render
+from gluonbench.diagnosis.verdict import ProbeTiming, Thresholds, attribute
+from gluonbench.diagnosis.report import to_text, view
 
 BATCH = 64
 # ms a step of full, no_preprocess, no_read, cached_batch, loader_only; the class they must give
@@ -50,7 +50,7 @@ def _probe(name: str, ms: float, rel: float, rounds: int = 8) -> dict:
 
 
 def _case(times: tuple[float, ...], rel: float, wait: float = 0.4, ctx: str = "cpu", noisy: bool = False):
-    from gluonbench.analysis.verdict import probe_gains
+    from gluonbench.diagnosis.verdict import probe_gains
 
     names = ("full", "no_preprocess", "no_read", "cached_batch", "loader_only")
     probes = {n: _probe(n, ms, rel) for n, ms in zip(names, times, strict=True)}
@@ -157,8 +157,8 @@ def test_no_contention_when_the_loop_overlaps():
 
 
 def test_a_stored_diagnosis_is_re_read_by_the_current_rule():
-    from gluonbench.engine.diagnosis import Diagnosis, reassess
-    from gluonbench.engine.probes import ProbeResult
+    from gluonbench.diagnosis.run import Diagnosis, reassess
+    from gluonbench.diagnosis.measure import ProbeResult
 
     _, probes = _case(CLASSES["preprocessing"], 0.005)
     results = {}

@@ -273,7 +273,7 @@ def test_g8_profiler_step_has_a_sync_point(tmp_path, monkeypatch):
 def test_g7_pinned_memory_knob_and_pinned_ceiling(no_leaks):
     """G7: pin_memory is a knob of diagnose (and tune); the loader pins for the context's GPU, and the
     cached_batch ceiling keeps its batch in the same (pinned) memory as the loader's batches."""
-    from gluonbench.engine.probes import measure_first_batch
+    from gluonbench.diagnosis.measure import measure_first_batch
     from gluonbench.pipeline import Loader, Pipeline
     from gluonbench.pipeline.pipeline import close_loader
     from gluonbench.pipeline.stages import host_memory, pin_device_id

@@ -6,7 +6,7 @@ import json
 import pytest
 from conftest import assert_one_clear_line
 
-from gluonbench.analysis.verdict import VERDICTS
+from gluonbench.diagnosis.verdict import VERDICTS
 
 
 def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli, tmp_path, no_leaks):

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import gluonbench
-from gluonbench.analysis.recommend import Setting, advise, render
-from gluonbench.analysis.verdict import CHAIN, HEADLINE_OF, ProbeTiming, attribute
+from gluonbench.diagnosis.recommend import Setting, advise, render
+from gluonbench.diagnosis.verdict import CHAIN, HEADLINE_OF, ProbeTiming, attribute
 from gluonbench.engine.measure import Epochs, Rounds, measure
 from gluonbench.pipeline import STAGES, DeviceBatch, HostBatch, Loader, Pipeline, ReadySample
-from gluonbench.probes import NAMES, PROBES, SUBSTAGES, Context
+from gluonbench.diagnosis.probes import NAMES, PROBES, SUBSTAGES, Context
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_every_probe_is_one_declaration_in_a_chain():
 
 
 def test_each_probe_swaps_what_it_declares(small):
-    from gluonbench.engine.probes import measure_first_batch
+    from gluonbench.diagnosis.measure import measure_first_batch
 
     first = measure_first_batch(small)
     built = {p.name: p.build(small, Context(first)) for p in PROBES}
@@ -172,7 +172,7 @@ def test_seed_mnist_at_zero_workers_reads_nothing_and_names_cpu_compute(mnist_di
 
 def test_decode_of_a_jpeg_folder_lands_in_preprocessing(jpeg_dir, no_leaks):
     """Through ``--source fastfile``, dataset[i] returns the JPEG's bytes and decoding is its own stage."""
-    from gluonbench.engine.diagnosis import diagnose_workload
+    from gluonbench.diagnosis.run import diagnose_workload
 
     d = diagnose_workload(
         "source",

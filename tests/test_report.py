@@ -11,7 +11,7 @@ import pytest
 from conftest import assert_one_clear_line
 
 from gluonbench.errors import GluonbenchError
-from gluonbench.probes import NAMES
+from gluonbench.diagnosis.probes import NAMES
 from gluonbench.report import load, rebuild, report_types
 from gluonbench.report.exporters import EXPORTERS, CsvTable, Exporter, MarkdownTable, Table
 from gluonbench.report.store import RunStore

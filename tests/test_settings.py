@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from gluonbench.analysis.verdict import Thresholds
+from gluonbench.diagnosis.verdict import Thresholds
 from gluonbench.config import (
     DiagnoseSettings,
     IoSettings,

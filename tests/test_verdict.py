@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from gluonbench.analysis.recommend import Setting, evidence, recommend
-from gluonbench.analysis.verdict import (
+from gluonbench.diagnosis.recommend import Setting, evidence, recommend
+from gluonbench.diagnosis.verdict import (
     ProbeTiming,
     Thresholds,
     attribute,

@@ -15,7 +15,7 @@ from conftest import REPO, assert_one_clear_line
 
 from gluonbench.engine.run import RunSpec, train_and_eval
 from gluonbench.errors import GluonbenchError
-from gluonbench.probes import NAMES
+from gluonbench.diagnosis.probes import NAMES
 
 
 @pytest.fixture(scope="module")

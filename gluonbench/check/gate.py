@@ -1,6 +1,6 @@
 """``gluonbench check``: measure a pipeline beside the ruler, save it as a baseline, or judge it against one.
 
-**What is measured.** The pipeline's diagnose probes (:mod:`gluonbench.probes`: the full pipeline, then
+**What is measured.** The pipeline's diagnose probes (:mod:`gluonbench.diagnosis.probes`: the full pipeline, then
 preprocessing, reading and the loader swapped out one after another, and the loader alone) and the
 :mod:`ruler <gluonbench.check.ruler>` run in the same interleaved :class:`~gluonbench.engine.measure.Rounds`
 through :func:`~gluonbench.engine.measure.measure`. Every figure is taken relative to the ruler *round by
@@ -215,11 +215,11 @@ def measure_snapshot(
     target: Target, budget_s: float = DEFAULT_BUDGET_S, on_progress: Callable[[float, float], None] | None = None
 ) -> Snapshot:
     """Measure ``target``'s probes and the ruler in interleaved rounds for the whole budget."""
-    from gluonbench.engine.diagnosis import ctx_text
+    from gluonbench.diagnosis.run import ctx_text
     from gluonbench.engine.measure import Rounds, measure
-    from gluonbench.engine.probes import measure_first_batch
+    from gluonbench.diagnosis.measure import measure_first_batch
     from gluonbench.env import environment, utc_now
-    from gluonbench.probes import CHAIN, PROBES, Context
+    from gluonbench.diagnosis.probes import CHAIN, PROBES, Context
 
     budget_s = check_budget(budget_s)
     pipeline = target.pipeline

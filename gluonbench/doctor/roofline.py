@@ -208,7 +208,7 @@ def _get(obj: Any, key: str, default: Any = None) -> Any:
 
 
 def for_diagnosis(d: Any, ceilings: Ceilings | None, sample_bytes: int | None = None) -> list[RooflineLine]:
-    """Roofline lines of a :class:`~gluonbench.engine.diagnosis.Diagnosis` (or its dict), with a closing line
+    """Roofline lines of a :class:`~gluonbench.diagnosis.run.Diagnosis` (or its dict), with a closing line
     saying whether the verdict's stage is the one nearest its ceiling, and why not when it is not."""
     setting = _get(d, "setting") or {}
     probes = _get(d, "probes") or {}
@@ -328,6 +328,6 @@ def for_throughput(
 
 def to_text(lines: list[RooflineLine]) -> str:
     """The lines as the reports print them, under a ``roofline`` heading."""
-    from gluonbench.report.diagnosis import roofline_text
+    from gluonbench.diagnosis.report import roofline_text
 
     return roofline_text([ln.text for ln in lines])

@@ -25,7 +25,7 @@ seconds. A block's value is its seconds per sample. A pipeline's figure is the m
 with the distribution-free 95 % CI of that median (:func:`gluonbench.analysis.stats.median_ci`).
 Each pipeline's median block of each round is kept too (``Record.per_round``): pipelines compared
 round by round see the same background load, which is how the diagnose shares are computed
-(:func:`gluonbench.analysis.verdict.paired_timings`).
+(:func:`gluonbench.diagnosis.verdict.paired_timings`).
 """
 
 from __future__ import annotations

@@ -346,7 +346,7 @@ def train_or_fail(spec: RunSpec) -> tuple[RunResult, int]:
 
 def diagnose_run(spec: RunSpec, workload: Any, ctx: Any) -> dict[str, Any]:
     """The diagnosis of one run's setting (same workload, workers, batch size, context), for ``extra``."""
-    from gluonbench.engine.diagnosis import diagnose_workload
+    from gluonbench.diagnosis.run import diagnose_workload
 
     d = diagnose_workload(
         spec.workload,

@@ -22,7 +22,7 @@ __all__ = ["load", "rebuild", "report_types", "saved_settings"]
 def report_types() -> list[type[Report]]:
     """Every kind of run folder, by the ``kind`` of its records: sweep (``run``), ``io``, ``diagnosis``, ``dist``,
     ``tune``."""
-    from gluonbench.report.diagnosis import DiagnosisReport
+    from gluonbench.diagnosis.report import DiagnosisReport
     from gluonbench.report.iobench import IoReport
     from gluonbench.report.scaling import ScalingReport
     from gluonbench.report.sweep import SweepReport

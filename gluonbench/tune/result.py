@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gluonbench.analysis.stats import ratio_ci
-from gluonbench.analysis.verdict import Thresholds
+from gluonbench.diagnosis.verdict import Thresholds
 from gluonbench.names import arg, example
 from gluonbench.tune.model import Setting
 

@@ -1,6 +1,6 @@
 """Evidence (what psutil saw during each probe) and recommendations tied to the verdict and its numbers.
 
-Pure functions of a :class:`~gluonbench.analysis.verdict.Verdict`, the probes'
+Pure functions of a :class:`~gluonbench.diagnosis.verdict.Verdict`, the probes'
 results (as dicts) and a :class:`Setting` describing the pipeline, so a stored
 diagnosis can be re-explained without running anything.
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from gluonbench.analysis.verdict import HEADLINE_OF, Verdict
+from gluonbench.diagnosis.verdict import HEADLINE_OF, Verdict
 from gluonbench.names import arg, example
 
 STAGE_TEXT = {

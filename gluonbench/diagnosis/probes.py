@@ -22,7 +22,7 @@ context) is listed as the same as the probe before it, so its sub-stage costs 0.
 
 To add a probe: declare it in :data:`PROBES` (its place in the chain, the sub-stage it removes and
 that sub-stage's headline) and, if the sub-stage is new, its advice in
-:mod:`gluonbench.analysis.recommend`.
+:mod:`gluonbench.diagnosis.recommend`.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from gluonbench.analysis.recommend import Setting, stage_name, substage_name
-from gluonbench.analysis.verdict import HEADLINE_OF, STAGES
+from gluonbench.diagnosis.recommend import Setting, stage_name, substage_name
+from gluonbench.diagnosis.verdict import HEADLINE_OF, STAGES
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, where_when
 

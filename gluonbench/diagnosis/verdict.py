@@ -44,7 +44,7 @@ CPU evidence: the cores when they were saturated). The two alone within the line
 ``gpu_io = t_cached_batch``, clipped at zero, summing to 1), each with an interval: the sum of the
 CI half-widths of the probes behind it. A stage is *present* when its time exceeds that uncertainty.
 
-**Sub-stages.** The diagnose probes form a chain (:mod:`gluonbench.probes`): full ->
+**Sub-stages.** The diagnose probes form a chain (:mod:`gluonbench.diagnosis.probes`): full ->
 no_preprocess -> no_read -> cached_batch -> device_batch. Each difference along the chain is the
 cost of one sub-stage (preprocessing, read, loader, copy) and the last probe's time is the model
 compute; each headline's time is split between its sub-stages in proportion to their (clipped)
@@ -78,7 +78,7 @@ from gluonbench.errors import GluonbenchError
 
 STAGES = ("preprocessing", "disk_io", "gpu_io")
 CHAIN = ("full", "no_preprocess", "no_read", "cached_batch", "device_batch")
-"""The diagnose probes in chain order (see :mod:`gluonbench.probes`)."""
+"""The diagnose probes in chain order (see :mod:`gluonbench.diagnosis.probes`)."""
 SUBSTAGES = {"no_preprocess": "preprocessing", "no_read": "read", "cached_batch": "loader", "device_batch": "copy"}
 """The sub-stage each chain probe removes, against the probe before it."""
 HEADLINE_OF = {

@@ -17,9 +17,9 @@ from dataclasses import asdict, dataclass, field, replace
 from time import perf_counter
 from typing import Any
 
-from gluonbench.analysis.recommend import Setting, advise, evidence, render, stage_name
+from gluonbench.diagnosis.recommend import Setting, advise, evidence, render, stage_name
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS
-from gluonbench.analysis.verdict import (
+from gluonbench.diagnosis.verdict import (
     STAGES,
     Thresholds,
     Verdict,
@@ -30,11 +30,11 @@ from gluonbench.analysis.verdict import (
 )
 from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Rounds
-from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
+from gluonbench.diagnosis.measure import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.engine.samples import check_labels, check_loss, check_samples
 from gluonbench.errors import GluonbenchError
 from gluonbench.pipeline import build_pipeline
-from gluonbench.probes import SUBSTAGES
+from gluonbench.diagnosis.probes import SUBSTAGES
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class Diagnosis:
     probes: dict[str, ProbeResult]
     """per probe: samples/s with CI, step-time split, system evidence"""
     recommendations: list[str]
-    """the advice as text (:func:`gluonbench.analysis.recommend.render` of ``advice``)"""
+    """the advice as text (:func:`gluonbench.diagnosis.recommend.render` of ``advice``)"""
     evidence: list[str]
     secondary: list[str] = field(default_factory=list)
     input_bound: str = "unknown"

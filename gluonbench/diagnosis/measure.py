@@ -1,4 +1,4 @@
-"""The diagnose probes measured: each declared probe (:mod:`gluonbench.probes`) built from the
+"""The diagnose probes measured: each declared probe (:mod:`gluonbench.diagnosis.probes`) built from the
 pipeline and all of them run by :func:`~gluonbench.engine.measure.measure` in interleaved
 :class:`~gluonbench.engine.measure.Rounds`.
 
@@ -17,7 +17,7 @@ from typing import Any
 from gluonbench.analysis.stats import median, median_ci
 from gluonbench.engine.measure import Measurement, Record, Rounds, measure
 from gluonbench.pipeline import Pipeline
-from gluonbench.probes import NAMES, PROBES, Context
+from gluonbench.diagnosis.probes import NAMES, PROBES, Context
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class ProbeResult:
     """seconds per sample of each block"""
     per_round: list[float | None] = field(default_factory=list)
     """median seconds per sample of this probe's blocks in round 1, 2, ... (None: no slice in that round);
-    the probes are compared round by round (:func:`gluonbench.analysis.verdict.paired_timings`)"""
+    the probes are compared round by round (:func:`gluonbench.diagnosis.verdict.paired_timings`)"""
     steps: int = 0
     samples: int = 0
     rounds: int = 0
