@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from gluonbench.diagnosis.run import Diagnosis, reassess
 from gluonbench.diagnosis.report import to_text
+from gluonbench.diagnosis.run import Diagnosis, reassess
 from gluonbench.report.store import atomic_write_text
 
 

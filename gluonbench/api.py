@@ -16,16 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings, TuneSettings, check_types
-from gluonbench.distributed import is_dist
+from gluonbench.diagnosis import sweep as diagnosis_sweep
 from gluonbench.diagnosis.run import Diagnosis, diagnose, diagnose_workload
+from gluonbench.distributed import is_dist
 from gluonbench.engine.isolation import run_isolated
 from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
 from gluonbench.profiler.session import RunProfile
-from gluonbench.report import load
 from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, check_free_space, new_run_dir
 from gluonbench.report.summary import SweepSummary
+from gluonbench.rundir import load
 from gluonbench.validate import check_path
 from gluonbench.workloads.spec import check_pipeline
 
@@ -51,7 +52,7 @@ OnProgress = Callable[[int, int | None], None]
 
 def run_once(spec: RunSpec, workload=None) -> RunResult:
     """One run in this process (no isolation): useful from notebooks."""
-    return train_and_eval(spec, workload)
+    return train_and_eval(spec, workload, diagnose=diagnosis_sweep.diagnose_run)
 
 
 def check_inputs(settings: SweepSettings) -> dict[str, int]:
@@ -223,6 +224,7 @@ def _sweep_locked(
                     spec,
                     log_path=store.path / "logs" / f"w{spec.workers}-r{spec.repeat}.log",
                     timeout_s=settings.timeout_s,
+                    child=diagnosis_sweep if spec.diagnose else None,
                     progress=prof.progress(
                         None if on_progress is None else lambda steps, base=base: on_progress(base + steps, planned)
                     ),

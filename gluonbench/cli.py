@@ -1223,7 +1223,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from gluonbench.report import rebuild
+    from gluonbench.rundir import rebuild
 
     if _is_profile(Path(args.run_dir)):
         return _report_profile(args)

@@ -6,8 +6,8 @@ import math
 import pytest
 
 from gluonbench.diagnosis.recommend import Setting, advise, evidence, render
-from gluonbench.diagnosis.verdict import ProbeTiming, Thresholds, attribute
 from gluonbench.diagnosis.report import to_text, view
+from gluonbench.diagnosis.verdict import ProbeTiming, Thresholds, attribute
 
 BATCH = 64
 # ms a step of full, no_preprocess, no_read, cached_batch, loader_only; the class they must give
@@ -157,8 +157,8 @@ def test_no_contention_when_the_loop_overlaps():
 
 
 def test_a_stored_diagnosis_is_re_read_by_the_current_rule():
-    from gluonbench.diagnosis.run import Diagnosis, reassess
     from gluonbench.diagnosis.measure import ProbeResult
+    from gluonbench.diagnosis.run import Diagnosis, reassess
 
     _, probes = _case(CLASSES["preprocessing"], 0.005)
     results = {}

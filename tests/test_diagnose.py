@@ -12,9 +12,9 @@ import pytest
 
 import gluonbench
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS
+from gluonbench.diagnosis.probes import NAMES as PROBES
 from gluonbench.diagnosis.verdict import paired_rounds
 from gluonbench.errors import GluonbenchError
-from gluonbench.diagnosis.probes import NAMES as PROBES
 from gluonbench.workloads.cases import CASES, build
 
 QUICK = [c for c in CASES if c.quick]

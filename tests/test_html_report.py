@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli
 
-from gluonbench.report import rebuild
 from gluonbench.report.exporters import EXPORTERS, HtmlExporter
 from gluonbench.report.html import DATA_ID, TEMPLATE_FILES, embed_json, render_page, template
 from gluonbench.report.store import RunStore
+from gluonbench.rundir import rebuild
 
 RESULTS = REPO / "results"
 COMMITTED = {

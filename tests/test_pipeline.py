@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import gluonbench
+from gluonbench.diagnosis.probes import NAMES, PROBES, SUBSTAGES, Context
 from gluonbench.diagnosis.recommend import Setting, advise, render
 from gluonbench.diagnosis.verdict import CHAIN, HEADLINE_OF, ProbeTiming, attribute
 from gluonbench.engine.measure import Epochs, Rounds, measure
 from gluonbench.pipeline import STAGES, DeviceBatch, HostBatch, Loader, Pipeline, ReadySample
-from gluonbench.diagnosis.probes import NAMES, PROBES, SUBSTAGES, Context
 
 
 @pytest.fixture

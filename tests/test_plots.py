@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from gluonbench.profiler.report import histogram, nice_ticks
-from gluonbench.report import load
 from gluonbench.report.sweep import figure
+from gluonbench.rundir import load
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 ONE_RUN = RESULTS / "20261122T161015Z-sweep-mnist-cpu-1epoch"

@@ -1,4 +1,4 @@
-"""One exporter interface for every run folder, and ``report.rebuild`` / ``gluonbench report`` for any of them."""
+"""One exporter interface for every run folder, and ``rundir.rebuild`` / ``gluonbench report`` for any of them."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import math
 import pytest
 from conftest import assert_one_clear_line
 
-from gluonbench.errors import GluonbenchError
 from gluonbench.diagnosis.probes import NAMES
-from gluonbench.report import load, rebuild, report_types
+from gluonbench.errors import GluonbenchError
 from gluonbench.report.exporters import EXPORTERS, CsvTable, Exporter, MarkdownTable, Table
 from gluonbench.report.store import RunStore
+from gluonbench.rundir import load, rebuild, report_types
 
 
 def test_csv_and_markdown_write_one_table_differing_only_in_syntax():

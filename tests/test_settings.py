@@ -6,7 +6,6 @@ import dataclasses
 
 import pytest
 
-from gluonbench.diagnosis.verdict import Thresholds
 from gluonbench.config import (
     DiagnoseSettings,
     IoSettings,
@@ -15,6 +14,7 @@ from gluonbench.config import (
     source_options,
     synthetic_options,
 )
+from gluonbench.diagnosis.verdict import Thresholds
 from gluonbench.errors import GluonbenchError
 
 

@@ -7,8 +7,8 @@ import pytest
 from gluonbench.config import SweepSettings
 from gluonbench.engine.run import RunResult, RunSpec
 from gluonbench.errors import GluonbenchError
-from gluonbench.report import load, rebuild
 from gluonbench.report.store import RunStore, new_run_dir
+from gluonbench.rundir import load, rebuild
 
 
 def _result(workers, repeat=0, rate=1000.0, status="ok"):

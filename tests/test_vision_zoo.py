@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_one_clear_line
 
+from gluonbench.diagnosis.probes import NAMES
 from gluonbench.engine.run import RunSpec, train_and_eval
 from gluonbench.errors import GluonbenchError
-from gluonbench.diagnosis.probes import NAMES
 
 
 @pytest.fixture(scope="module")

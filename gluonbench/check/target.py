@@ -62,7 +62,7 @@ def resolve_pipeline(
 ) -> Target:
     """The user's argument (see the module docstring) as a :class:`Target`; the loader knobs apply where the
     argument does not set its own (a Pipeline keeps its loader). Raises GluonbenchError on anything else."""
-    from gluonbench.diagnosis.run import resolve_ctx
+    from gluonbench.engine.context import resolve_ctx
     from gluonbench.workloads import Workload, workload_names
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -144,8 +144,9 @@ def _from_mapping(
     spec: Mapping[str, Any], identity: str, batch_size: int, num_workers: int, ctx: Any, closers
 ) -> Target:
     from gluonbench._mx import gluon
-    from gluonbench.diagnosis.run import as_dataset, checked_step, prepare_net
     from gluonbench.engine.loop import ModelStep
+    from gluonbench.engine.samples import as_dataset, checked_step
+    from gluonbench.pipeline.net import prepare_net
     from gluonbench.workloads.mnist import seed_loss, seed_net
 
     unknown = sorted(set(spec) - set(MAPPING_KEYS))

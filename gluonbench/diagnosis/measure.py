@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gluonbench.analysis.stats import median, median_ci
+from gluonbench.diagnosis.probes import NAMES, PROBES, Context
 from gluonbench.engine.measure import Measurement, Record, Rounds, measure
 from gluonbench.pipeline import Pipeline
-from gluonbench.diagnosis.probes import NAMES, PROBES, Context
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from gluonbench.diagnosis.recommend import Setting, stage_name, substage_name
 from gluonbench.diagnosis.verdict import HEADLINE_OF, STAGES
 from gluonbench.errors import GluonbenchError
-from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, where_when
+from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, roofline_text, where_when
 
 
 def _num(x: Any, digits: int = 4) -> str:
@@ -204,16 +204,6 @@ def to_text(d: Any, tables: TableSyntax | None = None) -> str:
         out += ["", "Recommendations:"] + [f"{i}. {line}" for i, line in enumerate(d.recommendations, 1)]
     roofline = roofline_text([line["text"] for line in (d.analysis or {}).get("roofline") or []])
     return "\n".join(out) + "\n" + roofline
-
-
-def roofline_text(texts: list[str]) -> str:
-    """Roofline lines (each stage against this machine's ceiling, :mod:`gluonbench.doctor.roofline`) as the
-    reports print them, under one heading; "" when there are none."""
-    if not texts:
-        return ""
-    return "roofline (each stage against this machine's measured ceiling; gluonbench doctor):\n" + "".join(
-        f"  {text}\n" for text in texts
-    )
 
 
 class _View:

@@ -11,14 +11,15 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from time import perf_counter
 from typing import Any
 
-from gluonbench.diagnosis.recommend import Setting, advise, evidence, render, stage_name
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS
+from gluonbench.diagnosis.measure import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
+from gluonbench.diagnosis.probes import SUBSTAGES
+from gluonbench.diagnosis.recommend import Setting, advise, evidence, render, stage_name
 from gluonbench.diagnosis.verdict import (
     STAGES,
     Thresholds,
@@ -28,13 +29,14 @@ from gluonbench.diagnosis.verdict import (
     paired_timings,
     probe_gains,
 )
+from gluonbench.engine.context import ctx_text, resolve_ctx
 from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Rounds
-from gluonbench.diagnosis.measure import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
-from gluonbench.engine.samples import check_labels, check_loss, check_samples
+from gluonbench.engine.samples import as_dataset, check_labels, check_loss, check_samples, checked_step
 from gluonbench.errors import GluonbenchError
 from gluonbench.pipeline import build_pipeline
-from gluonbench.diagnosis.probes import SUBSTAGES
+from gluonbench.pipeline.net import prepare_net, restore_net
+from gluonbench.workloads.base import opened_workload
 
 log = logging.getLogger(__name__)
 
@@ -127,85 +129,6 @@ class Diagnosis:
         return cls(**d)
 
 
-def _resolve_ctx(ctx: Any):
-    from gluonbench._mx import mx
-    from gluonbench.engine.context import default_ctx_spec, parse_ctx
-
-    if ctx is None:
-        return parse_ctx(default_ctx_spec())
-    if isinstance(ctx, str):
-        return parse_ctx(ctx)
-    if isinstance(ctx, mx.Context):
-        return ctx
-    raise GluonbenchError(f"ctx={ctx!r} is not a context; pass mx.cpu(), mx.gpu(0) or a string such as 'gpu:0'")
-
-
-def ctx_text(ctx: Any) -> str:
-    """``cpu`` or ``gpu:N``: a context as the command line writes it."""
-    return "cpu" if ctx.device_type == "cpu" else f"gpu:{ctx.device_id}"
-
-
-def _as_dataset(dataset: Any):
-    from gluonbench._mx import gluon
-
-    if isinstance(dataset, gluon.data.Dataset):
-        return dataset
-    if hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__"):
-        return gluon.data.SimpleDataset(dataset)
-    raise GluonbenchError(
-        f"dataset must be a gluon.data.Dataset (or a sequence of (data, label) pairs); got {type(dataset).__name__}"
-    )
-
-
-def _prepare_net(net: Any, ctx: Any) -> dict[str, Any]:
-    """Put every parameter of ``net`` on ``ctx`` (only); return what :func:`_restore_net` puts back.
-
-    Parameters not yet initialised are (Xavier, magnitude 2.24). The others are moved with MXNet's own
-    ``Parameter.reset_ctx``, which also handles a net set up the usual way (``net.initialize()``: the
-    default CPU context, shapes deferred to the first forward pass): its deferred parameters are
-    re-targeted to ``ctx`` instead of being left on ``cpu(0)`` (G1: the Trainer then refused the mix of
-    contexts). The saved state is each parameter's contexts and, where it has data, a copy of it.
-    """
-    from gluonbench._mx import mx
-
-    saved: dict[str, Any] = {}
-    init = mx.init.Xavier(magnitude=2.24)
-    for name, p in net.collect_params().items():
-        if p._data is None and not p._deferred_init:
-            p.initialize(None, ctx=ctx, default_init=init)
-            continue
-        before = list(p._deferred_init[1]) if p._data is None else p.list_ctx()
-        # a deferred parameter keeps its initializers (``net.initialize(init)``'s and its own)
-        inits = p._deferred_init[0::2] if p._data is None else None
-        saved[name] = (before, None if p._data is None else p.data(before[0]).copy(), inits)
-        if before != [ctx]:
-            log.info("moving parameter %s from %s to %s", name, before, ctx)
-            p.reset_ctx(ctx)
-    return saved
-
-
-def _restore_net(net: Any, saved: dict[str, Any]) -> None:
-    """Put back what :func:`_prepare_net` saved: each parameter's weights and its own contexts.
-
-    A parameter that was deferred (no weights yet) is re-initialised from its own initializer, so no
-    weight trained by the probes is left in the user's net.
-    """
-    params = net.collect_params()
-    for name, (contexts, data, inits) in saved.items():
-        p = params[name]
-        if p._data is None:  # still deferred: the probes never ran a forward pass
-            p.reset_ctx(contexts)
-            continue
-        if data is None:
-            init, default_init = inits
-            p.initialize(init, ctx=contexts, default_init=default_init, force_reinit=True)
-            continue
-        else:
-            p.set_data(data.as_in_context(p.list_ctx()[0]))
-        if p.list_ctx() != contexts:
-            p.reset_ctx(contexts)
-
-
 @with_deadline("diagnose")
 def diagnose(
     dataset: Any,
@@ -268,8 +191,8 @@ def diagnose(
         raise GluonbenchError(f"pin_memory must be True or False (got {pin_memory!r})")
     if not isinstance(thresholds, Thresholds):
         raise GluonbenchError(f"thresholds must be a gluonbench Thresholds(...) (got {type(thresholds).__name__})")
-    ctx = _resolve_ctx(ctx)
-    dataset = _as_dataset(dataset)
+    ctx = resolve_ctx(ctx)
+    dataset = as_dataset(dataset)
     n = len(dataset)
     if n < batch_size:
         raise GluonbenchError(f"the dataset has {n} samples, fewer than batch_size={batch_size}; lower the batch size")
@@ -284,14 +207,14 @@ def diagnose(
     net = net if net is not None else seed_net()
     loss = loss if loss is not None else seed_loss()
     check_labels(dataset, net, loss, decode, transform)  # outside the net's classes: MXNet would clip them silently
-    saved = _prepare_net(net, ctx)
+    saved = prepare_net(net, ctx)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": learning_rate})
     step = ModelStep(net, loss, trainer)
     plan = Rounds(budget_s=float(budget_s), rel_ci=thresholds.rel_ci, min_blocks=thresholds.min_blocks)
     pipeline = build_pipeline(
         {"dataset": dataset, "net": net, "decode": decode, "transform": transform},
         ctx=ctx,
-        step=_checked(step, net),
+        step=checked_step(step, net),
         source=source,
         batch_size=batch_size,
         num_workers=num_workers,
@@ -318,7 +241,7 @@ def diagnose(
         )
     finally:
         nd.waitall()
-        _restore_net(net, saved)
+        restore_net(net, saved)
     elapsed = perf_counter() - t0
     verdict = _classify(probes, thresholds)
     setting = Setting(
@@ -436,63 +359,6 @@ def reassess(d: Diagnosis, thresholds: Thresholds | None = None) -> Diagnosis:
     )
 
 
-def _checked(step: Any, net: Any) -> Callable[[Any, Any], Any]:
-    """The model step, with a failure on the first batch turned into one clear error."""
-    state = {"ok": False}
-
-    def run(data: Any, label: Any) -> Any:
-        if state["ok"]:
-            return step(data, label)
-        try:
-            out = step(data, label)
-            out.wait_to_read()
-        except Exception as exc:
-            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-            raise GluonbenchError(
-                f"the model step failed on a batch of shape {tuple(data.shape)} ({first}); "
-                f"check that {type(net).__name__} accepts this input and returns (batch, classes)"
-            ) from exc
-        state["ok"] = True
-        return out
-
-    return run
-
-
-@contextmanager
-def opened_workload(
-    name: str,
-    ctx: Any,
-    *,
-    data_dir: str | None = None,
-    download: bool = True,
-    options: dict[str, Any] | None = None,
-    workload: Any = None,
-    stream_hint: str = "",
-    with_net: bool = True,
-) -> Iterator[tuple[Any, Any]]:
-    """A registered workload opened for measuring its ``dataset[i]`` pipeline: ``(workload, net)``.
-
-    The net (None without ``with_net``) is initialised on ``ctx``. A stream (Pipe mode) is refused
-    with ``stream_hint`` as the fix. A workload opened here is closed on leaving; a given ``workload``
-    is left open for its owner.
-    """
-    from gluonbench.workloads import get_workload
-
-    owned = workload is None
-    w = workload or get_workload(name, data_dir=data_dir, download=download, **(options or {}))
-    try:
-        if w.train is None:
-            raise GluonbenchError(f"{name}: the data arrive as a stream (Pipe mode), {stream_hint}")
-        net = None
-        if with_net:
-            net = w.make_net()
-            net.collect_params().initialize(w.initializer(), ctx=ctx)
-        yield w, net
-    finally:
-        if owned and w.close is not None:
-            w.close()
-
-
 def diagnose_workload(
     name: str,
     batch_size: int = 64,
@@ -507,7 +373,7 @@ def diagnose_workload(
     **kwargs: Any,
 ) -> Diagnosis:
     """:func:`diagnose` on a registered workload (``mnist``, ``fashion-mnist``, ``synthetic``)."""
-    ctx = _resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
+    ctx = resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
     hint = (
         "but the probes need dataset[i]; diagnose the same data through --source file or fastfile, or time the "
         "stream with sweep --source pipe"
@@ -530,11 +396,3 @@ def diagnose_workload(
             label=kwargs.pop("label", None) or name,
             **kwargs,
         )
-
-
-# public names for the other entry points that take a user's pipeline (gluonbench.tune)
-resolve_ctx = _resolve_ctx
-as_dataset = _as_dataset
-prepare_net = _prepare_net
-restore_net = _restore_net
-checked_step = _checked

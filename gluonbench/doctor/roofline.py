@@ -328,6 +328,6 @@ def for_throughput(
 
 def to_text(lines: list[RooflineLine]) -> str:
     """The lines as the reports print them, under a ``roofline`` heading."""
-    from gluonbench.diagnosis.report import roofline_text
+    from gluonbench.report.exporters import roofline_text
 
     return roofline_text([ln.text for ln in lines])

@@ -1,1 +1,1 @@
-"""One timed run, probes as stage swaps, and child-process isolation."""
+"""measure(), the one timer, schedules and child-process isolation; one sweep run and one io cell on top of them."""

@@ -28,6 +28,7 @@ import shutil
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from gluonbench.report.store import atomic_write_text
 
@@ -91,7 +92,9 @@ def end_run_group() -> None:
     clean_shm(set(), pids)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], diagnose: Any = None) -> int:
+    """Run the spec at ``argv[0]``, write its result to ``argv[1]``; ``diagnose``: the hook a spec with
+    ``diagnose`` needs (:mod:`gluonbench.diagnosis.sweep` starts this with it)."""
     spec_path, result_path = Path(argv[0]), Path(argv[1])
     if len(argv) > 2:
         start_watchdog(int(argv[2]), spec_path.parent)
@@ -117,7 +120,7 @@ def main(argv: list[str]) -> int:
         atomic_write_text(result_path, json.dumps(failed.to_dict()))
 
     on_stall(stalled)
-    result, code = train_or_fail(spec)
+    result, code = train_or_fail(spec, diagnose)
     atomic_write_text(result_path, json.dumps(result.to_dict()))
     return code
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
@@ -40,3 +41,22 @@ def default_ctx_spec() -> str:
     from gluonbench._mx import num_gpus
 
     return "gpu:0" if num_gpus() > 0 else "cpu"
+
+
+def resolve_ctx(ctx: Any):
+    """An MXNet context from ``ctx``: None (GPU 0 if MXNet sees one, else the CPU), a string such as
+    ``gpu:0``, or a context as it is."""
+    from gluonbench._mx import mx
+
+    if ctx is None:
+        return parse_ctx(default_ctx_spec())
+    if isinstance(ctx, str):
+        return parse_ctx(ctx)
+    if isinstance(ctx, mx.Context):
+        return ctx
+    raise GluonbenchError(f"ctx={ctx!r} is not a context; pass mx.cpu(), mx.gpu(0) or a string such as 'gpu:0'")
+
+
+def ctx_text(ctx: Any) -> str:
+    """``cpu`` or ``gpu:N``: a context as the command line writes it."""
+    return "cpu" if ctx.device_type == "cpu" else f"gpu:{ctx.device_id}"

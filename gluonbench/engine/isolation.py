@@ -24,9 +24,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import psutil
 
+from gluonbench.engine import child as child_module
 from gluonbench.engine.child import PARENT_ENV
 from gluonbench.engine.run import PROGRESS_ENV, RunResult, RunSpec, utc_now
 from gluonbench.engine.watchdog import FIXES
@@ -111,10 +113,13 @@ def run_isolated(
     log_path: Path,
     timeout_s: float,
     progress: Callable[[int], None] | None = None,
+    child: ModuleType | None = None,
 ) -> RunResult:
     """Run ``spec`` in a child process; never raises for a failure of the run itself.
 
-    ``progress(steps_done)`` is called as the child reports training steps.
+    ``progress(steps_done)`` is called as the child reports training steps. ``child``: the module the
+    child process runs (``python -m``), default :mod:`gluonbench.engine.child`; a layer above the engine
+    passes its own to add what the engine does not know (:mod:`gluonbench.diagnosis.sweep`: ``--diagnose``).
     ``KeyboardInterrupt`` in the parent kills the child's group and is re-raised.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +140,7 @@ def run_isolated(
                     [
                         sys.executable,
                         "-m",
-                        "gluonbench.engine.child",
+                        (child or child_module).__name__,
                         str(spec_path),
                         str(result_path),
                         str(lifeline_r),

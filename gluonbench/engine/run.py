@@ -7,8 +7,8 @@ runs it in a child process with a timeout. Both return a :class:`RunResult`.
 from __future__ import annotations
 
 import logging
-import math
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from time import perf_counter
 from typing import Any
@@ -194,25 +194,38 @@ def _maybe_inject_fault(spec: RunSpec, phase: str) -> None:
         raise RuntimeError(f"injected fault ({FAULT_ENV}={fault})")
 
 
-def train_and_eval(spec: RunSpec, workload: Any = None, observe: Any = None) -> RunResult:
+DiagnoseRun = Callable[["RunSpec", Any, Any], dict[str, Any]]
+"""``diagnose(spec, workload, ctx) -> extra``: the diagnosis a spec with ``diagnose`` asks for after training
+(:func:`gluonbench.diagnosis.sweep.diagnose_run`). The caller passes it in: the engine sits below the diagnosis."""
+
+
+def train_and_eval(
+    spec: RunSpec, workload: Any = None, observe: Any = None, diagnose: DiagnoseRun | None = None
+) -> RunResult:
     """Train and evaluate in this process; the seed's loop with per-step timing.
 
     ``workload`` defaults to the registered workload named by ``spec.workload``. ``observe`` (optional)
     wraps each training epoch's batches, e.g. the profiler's step marks (``gluonbench profile --pipeline``).
+    ``diagnose`` runs after training when ``spec.diagnose`` asks for it (required then).
     """
     from gluonbench.engine.context import parse_ctx
     from gluonbench.workloads import get_workload
 
+    if spec.diagnose and diagnose is None:
+        raise GluonbenchError(
+            "spec.diagnose asks for a diagnosis after training but no diagnose= was given; pass "
+            "diagnose=gluonbench.diagnosis.sweep.diagnose_run"
+        )
     ctx = parse_ctx(spec.ctx)  # before the workload: a source it opens is closed only in the finally below
     # before the workload too: a dist_* kvstore tells this worker its rank, which a pipe channel is sharded by
     scale = ScaleOut.for_spec(spec, ctx)  # plain single-device unless devices/gpus/kvstore ask for more
     try:
         if workload is not None:
-            return _train_and_eval(spec, workload, ctx, scale, observe)
+            return _train_and_eval(spec, workload, ctx, scale, observe, diagnose)
         options = {**spec.options, **scale.workload_options(spec.options)}
         workload = get_workload(spec.workload, data_dir=spec.data_dir, download=spec.download, **options)
         try:
-            return _train_and_eval(spec, workload, ctx, scale, observe)
+            return _train_and_eval(spec, workload, ctx, scale, observe, diagnose)
         finally:
             # after training *and* the optional diagnosis, which still reads through the source
             if workload.close is not None:
@@ -221,7 +234,9 @@ def train_and_eval(spec: RunSpec, workload: Any = None, observe: Any = None) -> 
         scale.close()
 
 
-def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut, observe: Any = None) -> RunResult:
+def _train_and_eval(
+    spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut, observe: Any = None, diagnose: DiagnoseRun | None = None
+) -> RunResult:
     from gluonbench._mx import mx
     from gluonbench.env import environment
 
@@ -313,13 +328,13 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut, obs
         result.extra["emulated"] = au.to_dict()
     if len(times) == 0:
         raise GluonbenchError("the training loader yielded no batch; is the data set empty?")
-    if spec.diagnose and scale.diagnoses(spec):
+    if diagnose is not None and spec.diagnose and scale.diagnoses(spec):
         # a failed diagnosis does not void the run's measurements: it is recorded beside them
         if not scale.plain:
             # G10: the probes run one device's pipeline; say so beside the verdict
             result.extra["diagnosis_scope"] = scale.diagnosis_scope(ctx)
         try:
-            result.extra.update(diagnose_run(spec, workload, ctx))
+            result.extra.update(diagnose(spec, workload, ctx))
         except Exception as exc:
             log.exception("diagnosis at %d workers failed", spec.workers)
             result.extra["diagnose_error"] = f"{type(exc).__name__}: {exc}"[:500]
@@ -328,13 +343,13 @@ def _train_and_eval(spec: RunSpec, workload: Any, ctx: Any, scale: ScaleOut, obs
     return result
 
 
-def train_or_fail(spec: RunSpec) -> tuple[RunResult, int]:
+def train_or_fail(spec: RunSpec, diagnose: DiagnoseRun | None = None) -> tuple[RunResult, int]:
     """:func:`train_and_eval` in a child process: the result and exit code 0, or a failed result
     (the traceback printed to the run's log) and exit code 1."""
     import traceback
 
     try:
-        return train_and_eval(spec), 0
+        return train_and_eval(spec, diagnose=diagnose), 0
     except BaseException as exc:
         from gluonbench.engine.watchdog import shm_full_message
 
@@ -342,33 +357,6 @@ def train_or_fail(spec: RunSpec) -> tuple[RunResult, int]:
         why = shm_full_message(exc) or f"{type(exc).__name__}: {exc}"  # a full /dev/shm, not a reset connection
         failed = RunResult(spec=spec.to_dict(), status="failed", error=why[:500], finished_utc=utc_now())
         return failed, 1
-
-
-def diagnose_run(spec: RunSpec, workload: Any, ctx: Any) -> dict[str, Any]:
-    """The diagnosis of one run's setting (same workload, workers, batch size, context), for ``extra``."""
-    from gluonbench.diagnosis.run import diagnose_workload
-
-    d = diagnose_workload(
-        spec.workload,
-        spec.batch_size,
-        spec.workers,
-        ctx,
-        spec.diagnose_budget_s,
-        workload=workload,
-        thread_pool=spec.thread_pool,
-        seed=spec.seed,
-    )
-    log.info("diagnosis at %d workers: %s %s", spec.workers, d.verdict, d.shares)
-    return {
-        "verdict": d.verdict,
-        "shares": {k: round(v, 4) for k, v in d.shares.items()},
-        "secondary": d.secondary,
-        "input_bound": d.input_bound,
-        # the seed's rule: how much faster one reused batch trains (what the verdict is read from)
-        "input_speedup": round(d.speedups.get("input", math.nan), 4),
-        "input_speedup_ci": [round(x, 4) for x in d.speedup_ci.get("input", [math.nan, math.nan])],
-        "diagnosis": d.to_dict(),
-    }
 
 
 def seed_line(result: RunResult) -> str:

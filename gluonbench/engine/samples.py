@@ -8,6 +8,7 @@ blames the model. These checks name the real culprit in one line: ``dataset[i]``
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
@@ -145,3 +146,38 @@ def check_labels(dataset: Any, net: Any, loss: Any, decode: Any = None, transfor
                 f"{classes} outputs, so labels must be whole numbers 0..{classes - 1}); fix the labels, or give a net "
                 "with as many outputs as classes"
             )
+
+
+def as_dataset(dataset: Any):
+    """A user's dataset as a gluon ``Dataset``: one as it is, a sequence of (data, label) pairs wrapped."""
+    from gluonbench._mx import gluon
+
+    if isinstance(dataset, gluon.data.Dataset):
+        return dataset
+    if hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__"):
+        return gluon.data.SimpleDataset(dataset)
+    raise GluonbenchError(
+        f"dataset must be a gluon.data.Dataset (or a sequence of (data, label) pairs); got {type(dataset).__name__}"
+    )
+
+
+def checked_step(step: Any, net: Any) -> Callable[[Any, Any], Any]:
+    """The model step, with a failure on the first batch turned into one clear error."""
+    state = {"ok": False}
+
+    def run(data: Any, label: Any) -> Any:
+        if state["ok"]:
+            return step(data, label)
+        try:
+            out = step(data, label)
+            out.wait_to_read()
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+            raise GluonbenchError(
+                f"the model step failed on a batch of shape {tuple(data.shape)} ({first}); "
+                f"check that {type(net).__name__} accepts this input and returns (batch, classes)"
+            ) from exc
+        state["ok"] = True
+        return out
+
+    return run

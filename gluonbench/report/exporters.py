@@ -13,7 +13,7 @@ the old file or the new one, never half of each.
 
 Adding a format is one :class:`Exporter` subclass registered in :data:`EXPORTERS`;
 adding a kind of run folder is one :class:`Report` subclass listed in
-:func:`gluonbench.report.report_types`.
+:func:`gluonbench.rundir.report_types`.
 """
 
 from __future__ import annotations
@@ -259,6 +259,16 @@ def where_when(env: dict[str, Any], started_utc: str) -> str:
     """``CPU (N cores), GPUs; YYYY-MM-DD`` for a page's subtitle."""
     gpus = ", ".join(env.get("gpus") or []) or "no GPU"
     return f"{str(env.get('cpu', '?'))[:40]} ({env.get('cores_logical', '?')} cores), {gpus}; {started_utc[:10] or '?'}"
+
+
+def roofline_text(texts: list[str]) -> str:
+    """Roofline lines (each stage against this machine's ceiling, :mod:`gluonbench.doctor.roofline`) as the
+    reports print them, under one heading; "" when there are none."""
+    if not texts:
+        return ""
+    return "roofline (each stage against this machine's measured ceiling; gluonbench doctor):\n" + "".join(
+        f"  {text}\n" for text in texts
+    )
 
 
 def png_bytes(fig: Any) -> bytes:

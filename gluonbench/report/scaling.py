@@ -439,9 +439,11 @@ class ScalingReport(Report):
 
 def write_scaling_reports(run_dir: str | Path) -> ScalingSummary:
     """Rebuild ``scaling.csv``, ``scaling.md``, ``scaling.json`` and ``scaling.png`` from ``runs.jsonl``."""
-    from gluonbench.report import load
+    from gluonbench.report import saved_settings
+    from gluonbench.report.store import RunStore
 
-    report = load(run_dir)
+    store = RunStore(run_dir)
+    report = ScalingReport.from_records(store.require_records(), saved_settings(store))
     report.write(run_dir)
     return report.summary
 

@@ -304,7 +304,7 @@ class _Search:
 
 
 def _check_inputs(dataset: Any, transform: Any, decode: Any, batch_size: Any, budget_s: Any, max_workers: Any) -> Any:
-    from gluonbench.diagnosis.run import as_dataset
+    from gluonbench.engine.samples import as_dataset
 
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise GluonbenchError(f"batch_size must be a whole number >= 1 (got {batch_size!r})")
@@ -362,13 +362,15 @@ def tune(
     accelerator utilisation (AU) of the result.
     """
     from gluonbench._mx import gluon, mx, nd
-    from gluonbench.diagnosis.run import checked_step, prepare_net, resolve_ctx, restore_net
-    from gluonbench.engine.loop import ModelStep
     from gluonbench.diagnosis.measure import measure_first_batch
+    from gluonbench.diagnosis.probes import Context, by_name
+    from gluonbench.engine.context import resolve_ctx
+    from gluonbench.engine.loop import ModelStep
     from gluonbench.engine.run import utc_now
+    from gluonbench.engine.samples import checked_step
     from gluonbench.env import environment, usable_cores
     from gluonbench.pipeline.emulate import describe, emulated_step, seconds_per_batch, step_ms
-    from gluonbench.diagnosis.probes import Context, by_name
+    from gluonbench.pipeline.net import prepare_net, restore_net
     from gluonbench.workloads.mnist import seed_loss, seed_net
 
     dataset = _check_inputs(dataset, transform, decode, batch_size, budget_s, max_workers)
@@ -632,7 +634,8 @@ def tune_workload(
     **kwargs: Any,
 ) -> TuneResult:
     """:func:`tune` on a registered workload (``mnist``, ``synthetic``, ``source``...); fills ``result.sweep``."""
-    from gluonbench.diagnosis.run import ctx_text, opened_workload, resolve_ctx
+    from gluonbench.engine.context import ctx_text, resolve_ctx
+    from gluonbench.workloads.base import opened_workload
 
     ctx = resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
     hint = "whose workers are not DataLoader workers; tune the same data through --source file or fastfile"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,3 +82,36 @@ def get_workload(name: str, **options: Any) -> Workload:
 def _load_builtin() -> None:
     # importing registers them
     from gluonbench.workloads import mnist, source, spec, synthetic, vision_zoo  # noqa: F401
+
+
+@contextmanager
+def opened_workload(
+    name: str,
+    ctx: Any,
+    *,
+    data_dir: str | None = None,
+    download: bool = True,
+    options: dict[str, Any] | None = None,
+    workload: Any = None,
+    stream_hint: str = "",
+    with_net: bool = True,
+) -> Iterator[tuple[Any, Any]]:
+    """A registered workload opened for measuring its ``dataset[i]`` pipeline: ``(workload, net)``.
+
+    The net (None without ``with_net``) is initialised on ``ctx``. A stream (Pipe mode) is refused
+    with ``stream_hint`` as the fix. A workload opened here is closed on leaving; a given ``workload``
+    is left open for its owner.
+    """
+    owned = workload is None
+    w = workload or get_workload(name, data_dir=data_dir, download=download, **(options or {}))
+    try:
+        if w.train is None:
+            raise GluonbenchError(f"{name}: the data arrive as a stream (Pipe mode), {stream_hint}")
+        net = None
+        if with_net:
+            net = w.make_net()
+            net.collect_params().initialize(w.initializer(), ctx=ctx)
+        yield w, net
+    finally:
+        if owned and w.close is not None:
+            w.close()
