@@ -1,7 +1,5 @@
 """The verdict rules on given probe timings (pure functions: shares, significance, labels, advice)."""
 
-import math
-
 import pytest
 
 from gluonbench.diagnosis.recommend import Setting, evidence, recommend
@@ -11,7 +9,6 @@ from gluonbench.diagnosis.verdict import (
     attribute,
     chain_timings,
     classify,
-    input_bound_label,
     overlap,
     paired_timings,
 )
@@ -115,14 +112,6 @@ def test_overlap_names_contention_and_balance():
     )
     assert not o["contention"] and not o["balanced"] and o["slower_alone"] == "cached_batch"
     assert overlap({}) == {}
-
-
-@pytest.mark.parametrize(
-    ("wait", "label"), [(0.25, "highly"), (0.20, "highly"), (0.10, "moderately"), (0.05, "moderately"), (0.01, "not")]
-)
-def test_tf_input_bound_label(wait, label):
-    assert input_bound_label(wait) == label
-    assert input_bound_label(math.nan) == "unknown"
 
 
 def _probes(full_ms, no_pre_ms, cached_ms, read_bps=0.0, per_core=(97.0, 96.0), util=95.0):

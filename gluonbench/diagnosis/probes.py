@@ -33,9 +33,6 @@ from typing import Any
 
 from gluonbench.pipeline import Pipeline
 
-HEADLINES = ("preprocessing", "disk_io", "gpu_io")
-"""The seed's three verdicts."""
-
 
 @dataclass(frozen=True)
 class Context:

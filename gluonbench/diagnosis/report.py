@@ -17,11 +17,6 @@ def _num(x: Any, digits: int = 4) -> str:
     return f"{x:.{digits}g}" if abs(x) < 10**digits else f"{x:.0f}"
 
 
-def shares_text(shares: dict[str, float]) -> str:
-    """``preprocessing 33 %, disk_io 2 %, gpu_io 65 %``, in pipeline order."""
-    return ", ".join(f"{k} {shares[k] * 100:.0f} %" for k in STAGES if k in shares)
-
-
 def _ci(ci: Any) -> str:
     return f" [{ci[0] * 100:.0f}-{ci[1] * 100:.0f}]" if ci and len(ci) == 2 else ""
 

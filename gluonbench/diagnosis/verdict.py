@@ -217,17 +217,6 @@ class Verdict:
         return asdict(self)
 
 
-def input_bound_label(wait_frac: float, thresholds: Thresholds = Thresholds()) -> str:
-    """TF's label: ``highly`` (>= 20 % of step time waiting for input), ``moderately`` (>= 5 %), ``not``."""
-    if not math.isfinite(wait_frac):
-        return "unknown"
-    if wait_frac >= thresholds.highly_input_bound:
-        return "highly"
-    if wait_frac >= thresholds.moderately_input_bound:
-        return "moderately"
-    return "not"
-
-
 def classify(
     full: ProbeTiming,
     no_preprocess: ProbeTiming,
