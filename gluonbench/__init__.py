@@ -12,6 +12,7 @@ __all__ = [
     "IoSettings",
     "PipelineSpec",
     "SweepSettings",
+    "Thresholds",
     "TuneSettings",
     "__version__",
     "build_pipeline",
@@ -40,6 +41,8 @@ _LAZY = {
     "DiagnoseSettings": "gluonbench.config",
     "TuneSettings": "gluonbench.config",
     "IoSettings": "gluonbench.config",
+    # the diagnosis's thresholds (DiagnoseSettings.thresholds, diagnose(thresholds=...))
+    "Thresholds": "gluonbench.diagnosis.verdict",
 }
 
 
