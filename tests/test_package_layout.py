@@ -37,3 +37,14 @@ def test_the_diagnosis_package_holds_each_step():
     for name in ("probes", "measure", "verdict", "recommend", "run", "report", "sweep"):
         module = importlib.import_module(f"gluonbench.diagnosis.{name}")
         assert module.__doc__, name
+
+
+def test_the_engine_gets_the_diagnosis_passed_in():
+    """engine/ sits below diagnosis/: a sweep run that diagnoses needs the hook from above, refused before any work."""
+    from gluonbench.diagnosis import sweep
+    from gluonbench.engine.run import RunSpec, train_and_eval
+    from gluonbench.errors import GluonbenchError
+
+    with pytest.raises(GluonbenchError, match=r"diagnose=gluonbench\.diagnosis\.sweep\.diagnose_run"):
+        train_and_eval(RunSpec(workload="no-such-workload", diagnose=True))
+    assert sweep.main.__module__ == "gluonbench.diagnosis.sweep"  # the child entry run_isolated(child=sweep) starts

@@ -28,9 +28,12 @@ import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gluonbench.report.store import atomic_write_text
+
+if TYPE_CHECKING:
+    from gluonbench.engine.run import DiagnoseRun
 
 PR_SET_PDEATHSIG = 1
 PARENT_ENV = "GLUONBENCH_PARENT_PID"
@@ -92,7 +95,7 @@ def end_run_group() -> None:
     clean_shm(set(), pids)
 
 
-def main(argv: list[str], diagnose: Any = None) -> int:
+def main(argv: list[str], diagnose: DiagnoseRun | None = None) -> int:
     """Run the spec at ``argv[0]``, write its result to ``argv[1]``; ``diagnose``: the hook a spec with
     ``diagnose`` needs (:mod:`gluonbench.diagnosis.sweep` starts this with it)."""
     spec_path, result_path = Path(argv[0]), Path(argv[1])
