@@ -28,6 +28,7 @@ from gluonbench.analysis.verdict import (
     paired_timings,
     probe_gains,
 )
+from gluonbench.contexts import ctx_text
 from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Rounds
 from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
@@ -129,7 +130,7 @@ class Diagnosis:
 
 def _resolve_ctx(ctx: Any):
     from gluonbench._mx import mx
-    from gluonbench.engine.context import default_ctx_spec, parse_ctx
+    from gluonbench.contexts import default_ctx_spec, parse_ctx
 
     if ctx is None:
         return parse_ctx(default_ctx_spec())
@@ -138,11 +139,6 @@ def _resolve_ctx(ctx: Any):
     if isinstance(ctx, mx.Context):
         return ctx
     raise GluonbenchError(f"ctx={ctx!r} is not a context; pass mx.cpu(), mx.gpu(0) or a string such as 'gpu:0'")
-
-
-def ctx_text(ctx: Any) -> str:
-    """``cpu`` or ``gpu:N``: a context as the command line writes it."""
-    return "cpu" if ctx.device_type == "cpu" else f"gpu:{ctx.device_id}"
 
 
 def _as_dataset(dataset: Any):

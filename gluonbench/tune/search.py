@@ -629,16 +629,26 @@ def tune_workload(
     data_dir: str | None = None,
     download: bool = True,
     options: dict[str, Any] | None = None,
+    workload: Any = None,
     **kwargs: Any,
 ) -> TuneResult:
-    """:func:`tune` on a registered workload (``mnist``, ``synthetic``, ``source``...); fills ``result.sweep``."""
+    """:func:`tune` on a registered workload (``mnist``, ``synthetic``, ``source``...); fills ``result.sweep``.
+
+    ``workload``: the workload already opened (e.g. a ``--pipeline`` spec's), left open for its owner."""
     from gluonbench.engine.diagnosis import ctx_text, opened_workload, resolve_ctx
 
     ctx = resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
     hint = "whose workers are not DataLoader workers; tune the same data through --source file or fastfile"
     emulated = kwargs.get("emulate_step_ms") is not None
     with opened_workload(
-        name, ctx, data_dir=data_dir, download=download, options=options, stream_hint=hint, with_net=not emulated
+        name,
+        ctx,
+        data_dir=data_dir,
+        download=download,
+        options=options,
+        workload=workload,
+        stream_hint=hint,
+        with_net=not emulated,
     ) as (w, net):
         loss = None if emulated else w.make_loss()
         result = tune(
