@@ -27,8 +27,8 @@ def check_ctx(spec: Any, what: str | None = None) -> tuple[str, int]:
     match = _CTX.match(spec.strip().lower()) if isinstance(spec, str) else None
     if not match:
         raise GluonbenchError(
-            f"{name} {spec!r} is not a context; use cpu, cpu:N, gpu or gpu:N (e.g. gpu:0, or cpu:1 for a second "
-            "CPU device)"
+            f"{name} {spec!r} is not a context; use cpu, gpu or gpu:N, or cpu:N for another CPU device "
+            "(e.g. gpu:0, cpu:1)"
         )
     index = int(match.group(2) or 0)
     if index > MAX_INDEX:

@@ -218,7 +218,7 @@ def test_one_parser_of_context_strings():
     assert SweepSettings(ctx="cpu:1").check().ctx == "cpu:1"
     PipelineSpec(dataset=[(1, 2)], net=_net, ctx="cpu:1").check()
     for bad in ("cpu:x", "tpu", "cpu:1024", ""):
-        with pytest.raises(GluonbenchError, match=r"cpu, cpu:N, gpu or gpu:N|device index"):
+        with pytest.raises(GluonbenchError, match=r"cpu, gpu or gpu:N, or cpu:N|device index"):
             check_ctx(bad)
 
 
