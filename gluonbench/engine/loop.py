@@ -23,11 +23,13 @@ Per step ``i``:
   queue and cannot be told apart, the batch is not waited for: async work left
   over from a zero-worker transform finishes in that barrier (before the first
   step, that barrier is counted as the first batch's wait). Diagnose on
-  ``cpu(1)`` (``ctx=mx.cpu(1)``) to separate them on a CPU.
+  ``cpu(1)`` (``ctx=mx.cpu(1)``, ``--ctx cpu:1``) to separate them on a CPU.
 
 The sum over steps equals the loop's wall time. The same loop serves every
-probe: a different ``batches`` iterable swaps the input stages, ``step=None``
-swaps out the model.
+probe: a different ``batches`` iterable swaps the input stages, the pipeline's
+declared copy stage (:class:`gluonbench.pipeline.Copy`, ``NoCopy`` for a batch
+already on the device, ``Split`` for a data-parallel step) runs between the
+``wait`` and ``compute`` timestamps, ``step=None`` swaps out the model.
 """
 
 from __future__ import annotations
