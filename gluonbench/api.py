@@ -28,7 +28,7 @@ from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, 
 from gluonbench.report.summary import SweepSummary
 from gluonbench.rundir import load
 from gluonbench.validate import check_path
-from gluonbench.workloads.spec import check_pipeline
+from gluonbench.workloads.spec import check_pipeline, release_spec, take_spec
 
 __all__ = [
     "Diagnosis",
@@ -60,21 +60,13 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
 
     Returns the split sizes (samples per split) of the data set.
     """
+    from gluonbench.contexts import parse_ctx
     from gluonbench.data import vision
-    from gluonbench.engine.context import parse_ctx
     from gluonbench.workloads import workload_names
 
     if settings.pipeline:
         parse_ctx(settings.ctx)
-        return check_pipeline(
-            settings.pipeline,
-            settings.pipeline_options,
-            settings.ctx,
-            settings.pin_memory,
-            batch_size=settings.batch_size,
-            thread_pool=settings.thread_pool,
-            prefetch=settings.prefetch,
-        )
+        return check_user_pipeline(settings)
     if settings.workload not in workload_names():
         raise GluonbenchError(f"unknown --dataset {settings.workload!r}; choose one of {', '.join(workload_names())}")
     parse_ctx(settings.ctx)
@@ -110,6 +102,39 @@ def _write_reports(store: RunStore) -> Any:
     report = load(store.path)
     report.write(store.path)
     return report.summary
+
+
+def check_user_pipeline(settings: Any, keep: bool = False) -> dict[str, int]:
+    """Check the ``--pipeline`` factory of ``settings`` (sweep, diagnose, tune, profile settings) at the setting
+    the command runs (:func:`gluonbench.workloads.spec.check_pipeline`); the split sizes of its data sets.
+
+    The factory is called once in this process: the CLI checks it before its first line with ``keep``, and
+    this check, :func:`user_spec` after it, reuse that spec.
+    """
+    workers = getattr(settings, "workers", None)
+    knobs = {
+        "batch_size": getattr(settings, "batch_size", None),
+        "num_workers": workers if isinstance(workers, int) else None,
+        "thread_pool": getattr(settings, "thread_pool", None),
+        "prefetch": getattr(settings, "prefetch", None),
+    }
+    return check_pipeline(
+        settings.pipeline,
+        settings.pipeline_options,
+        getattr(settings, "ctx", None),
+        bool(getattr(settings, "pin_memory", False)),
+        keep=keep,
+        **{k: v for k, v in knobs.items() if v is not None},
+    )
+
+
+def user_spec(settings: Any) -> Any:
+    """The checked :class:`~gluonbench.PipelineSpec` of ``settings.pipeline`` (None without one), for a command
+    that measures it in this process (diagnose, tune); release it with ``release_spec`` when done."""
+    if not getattr(settings, "pipeline", None):
+        return None
+    check_user_pipeline(settings, keep=True)
+    return take_spec(settings.pipeline, settings.pipeline_options)
 
 
 def check_loader_shm(options: dict[str, Any] | None, batch_size: int, workers: int, thread_pool: bool) -> None:
@@ -290,30 +315,27 @@ def run_diagnosis(
         check_free_space(out, "diagnose --out")
     check_loader_shm(settings.options, settings.batch_size, settings.workers, settings.thread_pool)
     workload, options = settings.run_workload()
-    if settings.pipeline:
-        check_pipeline(
-            settings.pipeline,
-            settings.pipeline_options,
+    spec = user_spec(settings)  # a --pipeline factory, called once here (None: a registered workload)
+    try:
+        d = diagnose_workload(
+            workload,
+            settings.batch_size,
+            settings.workers,
             settings.ctx,
-            batch_size=settings.batch_size,
-            num_workers=settings.workers,
+            settings.budget_s,
+            data_dir=settings.data_dir,
+            download=settings.download,
+            options=options,
+            workload=None if spec is None else spec.to_workload(),
             thread_pool=settings.thread_pool,
+            pin_memory=settings.pin_memory,
+            thresholds=settings.thresholds,
+            seed=settings.seed,
+            on_progress=on_progress,
         )
-    d = diagnose_workload(
-        workload,
-        settings.batch_size,
-        settings.workers,
-        settings.ctx,
-        settings.budget_s,
-        data_dir=settings.data_dir,
-        download=settings.download,
-        options=options,
-        thread_pool=settings.thread_pool,
-        pin_memory=settings.pin_memory,
-        thresholds=settings.thresholds,
-        seed=settings.seed,
-        on_progress=on_progress,
-    )
+    finally:
+        if spec is not None:
+            release_spec(spec)
     d.analysis["roofline"] = [line.to_dict() for line in roofline_diagnosis(settings, d)]  # doctor (issue 20)
     try:
         return _save_diagnosis(settings, out, d)
@@ -572,34 +594,30 @@ def run_tune(
         check_out(out)
     check_loader_shm(settings.options, settings.batch_size, settings.max_workers or 0, settings.thread_pool)
     workload, options = settings.run_workload()
-    if settings.pipeline:
-        check_pipeline(
-            settings.pipeline,
-            settings.pipeline_options,
+    spec = user_spec(settings)  # a --pipeline factory, called once here (None: a registered workload)
+    try:
+        result = tune_workload(
+            workload,
+            settings.batch_size,
             settings.ctx,
-            batch_size=settings.batch_size,
+            settings.budget_s,
+            data_dir=settings.data_dir,
+            download=settings.download,
+            options=options,
+            workload=None if spec is None else spec.to_workload(),
             num_workers=settings.workers,
             thread_pool=settings.thread_pool,
             prefetch=settings.prefetch,
+            pin_memory=settings.pin_memory,
+            max_workers=settings.max_workers,
+            batch_sizes=list(settings.batch_sizes) if settings.batch_sizes else None,
+            emulate_step_ms=None if settings.emulate_step_ms is None else step_ms(settings.emulate_step_ms),
+            seed=settings.seed,
+            on_progress=on_progress,
         )
-    result = tune_workload(
-        workload,
-        settings.batch_size,
-        settings.ctx,
-        settings.budget_s,
-        data_dir=settings.data_dir,
-        download=settings.download,
-        options=options,
-        num_workers=settings.workers,
-        thread_pool=settings.thread_pool,
-        prefetch=settings.prefetch,
-        pin_memory=settings.pin_memory,
-        max_workers=settings.max_workers,
-        batch_sizes=list(settings.batch_sizes) if settings.batch_sizes else None,
-        emulate_step_ms=None if settings.emulate_step_ms is None else step_ms(settings.emulate_step_ms),
-        seed=settings.seed,
-        on_progress=on_progress,
-    )
+    finally:
+        if spec is not None:
+            release_spec(spec)
     try:
         if settings.json_path:
             atomic_write_text(settings.json_path, json.dumps(result.to_dict(), indent=2))

@@ -174,7 +174,7 @@ def _add_sweep(sub: Any) -> None:
     p.add_argument("--max-batches", type=int, help="cap on training (and eval) batches per run, for quick looks")
     p.add_argument("--batch-size", type=int, help="default 64, as the seed")
     p.add_argument("--eval-workers", type=int, help="fix the eval loader's workers (default: same as training)")
-    p.add_argument("--ctx", help="cpu (default), gpu or gpu:N")
+    p.add_argument("--ctx", help="cpu (default), cpu:N (another CPU device), gpu or gpu:N")
     p.add_argument(
         "--thread-pool", action="store_true", default=None, help="DataLoader(thread_pool=True): threads, not processes"
     )
@@ -330,7 +330,7 @@ def _add_diagnose(sub: Any) -> None:
     p.add_argument("--no-download", dest="download", action="store_false", help="never download")
     p.add_argument("--workers", type=int, default=0, help="DataLoader workers (default 0)")
     p.add_argument("--batch-size", type=int, default=64, help="default 64, as the seed")
-    p.add_argument("--ctx", help="cpu, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
+    p.add_argument("--ctx", help="cpu, cpu:N, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
     p.add_argument("--thread-pool", action="store_true", help="DataLoader(thread_pool=True)")
     p.add_argument(
         "--pin-memory",
@@ -571,7 +571,7 @@ def _add_profile(sub: Any) -> None:
     g.add_argument("--batch-size", type=int, default=64, help="default 64")
     g.add_argument("--max-batches", type=int, help="cap on training (and eval) batches")
     g.add_argument("--epochs", type=int, default=1, help="epochs (default 1)")
-    g.add_argument("--ctx", default="cpu", help="cpu (default), gpu or gpu:N")
+    g.add_argument("--ctx", default="cpu", help="cpu (default), cpu:N, gpu or gpu:N")
     g.add_argument("--thread-pool", action="store_true", help="DataLoader(thread_pool=True)")
     g.add_argument("--prefetch", type=int, help="DataLoader(prefetch=N)")
     g.add_argument("--pin-memory", action="store_true", help="DataLoader(pin_memory=True) (GPU only)")
@@ -701,7 +701,7 @@ def _add_tune(sub: Any) -> None:
     p.add_argument("--batch-size", type=int, default=64, help="default 64, as the seed")
     p.add_argument("--batch-sizes", help="also tune these batch sizes, e.g. 64,128,256 (budget shared)")
     p.add_argument("--max-workers", type=int, help="most workers tried (default max(16, 4 x cores))")
-    p.add_argument("--ctx", help="cpu, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
+    p.add_argument("--ctx", help="cpu, cpu:N, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
     p.add_argument(
         "--emulate-step-ms",
         metavar="MS|TARGET",
@@ -1133,11 +1133,11 @@ def _what(settings: Any) -> str:
 
 def _pipeline_first(settings: Any) -> None:
     """Import and check a ``--pipeline`` factory before the first line, so bad input stays one line (the
-    library checks it again before measuring; a factory is cheap to call, it only builds objects)."""
+    library's check before measuring reuses the spec kept here: the factory is called once in this process)."""
     if settings is not None and getattr(settings, "pipeline", None):
         from gluonbench import api
 
-        api.check_pipeline(settings.pipeline, settings.pipeline_options)
+        api.check_user_pipeline(settings, keep=True)  # kept: the API's check reuses it (one factory call)
 
 
 def _sweep_plan(settings: Any, resume: str | None) -> str:
@@ -1151,7 +1151,9 @@ def _sweep_plan(settings: Any, resume: str | None) -> str:
             f"{', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {_what(s)}"
         )
     else:
-        what = f"{_planned_runs(s)} run(s) (workers {', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {_what(s)}"
+        what = (
+            f"{_planned_runs(s)} run(s) (workers {', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {_what(s)}"
+        )
     what += (
         f", {s.epochs} epoch(s)"
         + (f" of at most {s.max_batches} batches" if s.max_batches else "")

@@ -98,7 +98,7 @@ class SweepSettings(RunSetting):
 
     def check(self) -> SweepSettings:
         """Raise :class:`GluonbenchError` naming the bad value and the fix; return self."""
-        from gluonbench.engine.context import check_ctx
+        from gluonbench.contexts import check_ctx
 
         check_ctx(self.ctx)
         check_types(self)
@@ -645,8 +645,8 @@ class DiagnoseSettings:
 
     def check(self) -> DiagnoseSettings:
         """Raise :class:`GluonbenchError` naming the bad value and the fix; return self."""
+        from gluonbench.contexts import check_ctx
         from gluonbench.diagnosis.verdict import Thresholds
-        from gluonbench.engine.context import check_ctx
         from gluonbench.workloads import workload_names
 
         if self.batch_size < 1:
@@ -727,7 +727,7 @@ class TuneSettings:
 
     def check(self) -> TuneSettings:
         """Raise :class:`GluonbenchError` naming the bad value and the fix; return self."""
-        from gluonbench.engine.context import check_ctx
+        from gluonbench.contexts import check_ctx
         from gluonbench.pipeline.emulate import step_ms
         from gluonbench.workloads import workload_names
 

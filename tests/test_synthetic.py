@@ -105,9 +105,7 @@ def test_factory_is_a_pipeline_spec_through_the_one_assembly(tmp_path):
     from gluonbench import PipelineSpec, build_pipeline
     from gluonbench.workloads.spec import load_spec
 
-    spec = load_spec(
-        "gluonbench.workloads.synthetic:make", {"data_dir": str(tmp_path), "samples": "64", "cpu_ms": 1}
-    )
+    spec = load_spec("gluonbench.workloads.synthetic:make", {"data_dir": str(tmp_path), "samples": "64", "cpu_ms": 1})
     assert isinstance(spec, PipelineSpec) and spec.name == "synthetic" and len(spec.dataset) == 64
     w = get_workload("synthetic", data_dir=tmp_path, samples=64, cpu_ms=1)
     x_spec, _ = spec.transform(*spec.dataset[5])

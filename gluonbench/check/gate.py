@@ -215,9 +215,9 @@ def measure_snapshot(
     target: Target, budget_s: float = DEFAULT_BUDGET_S, on_progress: Callable[[float, float], None] | None = None
 ) -> Snapshot:
     """Measure ``target``'s probes and the ruler in interleaved rounds for the whole budget."""
+    from gluonbench.contexts import ctx_text
     from gluonbench.diagnosis.measure import measure_first_batch
     from gluonbench.diagnosis.probes import CHAIN, PROBES, Context
-    from gluonbench.engine.context import ctx_text
     from gluonbench.engine.measure import Rounds, measure
     from gluonbench.env import environment, utc_now
 

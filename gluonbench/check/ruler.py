@@ -40,8 +40,9 @@ def ruler_pipeline(ctx: Any) -> Any:
     """The ruler as a :class:`~gluonbench.pipeline.Pipeline` on ``ctx`` (same weights and data every time)."""
     from gluonbench._mx import gluon, mx
     from gluonbench.engine.loop import ModelStep
-    from gluonbench.pipeline import Loader, Pipeline
+    from gluonbench.pipeline import build_pipeline
     from gluonbench.workloads.mnist import seed_loss, seed_net
+    from gluonbench.workloads.spec import PipelineSpec
     from gluonbench.workloads.synthetic import SyntheticTransform
 
     rng = np.random.default_rng(20261123)
@@ -52,10 +53,6 @@ def ruler_pipeline(ctx: Any) -> Any:
     mx.random.seed(1)
     net.collect_params().initialize(mx.init.Xavier(magnitude=2.24), ctx=ctx)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
-    return Pipeline(
-        dataset=dataset,
-        loader=Loader(RULER_BATCH, 0, shuffle=True),
-        ctx=ctx,
-        step=ModelStep(net, seed_loss(), trainer),
-        transform=SyntheticTransform(RULER_HASH_ROUNDS, seed=0),
-    )
+    spec = PipelineSpec(dataset=dataset, net=net, transform=SyntheticTransform(RULER_HASH_ROUNDS, seed=0), name="ruler")
+    step = ModelStep(net, seed_loss(), trainer)
+    return build_pipeline(spec, ctx=ctx, step=step, batch_size=RULER_BATCH, num_workers=0)  # the one assembly

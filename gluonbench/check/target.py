@@ -7,8 +7,12 @@
 * ``MODULE:FUNC`` or ``path/to/file.py:FUNC``: a function called with no arguments, returning any of
   the things below;
 * from Python, a callable returning any of the things below, or one of them directly:
-  a :class:`~gluonbench.pipeline.Pipeline`, a :class:`~gluonbench.workloads.Workload`, or a mapping with
-  ``dataset`` (required), ``transform``, ``decode``, ``net``, ``loss``, ``batch_size``, ``num_workers``.
+  a :class:`~gluonbench.pipeline.Pipeline`, a :class:`~gluonbench.PipelineSpec`, a
+  :class:`~gluonbench.workloads.Workload` (its ``to_spec()``), or a mapping with ``dataset`` (required),
+  ``transform``, ``decode``, ``net``, ``loss``, ``batch_size``, ``num_workers`` (made a spec).
+
+Everything but a ready Pipeline is checked as a :class:`~gluonbench.PipelineSpec` and assembled by
+:func:`~gluonbench.pipeline.build_pipeline`; a spec's ``close`` is called by :meth:`Target.close`.
 
 The pipeline's *identity* (what a baseline is tied to) is the argument's name: the workload name, the
 ``MODULE:FUNC`` text, or the callable's ``module:qualname``.
@@ -62,7 +66,7 @@ def resolve_pipeline(
 ) -> Target:
     """The user's argument (see the module docstring) as a :class:`Target`; the loader knobs apply where the
     argument does not set its own (a Pipeline keeps its loader). Raises GluonbenchError on anything else."""
-    from gluonbench.engine.context import resolve_ctx
+    from gluonbench.contexts import resolve_ctx
     from gluonbench.workloads import Workload, workload_names
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -84,15 +88,15 @@ def resolve_pipeline(
 
         w = get_workload(what, data_dir=data_dir, download=False, **dict(options or {}))
         return _from_object(w, identity or f"workload:{what}", batch_size, num_workers, ctx, closers)
-    if isinstance(what, Pipeline | Workload | Mapping):
+    if isinstance(what, Pipeline | PipelineSpec | Workload | Mapping):
         return _from_object(what, identity or type(what).__name__, batch_size, num_workers, ctx, closers)
     if callable(what):
         return _from_object(
             _call(what, _name_of(what)), identity or _name_of(what), batch_size, num_workers, ctx, closers
         )
     raise GluonbenchError(
-        f"cannot check a {type(what).__name__}: give a workload name, MODULE:FUNC, a Pipeline, a Workload, "
-        "a mapping with 'dataset', or a function returning one"
+        f"cannot check a {type(what).__name__}: give a workload name, MODULE:FUNC, a Pipeline, a PipelineSpec, "
+        "a Workload, a mapping with 'dataset', or a function returning one"
     )
 
 
@@ -112,42 +116,31 @@ def _from_object(obj: Any, identity: str, batch_size: int, num_workers: int, ctx
         if obj.swapped:
             raise GluonbenchError(f"pipeline {identity}: it has swapped stages ({obj.swapped}); give the real one")
         return Target(obj, identity, closers)
-    if isinstance(obj, Workload):
-        if obj.close is not None:
-            closers.append(obj.close)
-        if obj.train is None:
-            raise GluonbenchError(f"pipeline {identity}: a streamed source has no dataset[i] to check; use file mode")
-        net = obj.make_net()
-        net.collect_params().initialize(obj.initializer(), ctx=ctx)
-        spec = {
-            "dataset": obj.train,
-            "transform": obj.transform,
-            "decode": obj.decode,
-            "net": net,
-            "loss": obj.make_loss(),
-            "learning_rate": obj.learning_rate,
-        }
-        return _from_mapping(spec, identity, batch_size, num_workers, ctx, closers)
-    if isinstance(obj, PipelineSpec):  # a --pipeline factory's spec: its fields, its loader setting
-        fields = {k: getattr(obj, k) for k in MAPPING_KEYS if hasattr(obj, k)}
-        fields["num_workers"] = obj.loader_setting().get("num_workers", num_workers)
-        return _from_mapping(fields, identity, batch_size, num_workers, ctx, closers)
-    if isinstance(obj, Mapping):
-        return _from_mapping(obj, identity, batch_size, num_workers, ctx, closers)
-    raise GluonbenchError(
-        f"pipeline {identity} returned a {type(obj).__name__}; return a Pipeline, a Workload or a mapping "
-        f"with keys {', '.join(MAPPING_KEYS)}"
-    )
+    if isinstance(obj, Workload):  # a registered workload: its spec, at the check's loader setting
+        spec = obj.to_spec()
+        setting = {"batch_size": batch_size, "num_workers": num_workers}
+    elif isinstance(obj, PipelineSpec):  # a --pipeline factory's spec: its loader setting first
+        spec = obj
+        setting = {"batch_size": obj.batch_size, "num_workers": obj.loader_setting().get("num_workers", num_workers)}
+    elif isinstance(obj, Mapping):
+        spec, setting = _spec_of_mapping(obj, identity, batch_size, num_workers)
+    else:
+        raise GluonbenchError(
+            f"pipeline {identity} returned a {type(obj).__name__}; return a Pipeline, a PipelineSpec, a Workload or "
+            f"a mapping with keys {', '.join(MAPPING_KEYS)}"
+        )
+    if spec.close is not None:
+        closers.append(spec.close)
+    return _from_spec(spec, identity, setting, ctx, closers)
 
 
-def _from_mapping(
-    spec: Mapping[str, Any], identity: str, batch_size: int, num_workers: int, ctx: Any, closers
-) -> Target:
-    from gluonbench._mx import gluon
-    from gluonbench.engine.loop import ModelStep
-    from gluonbench.engine.samples import as_dataset, checked_step
-    from gluonbench.pipeline.net import prepare_net
-    from gluonbench.workloads.mnist import seed_loss, seed_net
+def _spec_of_mapping(
+    spec: Mapping[str, Any], identity: str, batch_size: int, num_workers: int
+) -> tuple[PipelineSpec, dict[str, Any]]:
+    """A mapping of :data:`MAPPING_KEYS` as a :class:`PipelineSpec` and its loader setting (the mapping's own
+    ``batch_size``/``num_workers``, else the check's); no net: the seed's CNN."""
+    from gluonbench.engine.samples import as_dataset
+    from gluonbench.workloads.mnist import seed_net
 
     unknown = sorted(set(spec) - set(MAPPING_KEYS))
     if unknown:
@@ -156,25 +149,48 @@ def _from_mapping(
         )
     if spec.get("dataset") is None:
         raise GluonbenchError(f"pipeline {identity}: the mapping needs a 'dataset' (a gluon Dataset of (data, label))")
-    dataset = as_dataset(spec["dataset"])
     bs = spec.get("batch_size", batch_size)
     nw = spec.get("num_workers", num_workers)
-    if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1 or bs > len(dataset):
-        raise GluonbenchError(
-            f"pipeline {identity}: batch_size must be a whole number in 1..{len(dataset)} (got {bs!r})"
-        )
     if isinstance(nw, bool) or not isinstance(nw, int) or nw < 0:
         raise GluonbenchError(f"pipeline {identity}: num_workers must be a whole number >= 0 (got {nw!r})")
     for key in ("transform", "decode"):
         if spec.get(key) is not None and not callable(spec[key]):
             raise GluonbenchError(f"pipeline {identity}: {key} must be callable (data, label) -> (data, label)")
-    net = spec.get("net")
-    if net is not None and not hasattr(net, "collect_params") and callable(net):
-        net = _call(net, f"{identity}: net")  # a spec's net may be a function that builds the Block
-    net = net or seed_net()
+    made = PipelineSpec(
+        dataset=as_dataset(spec["dataset"]),
+        net=spec.get("net") or seed_net,
+        loss=spec.get("loss"),
+        transform=spec.get("transform"),
+        decode=spec.get("decode"),
+        learning_rate=float(spec.get("learning_rate", 0.1)),
+        name=identity,
+    )
+    return made, {"batch_size": bs, "num_workers": nw}
+
+
+def _from_spec(spec: PipelineSpec, identity: str, setting: dict[str, Any], ctx: Any, closers: list) -> Target:
+    """The check's pipeline of ``spec``: its net built and put on ``ctx``, the model step, then the one assembly."""
+    from gluonbench._mx import gluon
+    from gluonbench.engine.loop import ModelStep
+    from gluonbench.engine.samples import checked_step
+    from gluonbench.pipeline.net import prepare_net
+
+    if spec.dataset is None:
+        raise GluonbenchError(f"pipeline {identity}: a streamed source has no dataset[i] to check; use file mode")
+    bs = setting["batch_size"]
+    n = len(spec.dataset)
+    if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1 or bs > n:
+        raise GluonbenchError(f"pipeline {identity}: batch_size must be a whole number in 1..{n} (got {bs!r})")
+    try:
+        net = spec.make_net()  # a Block, or the function that builds one
+    except GluonbenchError:
+        raise
+    except Exception as exc:
+        raise GluonbenchError(f"pipeline {identity}: building its net failed: {type(exc).__name__}: {exc}") from exc
+    if spec.init is not None:
+        net.collect_params().initialize(spec.init, ctx=ctx, force_reinit=True)
     prepare_net(net, ctx)
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": float(spec.get("learning_rate", 0.1))})
-    step = checked_step(ModelStep(net, spec.get("loss") or seed_loss(), trainer), net)
-    parts = {"dataset": dataset, "net": net, "decode": spec.get("decode"), "transform": spec.get("transform")}
-    pipeline = build_pipeline(parts, ctx=ctx, step=step, batch_size=bs, num_workers=nw)  # the one assembly
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": float(spec.learning_rate)})
+    step = checked_step(ModelStep(net, spec.make_loss(), trainer), net)
+    pipeline = build_pipeline(spec, ctx=ctx, step=step, **setting)  # the one assembly
     return Target(pipeline, identity, closers)

@@ -17,6 +17,7 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS
+from gluonbench.contexts import ctx_text, resolve_ctx
 from gluonbench.diagnosis.measure import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.diagnosis.probes import SUBSTAGES
 from gluonbench.diagnosis.recommend import Setting, advise, evidence, render, stage_name
@@ -29,7 +30,6 @@ from gluonbench.diagnosis.verdict import (
     paired_timings,
     probe_gains,
 )
-from gluonbench.engine.context import ctx_text, resolve_ctx
 from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Rounds
 from gluonbench.engine.samples import as_dataset, check_labels, check_loss, check_samples, checked_step

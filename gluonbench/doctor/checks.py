@@ -19,6 +19,7 @@ from typing import Any
 
 import psutil
 
+from gluonbench.contexts import check_ctx
 from gluonbench.errors import GluonbenchError
 
 log = logging.getLogger(__name__)
@@ -94,12 +95,8 @@ class DoctorSettings:
 
 
 def parse_ctx(ctx: str | None) -> tuple[str, int]:
-    """``cpu`` / ``gpu`` / ``gpu:N`` -> (kind, index); anything else is a :class:`GluonbenchError`."""
-    text = (ctx or "cpu").strip().lower()
-    kind, _, index = text.partition(":")
-    if kind not in ("cpu", "gpu") or (index and not index.isdigit()) or (kind == "cpu" and index):
-        raise GluonbenchError(f"--ctx {ctx!r} is not a context: give cpu, gpu or gpu:N")
-    return kind, int(index or 0)
+    """``cpu`` / ``cpu:N`` / ``gpu`` / ``gpu:N`` -> (kind, index) (:func:`gluonbench.contexts.check_ctx`)."""
+    return check_ctx(ctx or "cpu", "--ctx")
 
 
 # -- helpers that read the machine --

@@ -38,7 +38,8 @@ from typing import Any
 from gluonbench.engine.measure import Epochs, measure
 from gluonbench.engine.run import utc_now
 from gluonbench.monitor import SystemMonitor
-from gluonbench.pipeline import Pipeline, Stream
+from gluonbench.pipeline import build_pipeline
+from gluonbench.workloads.spec import PipelineSpec
 
 log = logging.getLogger(__name__)
 
@@ -336,11 +337,15 @@ def run_cell(
 
             prepare, batchify = preset_stage(preset, image_size), stack_batch
         workers = threads if parallel else 0
-        loader = Stream(stream_batches(source, prepare, batchify, counted, shuffle, seed), batch_size, workers)
-        step = emulated_step(emulate_step_ms, batch_size) if emulate_step_ms is not None else None
-        pipeline = Pipeline(
-            dataset=None, loader=loader, ctx=mx.cpu(), step=step, source={"mode": cell.mode, "uri": cell.uri}
+        # the one assembly: the source stage is this cell's input mode, a stream of batches (the source is
+        # closed in the finally below), no model (the step swapped for nothing, or for a timed wait)
+        spec = PipelineSpec(
+            batches=stream_batches(source, prepare, batchify, counted, shuffle, seed),
+            info={"mode": cell.mode, "uri": cell.uri},
+            name=f"io-{cell.key}",
         )
+        step = emulated_step(emulate_step_ms, batch_size) if emulate_step_ms is not None else None
+        pipeline = build_pipeline(spec, ctx=mx.cpu(), step=step, batch_size=batch_size, num_workers=workers)
         record = measure(pipeline, Epochs(epochs)).records["run"]
         for epoch, times in enumerate(record.epochs):
             counter = counters[epoch]

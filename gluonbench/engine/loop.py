@@ -23,11 +23,13 @@ Per step ``i``:
   queue and cannot be told apart, the batch is not waited for: async work left
   over from a zero-worker transform finishes in that barrier (before the first
   step, that barrier is counted as the first batch's wait). Diagnose on
-  ``cpu(1)`` (``ctx=mx.cpu(1)``) to separate them on a CPU.
+  ``cpu(1)`` (``ctx=mx.cpu(1)``, ``--ctx cpu:1``) to separate them on a CPU.
 
 The sum over steps equals the loop's wall time. The same loop serves every
-probe: a different ``batches`` iterable swaps the input stages, ``step=None``
-swaps out the model.
+probe: a different ``batches`` iterable swaps the input stages, the pipeline's
+declared copy stage (:class:`gluonbench.pipeline.Copy`, ``NoCopy`` for a batch
+already on the device, ``Split`` for a data-parallel step) runs between the
+``wait`` and ``compute`` timestamps, ``step=None`` swaps out the model.
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ class StepSplit:
 
 def run_steps(
     batches: Iterable[tuple[Any, Any]],
-    ctx: Any,
+    copy: Any,
     step: Step | None,
     max_steps: int | None = None,
     sync_copy: bool | None = None,
@@ -121,21 +123,21 @@ def run_steps(
 ) -> StepTimes:
     """Run up to ``max_steps`` steps of ``step(data, label)`` over ``batches``.
 
-    ``step=None`` measures the input pipeline alone (loader-only probe); the
-    barrier still runs so async loader work is counted. ``sync_copy`` defaults
-    to True on GPU contexts (see module docstring).
+    ``copy`` is the pipeline's copy stage (:class:`gluonbench.pipeline.Copy`, :class:`~gluonbench.pipeline.NoCopy`
+    or :class:`~gluonbench.pipeline.Split`), called between the ``wait`` and ``compute`` timestamps; an MXNet
+    context stands for ``copy_stage(ctx, step, sync_copy)`` (a plain copy there, or the split of a step that
+    splits its batch). ``step=None`` measures the input pipeline alone (loader-only probe); the barrier still
+    runs so async loader work is counted. ``sync_copy`` defaults to True on GPU contexts (see module docstring).
     """
     from gluonbench._mx import nd
+    from gluonbench.pipeline.stages import copy_stage
 
-    if sync_copy is None:
-        sync_copy = getattr(ctx, "device_type", "cpu") == "gpu"
-    # a data-parallel step splits the batch onto its devices from where the loader put it (G4)
-    splits = bool(getattr(step, "splits_batch", False))
+    copy = copy_stage(copy, step, sync_copy)
     times = StepTimes()
     it = iter(batches)
     n = 0
     # the host batch is waited for where it has its own worker queue (G2); see _shares_queue
-    wait_host = not _shares_queue(ctx)
+    wait_host = not _shares_queue(copy.ctx)
     while max_steps is None or n < max_steps:
         t0 = perf_counter()
         try:
@@ -150,12 +152,9 @@ def run_steps(
             _wait_host(data)
             _wait_host(label)
         tb = perf_counter()
-        if not splits:
-            data = data.as_in_context(ctx)
-            label = label.as_in_context(ctx)
-        if sync_copy:
-            data.wait_to_read()
-            label.wait_to_read()
+        # the copy stage: as_in_context (waited for on a GPU); none for a batch already on the device; the
+        # batch left in place for a step that splits it onto its devices after the barrier (G4)
+        data, label = copy(data, label)
         t2 = perf_counter()
         nd.waitall()
         t3 = perf_counter()
@@ -241,15 +240,3 @@ class EvalStep:
     @property
     def accuracy(self) -> float:
         return float(self.metric.get()[1]) if self.seen else float("nan")
-
-
-def evaluate_accuracy(
-    batches: Iterable[tuple[Any, Any]], net: Any, ctx: Any, max_batches: int | None = None
-) -> tuple[float, int]:
-    """The seed's evaluation: argmax accuracy; returns (accuracy, samples seen)."""
-    step = EvalStep(net)
-    for i, (data, label) in enumerate(batches):
-        if max_batches is not None and i >= max_batches:
-            break
-        step(data.as_in_context(ctx), label.as_in_context(ctx))
-    return step.accuracy, step.seen

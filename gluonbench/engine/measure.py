@@ -129,7 +129,8 @@ class Epochs:
                     raise ValueError(f"{name}: a repeated batch has no epoch end; give max_steps")
                 fed = batches if self.wrap is None else self.wrap(batches)
                 try:
-                    times = run_steps(fed, running.pipeline.ctx, running.pipeline.step, max_steps=left, on_step=on_step)
+                    copy, step = running.pipeline.copy_stage, running.pipeline.step
+                    times = run_steps(fed, copy, step, max_steps=left, on_step=on_step)
                 finally:
                     getattr(batches, "close", lambda: None)()  # a stream stopped early lets go of its input
                 rec.epochs.append(times)
@@ -185,11 +186,11 @@ class Rounds:
         # from the steps after the loader's prefetched batches are used up
         for name, r in opened.items():
             rec = records[name]
-            run_steps(r.cycle(), r.pipeline.ctx, r.pipeline.step, max_steps=skips[name])
+            run_steps(r.cycle(), r.pipeline.copy_stage, r.pipeline.step, max_steps=skips[name])
             warm = StepTimes()
             t_warm = perf_counter()
             while len(warm) < self.warmup_steps or perf_counter() - t_warm < self.block_s:
-                warm.extend(run_steps(r.cycle(), r.pipeline.ctx, r.pipeline.step, max_steps=min_steps[name]))
+                warm.extend(run_steps(r.cycle(), r.pipeline.copy_stage, r.pipeline.step, max_steps=min_steps[name]))
                 if perf_counter() >= budget_end:
                     break
             rec.est_step_s = warm.total() / max(len(warm), 1)
@@ -243,7 +244,7 @@ class Rounds:
         """One round of one pipeline: drop ``skip`` steps, then blocks of consecutive steps until ``round_s``."""
         k = max(min_steps, math.ceil(self.block_s / max(rec.est_step_s, 1e-6)))
         rec.block_steps = k
-        ctx, step = r.pipeline.ctx, r.pipeline.step
+        copy, step = r.pipeline.copy_stage, r.pipeline.step
         monitor = SystemMonitor(interval=self.monitor_interval).start()
         t0 = perf_counter()
         first = len(rec.blocks)
@@ -251,10 +252,10 @@ class Rounds:
         samples_done = 0
         try:
             if skip:
-                run_steps(r.cycle(), ctx, step, max_steps=skip)
+                run_steps(r.cycle(), copy, step, max_steps=skip)
             cpu0 = tree_cpu_s()
             while True:
-                block = run_steps(r.cycle(), ctx, step, max_steps=k)
+                block = run_steps(r.cycle(), copy, step, max_steps=k)
                 rec.times.extend(block)
                 samples = sum(block.samples)
                 samples_done += samples

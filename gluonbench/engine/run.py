@@ -148,7 +148,8 @@ class RunResult:
 
 
 def workload_pipeline(workload: Any, spec: RunSpec, ctx: Any, step: Any = None, batch_size: int | None = None) -> Any:
-    """The training pipeline of ``workload`` at ``spec``'s loader setting (:func:`gluonbench.pipeline.build_pipeline`).
+    """The training pipeline of ``workload`` (a Workload, i.e. its ``to_spec()``, or a PipelineSpec) at ``spec``'s
+    loader setting (:func:`gluonbench.pipeline.build_pipeline`).
 
     ``batch_size`` overrides the spec's for the loader (data parallel: per device times devices).
     """
@@ -160,7 +161,7 @@ def workload_pipeline(workload: Any, spec: RunSpec, ctx: Any, step: Any = None, 
 
         step = emulated_step(spec.emulate_step_ms, size)
     return build_pipeline(
-        workload,
+        workload.to_spec() if hasattr(workload, "to_spec") else workload,
         ctx=ctx,
         step=step,
         batch_size=size,
@@ -208,7 +209,7 @@ def train_and_eval(
     wraps each training epoch's batches, e.g. the profiler's step marks (``gluonbench profile --pipeline``).
     ``diagnose`` runs after training when ``spec.diagnose`` asks for it (required then).
     """
-    from gluonbench.engine.context import parse_ctx
+    from gluonbench.contexts import parse_ctx
     from gluonbench.workloads import get_workload
 
     if spec.diagnose and diagnose is None:

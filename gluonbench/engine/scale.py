@@ -480,7 +480,7 @@ def device_contexts(ctx: Any, devices: int = 1, gpus: Any = None) -> list[Any]:
         if ctx.device_id + devices > have:
             raise GluonbenchError(f"--devices {devices} from {ctx}: MXNet sees only {have} GPU(s)")
         return [mx.gpu(ctx.device_id + i) for i in range(devices)]
-    return [mx.cpu(i) for i in range(devices)]
+    return [mx.cpu(ctx.device_id + i) for i in range(devices)]
 
 
 def param_checksum(net: Any, contexts: list[Any]) -> dict[str, Any]:

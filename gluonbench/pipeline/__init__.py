@@ -2,6 +2,9 @@
 
     source -> read (dataset[i]) -> decode -> transform -> loader (workers, batchify) -> copy -> step
 
+Each stage is a declared object (:class:`Source`, the data set, decode/transform functions, :class:`Loader`
+or :class:`Stream`, :class:`Copy`/:class:`Split`, the step) that a swap replaces by a stand-in.
+
 Every measurement is a :class:`Pipeline` with some stages swapped (``pipeline.swap(...)``) and run by
 :func:`gluonbench.engine.measure.measure`.
 """
@@ -12,11 +15,15 @@ from gluonbench.pipeline.stages import (
     STAGES,
     CachedSample,
     Compose,
+    Copy,
     DeviceBatch,
     EmulatedStep,
     HostBatch,
     Loader,
+    NoCopy,
     ReadySample,
+    Source,
+    Split,
     Stream,
 )
 
@@ -24,13 +31,17 @@ __all__ = [
     "STAGES",
     "CachedSample",
     "Compose",
+    "Copy",
     "DeviceBatch",
     "EmulatedStep",
     "HostBatch",
     "Loader",
+    "NoCopy",
     "Pipeline",
     "ReadySample",
     "Running",
+    "Source",
+    "Split",
     "Stream",
     "build_pipeline",
 ]

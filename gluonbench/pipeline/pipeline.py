@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from time import perf_counter
 from typing import Any
 
 from gluonbench.pipeline.stages import (
     Compose,
+    Copy,
     DeviceBatch,
     HostBatch,
     Loader,
+    NoCopy,
     ReadySample,
     SampleFn,
+    Source,
     Stream,
     cached_sample,
+    copy_stage,
 )
 
 Step = Callable[[Any, Any], Any]
@@ -28,12 +32,12 @@ LoaderStage = Loader | Stream | HostBatch | DeviceBatch
 class Pipeline:
     """One training step as named stages (see :mod:`gluonbench.pipeline.stages`).
 
-    ``dataset`` is the read stage (``dataset[i]`` returns a raw sample; None for a
-    stream), ``decode`` and ``transform`` the per-sample stages (run in the
-    loader's workers), ``loader`` the loader stage, ``ctx`` the copy stage's
-    target and ``step`` the model step (None: no step). ``source`` describes the
-    source stage (mode, uri, start-up figures), ``swapped`` records which stages
-    a measurement replaced, and by what.
+    ``source`` is the source stage (:class:`Source`: its mode, what it reported, its close; a mapping of
+    what it reports is taken as one), ``dataset`` the read stage (``dataset[i]`` returns a raw sample;
+    None for a stream), ``decode`` and ``transform`` the per-sample stages (run in the loader's workers),
+    ``loader`` the loader stage, ``copy`` the copy stage (None: :class:`Copy` to ``ctx``; a data-parallel
+    run declares :class:`Split`), ``ctx`` the device the step runs on and ``step`` the model step (None: no
+    step). ``swapped`` records which stages a measurement replaced, and by what.
     """
 
     dataset: Any | None
@@ -42,8 +46,19 @@ class Pipeline:
     step: Step | None = None
     decode: SampleFn | None = None
     transform: SampleFn | None = None
-    source: Mapping[str, Any] = field(default_factory=dict)
+    source: Source = field(default_factory=Source)
     swapped: tuple[tuple[str, str], ...] = ()
+    copy: Copy | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source, Source):  # a mapping of what the source reports
+            object.__setattr__(self, "source", Source.of(self.source, self.dataset))
+
+    @property
+    def copy_stage(self) -> Copy:
+        """The copy stage that runs: the declared one, else the copy to ``ctx`` (:class:`Split` when the step
+        splits the batch onto its devices itself, :func:`~gluonbench.pipeline.stages.copy_stage`)."""
+        return self.copy if self.copy is not None else copy_stage(self.ctx, self.step)
 
     # -- what it is ----------------------------------------------------------------------
 
@@ -81,13 +96,13 @@ class Pipeline:
             return getattr(x, "__name__", None) or type(x).__name__
 
         out = {
-            "source": self.source.get("mode", "memory") if self.source else "memory",
+            "source": self.source.mode,
             "read": name(self.dataset),
             "decode": name(self.decode),
             "transform": name(self.transform),
             "loader": type(self.loader).__name__
             + (" (pin_memory)" if getattr(self.loader, "pin_memory", False) else ""),
-            "copy": "none (batch on the device)" if isinstance(self.loader, DeviceBatch) else str(self.ctx),
+            "copy": self.copy_stage.describe(),
             "step": name(self.step),
         }
         out.update({k: f"stand-in: {v}" for k, v in swapped.items()})
@@ -96,7 +111,7 @@ class Pipeline:
     # -- swaps ---------------------------------------------------------------------------
 
     def swap(self, why: str, **stages: Any) -> Pipeline:
-        """This pipeline with ``stages`` replaced (``dataset=``, ``decode=``, ``loader=``, ``step=``...)."""
+        """This pipeline with ``stages`` replaced (``dataset=``, ``decode=``, ``loader=``, ``copy=``, ``step=``...)."""
         names = {"dataset": "read"}
         record = tuple((names.get(k, k), why) for k in stages)
         return replace(self, swapped=self.swapped + record, **stages)
@@ -130,11 +145,23 @@ class Pipeline:
         return self.swap("one batch on the host", loader=HostBatch(data, label))
 
     def with_device_batch(self, batch: tuple[Any, Any]) -> Pipeline:
-        """Everything before the step swapped for one batch on the device (no copy)."""
+        """Everything before the step swapped for one batch on the device, and the copy for none."""
         data, label = (x.as_in_context(self.ctx) for x in batch)
         data.wait_to_read()
         label.wait_to_read()
-        return self.swap("one batch on the device", loader=DeviceBatch(data, label))
+        on_device = self.swap("one batch on the device", loader=DeviceBatch(data, label))
+        return on_device.swap("no copy (the batch is on the device)", copy=NoCopy(self.ctx, self.copy_stage.sync))
+
+    def with_source(self, source: Source, why: str = "another source") -> Pipeline:
+        """The source stage swapped (an input mode, an io cell): its data set read by the same loader, or its
+        stream of batches by a :class:`Stream` loader stage with this pipeline's batch size and workers."""
+        if source.streams:
+            loader: LoaderStage = Stream(source.batches, self.batch_size, self.num_workers)
+            return self.swap(why, source=source, dataset=None, loader=loader)
+        if source.dataset is None:
+            raise ValueError("a source stage needs a data set or a stream of batches")
+        loader = self.loader if isinstance(self.loader, Loader) else Loader(self.batch_size, self.num_workers)
+        return self.swap(why, source=source, dataset=source.dataset, loader=loader)
 
     def without_step(self) -> Pipeline:
         return self.swap("no model step", step=None)

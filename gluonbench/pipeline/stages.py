@@ -8,23 +8,30 @@ pipeline only by the work of the stages it replaced.
 =============  ===========================================  =================================
 stage          real                                         stand-in
 =============  ===========================================  =================================
-``source``     where the bytes come from (memory, a local   (not swapped by the probes; an io
-               folder, File/FastFile/Pipe over S3)          cell or ``--source`` swaps it)
-``read``       ``dataset[i]`` of the workload's data set    :class:`CachedSample`
+``source``     :class:`Source`: where the samples come      (not swapped by the probes; an io
+               from (memory, a local folder, File/FastFile  cell or ``--source`` swaps it:
+               over S3: a data set; Pipe: a stream of       :meth:`Pipeline.with_source`)
+               batches), its start-up figures, its close
+``read``       ``dataset[i]`` of the source's data set      :class:`CachedSample`
 ``decode``     bytes -> array (JPEG, PNG), when separate    ``None`` (with a ready sample)
 ``transform``  the per-sample preprocessing                 :class:`ReadySample`
-``loader``     :class:`Loader`: DataLoader knobs, batchify  :class:`HostBatch`
+``loader``     :class:`Loader`: DataLoader knobs, batchify  :class:`HostBatch`, :class:`DeviceBatch`
                (or a :class:`Stream` of batches, Pipe)
-``copy``       ``as_in_context(ctx)``, host to device       :class:`DeviceBatch`
+``copy``       :class:`Copy`: ``as_in_context(ctx)``, host  :class:`NoCopy` (the batch is
+               to device; :class:`Split` for a data-        already on the device)
+               parallel step, which splits the batch
 ``step``       forward, backward, update (kvstore)          ``None`` (no model step), or
                                                             :class:`EmulatedStep` (a timed wait)
 =============  ===========================================  =================================
+
+The copy stage is called by the one timer (:func:`gluonbench.engine.loop.run_steps`) between its
+``wait`` and ``compute`` timestamps: what it does is the step's ``copy`` time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from gluonbench.knobs import knob_default
@@ -218,3 +225,134 @@ class EmulatedStep:
         # sleep most of it, then spin the last fraction of a millisecond for precision
         while (left := end - time.perf_counter()) > 0:
             time.sleep(left - 0.0002 if left > 0.0005 else 0)
+
+
+# -- the source stage ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    """The source stage: where the samples come from, what opening it reported, and how to let go of it.
+
+    A random-access source hands on ``dataset`` (the read stage reads ``dataset[i]``); a streamed one
+    (Pipe mode, an io cell) hands on ``batches(batch_size, workers, epoch)``, the batches of one epoch,
+    which a :class:`Stream` loader stage iterates. ``mode`` names it (``memory`` for a data set in this
+    process; ``in place``, ``file``, ``fastfile``, ``pipe``); ``info`` is what it reports (uri, start-up
+    seconds, bytes copied, records read), stored with each run. ``closer`` releases what opening it took
+    (a file cache, producer processes): :meth:`close` calls it. A pipeline and its swaps share one source,
+    so closing a running pipeline leaves the source open; whoever opened it (the run, a check) closes it.
+    """
+
+    mode: str = "memory"
+    dataset: Any = None
+    batches: Callable[[int, int, int], Iterable[Any]] | None = None
+    info: Mapping[str, Any] = field(default_factory=dict)
+    closer: Callable[[], None] | None = None
+
+    @property
+    def streams(self) -> bool:
+        """True for a stream of batches (no ``dataset[i]``)."""
+        return self.dataset is None and self.batches is not None
+
+    def close(self) -> None:
+        """Release what opening the source took (nothing for a data set in memory)."""
+        if self.closer is not None:
+            self.closer()
+
+    @classmethod
+    def of(cls, given: Source | Mapping[str, Any] | None, dataset: Any = None, batches: Any = None) -> Source:
+        """``given`` as a :class:`Source` over ``dataset`` or ``batches``: a Source as it is (its data kept where
+        set), a mapping of what the source reports (``mode`` among it), or None (a data set in memory)."""
+        if isinstance(given, Source):
+            if given.dataset is None and given.batches is None and (dataset is not None or batches is not None):
+                from dataclasses import replace
+
+                return replace(given, dataset=dataset, batches=batches)
+            return given
+        info = dict(given or {})
+        return cls(mode=str(info.get("mode", "memory")), dataset=dataset, batches=batches, info=info)
+
+
+# -- the copy stage --------------------------------------------------------------------------------
+
+
+def _waits(ctx: Any, sync: bool | None) -> bool:
+    return getattr(ctx, "device_type", "cpu") == "gpu" if sync is None else bool(sync)
+
+
+@dataclass(frozen=True)
+class Copy:
+    """The copy stage: each host batch copied to ``ctx`` (``as_in_context``).
+
+    ``sync`` (default: on a GPU) waits for the copy (``wait_to_read``) so the step's ``copy`` figure is
+    the copy's time; on a CPU context it is the dispatch only (see :mod:`gluonbench.engine.loop`).
+    ``ctx`` is also the device the step runs on: the timer waits for the host batch apart from the step
+    wherever ``ctx`` has its own worker queue (anything but ``cpu(0)``).
+    """
+
+    ctx: Any
+    sync: bool | None = None
+
+    @property
+    def waits(self) -> bool:
+        return _waits(self.ctx, self.sync)
+
+    def move(self, data: Any, label: Any) -> tuple[Any, Any]:
+        return data.as_in_context(self.ctx), label.as_in_context(self.ctx)
+
+    def __call__(self, data: Any, label: Any) -> tuple[Any, Any]:
+        data, label = self.move(data, label)
+        if self.waits:
+            data.wait_to_read()
+            label.wait_to_read()
+        return data, label
+
+    def describe(self) -> str:
+        """What runs in this stage, for :meth:`Pipeline.stages`."""
+        return str(self.ctx)
+
+
+@dataclass(frozen=True)
+class NoCopy(Copy):
+    """Stand-in for the copy: the batch is already on ``ctx`` (a :class:`DeviceBatch`), handed on as it is
+    (on a GPU still waited for, as :class:`Copy` waits, so only the copy's work is gone)."""
+
+    def move(self, data: Any, label: Any) -> tuple[Any, Any]:
+        return data, label
+
+    def describe(self) -> str:
+        return f"none (the batch is on {self.ctx})"
+
+
+@dataclass(frozen=True)
+class Split(Copy):
+    """The copy stage of a data-parallel step: the batch is split onto ``contexts`` by the step itself.
+
+    The batch is left where the loader put it (shared or pinned memory), with no host copy first (G4);
+    the step's ``split_and_load`` runs after the timer's barrier, as users run it, and is timed by the step
+    (``DataParallelStep.copy``) and moved into the ``copy`` figure afterwards
+    (:meth:`gluonbench.engine.scale.ScaleOut.finish`). ``ctx`` is the timer's context (the host with several
+    devices).
+    """
+
+    contexts: tuple[Any, ...] = ()
+
+    def move(self, data: Any, label: Any) -> tuple[Any, Any]:
+        return data, label
+
+    def describe(self) -> str:
+        return f"split onto {', '.join(map(str, self.contexts))} by the step"
+
+
+def copy_stage(ctx: Any, step: Any = None, sync: bool | None = None) -> Copy:
+    """The copy stage for a batch going to ``ctx``: :class:`Split` when ``step`` splits the batch itself (it
+    declares ``splits_batch``, e.g. the data-parallel step), else :class:`Copy`; ``ctx`` may already be one."""
+    if isinstance(ctx, Copy):
+        if sync is None or sync == ctx.sync:
+            return ctx
+        from dataclasses import replace
+
+        return replace(ctx, sync=sync)
+    if getattr(step, "splits_batch", False):
+        return Split(ctx, sync, tuple(getattr(step, "contexts", ()) or ()))
+    return Copy(ctx, sync)

@@ -47,7 +47,7 @@ def pipeline_command(
     ).check()
     from gluonbench.workloads.spec import check_pipeline
 
-    check_pipeline(
+    check_pipeline(  # reuses the spec the CLI checked before its first line, if it did: one factory call
         target,
         options,
         ctx,

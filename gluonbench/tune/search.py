@@ -362,9 +362,9 @@ def tune(
     accelerator utilisation (AU) of the result.
     """
     from gluonbench._mx import gluon, mx, nd
+    from gluonbench.contexts import resolve_ctx
     from gluonbench.diagnosis.measure import measure_first_batch
     from gluonbench.diagnosis.probes import Context, by_name
-    from gluonbench.engine.context import resolve_ctx
     from gluonbench.engine.loop import ModelStep
     from gluonbench.engine.run import utc_now
     from gluonbench.engine.samples import checked_step
@@ -631,17 +631,27 @@ def tune_workload(
     data_dir: str | None = None,
     download: bool = True,
     options: dict[str, Any] | None = None,
+    workload: Any = None,
     **kwargs: Any,
 ) -> TuneResult:
-    """:func:`tune` on a registered workload (``mnist``, ``synthetic``, ``source``...); fills ``result.sweep``."""
-    from gluonbench.engine.context import ctx_text, resolve_ctx
+    """:func:`tune` on a registered workload (``mnist``, ``synthetic``, ``source``...); fills ``result.sweep``.
+
+    ``workload``: the workload already opened (e.g. a ``--pipeline`` spec's), left open for its owner."""
+    from gluonbench.contexts import ctx_text, resolve_ctx
     from gluonbench.workloads.base import opened_workload
 
     ctx = resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
     hint = "whose workers are not DataLoader workers; tune the same data through --source file or fastfile"
     emulated = kwargs.get("emulate_step_ms") is not None
     with opened_workload(
-        name, ctx, data_dir=data_dir, download=download, options=options, stream_hint=hint, with_net=not emulated
+        name,
+        ctx,
+        data_dir=data_dir,
+        download=download,
+        options=options,
+        workload=workload,
+        stream_hint=hint,
+        with_net=not emulated,
     ) as (w, net):
         loss = None if emulated else w.make_loss()
         result = tune(

@@ -43,6 +43,27 @@ class Workload:
     decode: Callable[[Any, Any], tuple[Any, Any]] | None = None
     """per-sample decode of the raw record, applied in the loader before ``transform``"""
 
+    def to_spec(self) -> Any:
+        """This workload as the :class:`~gluonbench.PipelineSpec` that :func:`gluonbench.build_pipeline` assembles
+        (its source, decode, transform, net, loss and test set; the loader setting is the run's)."""
+        from gluonbench.workloads.spec import PipelineSpec
+
+        return PipelineSpec(
+            dataset=self.train,
+            batches=self.train_batches,
+            net=self.make_net,
+            loss=self.make_loss,
+            transform=self.transform,
+            decode=self.decode,
+            test_dataset=self.test,
+            classes=self.classes or None,
+            learning_rate=self.learning_rate,
+            init=None if self.init is None else self.init(),
+            info=dict(self.info),
+            close=self.close,
+            name=self.name,
+        )
+
     def initializer(self) -> Any:
         """The net's initializer: the workload's own, else the seed's Xavier (magnitude 2.24)."""
         if self.init is not None:

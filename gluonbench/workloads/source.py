@@ -1,20 +1,20 @@
 """The seed's CNN trained through an input mode: the ``source`` workload.
 
-``get_workload("source", uri=..., mode="file"|"fastfile"|"pipe", endpoint_url=...)``
-(or ``RunSpec(workload="source", options={...})``, or ``gluonbench sweep
---source MODE --uri URI``) opens the source and returns a :class:`Workload`
-whose data arrive through it; everything after the source stage is the seed's:
+:func:`make` (``uri=..., mode="file"|"fastfile"|"pipe", endpoint_url=...``) opens the source and
+returns a :class:`~gluonbench.PipelineSpec` whose data arrive through it (its ``info`` what the source
+reported, its ``close`` the source's); ``get_workload("source", ...)``, ``RunSpec(workload="source",
+options={...})`` and ``gluonbench sweep --source MODE --uri URI`` train that spec. Everything after the source stage is the seed's:
 images are decoded to greyscale, resized to ``image_size`` (28) and go through
 the seed's transform and net, so an image folder or a packed MNIST trains the
 seed's CNN unchanged.
 
-* ``file`` / ``fastfile``: ``train`` is a random-access ``gluon.data.Dataset``
+* ``file`` / ``fastfile``: ``dataset`` is a random-access ``gluon.data.Dataset``
   (:class:`SourceDataset`) of raw records read through the source, and ``decode``
   the pipeline's decode stage (so decoding counts as preprocessing), so DataLoader workers,
   ``thread_pool`` and shuffling work as for MNIST, and every probe that builds
-  its own loader over ``Workload.train`` runs over the source too.
-* ``pipe``: a FIFO is a stream, not an indexable data set. ``train`` is None and
-  ``train_batches(batch_size, workers, epoch)`` yields batches read from the
+  its own loader over the data set runs over the source too.
+* ``pipe``: a FIFO is a stream, not an indexable data set. ``dataset`` is None and
+  ``batches(batch_size, workers, epoch)`` yields batches read from the
   epoch's FIFO, decoded by ``workers`` threads (OpenCV, same pixels as
   ``mx.image``) with the seed's transform applied per batch. Shuffle is the producer's
   (object order per epoch; ``shuffle``/``seed``), never by index. Pipe needs a
@@ -45,6 +45,7 @@ from gluonbench.sources import MODES, make_source
 from gluonbench.sources.base import DataSet
 from gluonbench.workloads.base import Workload, register
 from gluonbench.workloads.mnist import seed_init, seed_loss, seed_net, seed_transform
+from gluonbench.workloads.spec import PipelineSpec
 
 log = logging.getLogger(__name__)
 
@@ -266,8 +267,7 @@ def check_pipe_shards(options: dict[str, Any], workers: int, data_dir: str | Non
         )
 
 
-@register("source")
-def source_workload(
+def make(
     data_dir: str | None = None,
     download: bool = True,
     uri: str | None = None,
@@ -285,8 +285,10 @@ def source_workload(
     timeout: float = 60.0,
     shard_index: int | None = None,
     shard_count: int | None = None,
-) -> Workload:
-    """Open ``uri`` in input ``mode`` and return the seed's workload over it (see the module docstring)."""
+) -> PipelineSpec:
+    """Open ``uri`` in input ``mode``; the seed's pipeline over it as a :class:`PipelineSpec` (see the module
+    docstring): ``--pipeline gluonbench.workloads.source:make --pipeline-option uri=... mode=...`` trains what
+    ``--source MODE --uri URI`` does. The spec's ``close`` closes the source."""
     del download  # sources never download
     uri = uri or data_dir
     check_shard_mode(mode, shard_count)
@@ -317,23 +319,28 @@ def source_workload(
             prepare = functools.partial(decode_numpy, image_size=image_size)
             train_batches = stream_batches(source, prepare, seed_batchify, wrap=tally_records(info), shuffle=False)
 
-        return Workload(
+        return PipelineSpec(
             name=f"source-{mode}",
             decode=functools.partial(decode_image, image_size=image_size) if train is not None else None,
-            train=train,
-            test=None,
-            transform=seed_transform,
-            make_net=lambda: seed_net(num_outputs=n_classes),
-            make_loss=seed_loss,
+            dataset=train,
+            batches=train_batches,
+            transform=seed_transform,  # a stream applies it per batch (seed_batchify)
+            net=functools.partial(seed_net, num_outputs=n_classes),
+            loss=seed_loss,
             classes=n_classes,
-            init=seed_init,
-            train_batches=train_batches,
+            init=seed_init(),
             info=info,
             close=source.close,
         )
     except BaseException:
         source.close()
         raise
+
+
+@register("source")
+def source_workload(**options: Any) -> Workload:
+    """The ``source`` workload: :func:`make`'s spec (``--source MODE --uri URI``)."""
+    return make(**options).to_workload()
 
 
 def _manifest_classes(source: Any) -> int | None:

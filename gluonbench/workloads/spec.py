@@ -33,7 +33,6 @@ import importlib
 import importlib.util
 import logging
 import os
-import re
 import sys
 import tomllib
 from collections.abc import Callable, Mapping
@@ -41,13 +40,15 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from gluonbench.contexts import check_ctx
 from gluonbench.errors import GluonbenchError
 from gluonbench.knobs import check_loader, knob_default
 from gluonbench.workloads.base import Workload, register
 
 log = logging.getLogger(__name__)
 
-_CTX = re.compile(r"^(cpu|gpu)(?::\d+)?$")
+MAX_INFO = 100
+"""the most entries a spec's ``info`` may have (it is stored with every run)"""
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,18 @@ class PipelineSpec:
     of no argument that build one (a function is called once per run). ``loader`` holds the DataLoader
     knobs of :data:`gluonbench.knobs.KNOBS` other than ``batch_size`` (e.g. ``{"num_workers": 2}``);
     ``test_dataset`` (optional) is evaluated after training, with the same decode and transform.
+
+    The source stage: a data set in memory needs nothing more. A source the factory opened says so with
+    ``info`` (what it reports, stored with each run: ``mode``, ``uri``, start-up seconds...; at most
+    :data:`MAX_INFO` entries with text keys) and ``close`` (a function of no argument that releases it: a
+    file cache, producer processes; called once when the run is done). A stream (Pipe mode) has no
+    ``dataset[i]``: it gives ``batches(batch_size, workers, epoch)`` instead of ``dataset``, an iterable of
+    ready ``(data, label)`` batches per epoch (its decode and transform already applied, in ``workers``
+    threads); the probes that need ``dataset[i]`` do not apply to it.
     """
 
-    dataset: Any
-    net: Any
+    dataset: Any = None
+    net: Any = None
     transform: Callable[..., Any] | None = None
     decode: Callable[..., Any] | None = None
     loss: Any = None
@@ -77,6 +86,12 @@ class PipelineSpec:
     init: Any = None
     """an ``mx.init`` Initializer (None: the seed's Xavier, magnitude 2.24)"""
     name: str = "pipeline"
+    batches: Callable[[int, int, int], Any] | None = None
+    """a stream's batches: ``batches(batch_size, workers, epoch)`` -> iterable of ``(data, label)`` (no dataset)"""
+    info: Mapping[str, Any] = field(default_factory=dict)
+    """what the source reports (``mode``, ``uri``, start-up figures), stored with each run"""
+    close: Callable[[], None] | None = None
+    """releases what the factory opened (a source's cache, producer processes); None: nothing to release"""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], what: str = "the pipeline") -> PipelineSpec:
@@ -85,9 +100,11 @@ class PipelineSpec:
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise GluonbenchError(f"{what} has unknown field(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        missing = [k for k in ("dataset", "net") if k not in data]
+        missing = [k for k in ("dataset", "net") if k not in data and not (k == "dataset" and "batches" in data)]
         if missing:
-            raise GluonbenchError(f"{what} lacks {', '.join(missing)}; a PipelineSpec needs dataset= and net=")
+            raise GluonbenchError(
+                f"{what} lacks {', '.join(missing)}; a PipelineSpec needs dataset= (or a stream's batches=) and net="
+            )
         return cls(**data)
 
     def loader_setting(self) -> dict[str, Any]:
@@ -112,8 +129,7 @@ class PipelineSpec:
         """
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise GluonbenchError(f"{what}: batch_size must be a whole number of at least 1 (got {self.batch_size!r})")
-        if not isinstance(self.ctx, str) or not _CTX.match(self.ctx.strip().lower()):
-            raise GluonbenchError(f"{what}: ctx must be 'cpu', 'gpu' or 'gpu:N' (got {self.ctx!r})")
+        check_ctx(self.ctx, f"{what}: ctx")
         self.loader_setting()
         for name in ("transform", "decode"):
             fn = getattr(self, name)
@@ -121,6 +137,9 @@ class PipelineSpec:
                 raise GluonbenchError(f"{what}: {name} must be a function of (data, label) (got {type(fn).__name__})")
         if self.net is None or not callable(self.net):
             raise GluonbenchError(f"{what}: net must be a gluon Block or a function that builds one (got {self.net!r})")
+        self._check_source(what)
+        if self.batches is not None:
+            return self  # a stream: no dataset[i] to read here; its first batch is read by the run
         if not (hasattr(self.dataset, "__getitem__") and hasattr(self.dataset, "__len__")):
             raise GluonbenchError(
                 f"{what}: dataset must support len() and dataset[i] (got {type(self.dataset).__name__}); "
@@ -153,6 +172,25 @@ class PipelineSpec:
                 )
         return self
 
+    def _check_source(self, what: str) -> None:
+        """The source fields: one of ``dataset`` and ``batches``; ``info`` a small table; ``close`` a function."""
+        if (self.dataset is None) == (self.batches is None):
+            raise GluonbenchError(
+                f"{what}: give dataset= (random access, dataset[i]) or batches= (a stream of batches), "
+                f"not {'both' if self.dataset is not None else 'neither'}"
+            )
+        if self.batches is not None and not callable(self.batches):
+            raise GluonbenchError(
+                f"{what}: batches must be a function (batch_size, workers, epoch) -> batches "
+                f"(got {type(self.batches).__name__})"
+            )
+        if not isinstance(self.info, Mapping) or not all(isinstance(k, str) for k in self.info):
+            raise GluonbenchError(f"{what}: info must be a dict with text keys (got {_short(self.info)})")
+        if len(self.info) > MAX_INFO:
+            raise GluonbenchError(f"{what}: info has {len(self.info)} entries; keep it to {MAX_INFO} at most")
+        if self.close is not None and not callable(self.close):
+            raise GluonbenchError(f"{what}: close must be a function of no argument (got {type(self.close).__name__})")
+
     def to_workload(self) -> Workload:
         """This pipeline as the :class:`Workload` record the engine trains."""
         init = self.init
@@ -167,6 +205,9 @@ class PipelineSpec:
             classes=int(self.classes or 0),
             init=None if init is None else (lambda: init),
             learning_rate=float(self.learning_rate),
+            train_batches=self.batches,
+            info=dict(self.info or {}),
+            close=self.close,
         )
 
 
@@ -304,11 +345,42 @@ def parse_pipeline_options(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
+_KEPT: dict[str, Any] = {}
+"""the spec :func:`check_pipeline` kept for this process's next :func:`take_spec` (one at most)"""
+
+
+def _key(target: str, options: Mapping[str, Any] | None) -> str:
+    return f"{absolute_target(target)} {sorted(dict(options or {}).items())!r}"
+
+
+def _kept(key: str) -> PipelineSpec | None:
+    """The kept spec if it is ``key``'s (no longer kept); another target's kept spec is released."""
+    spec = _KEPT.pop("spec", None)
+    kept = _KEPT.pop("key", None)
+    if spec is not None and kept != key:
+        release_spec(spec)
+        return None
+    return spec
+
+
+def take_spec(target: str, options: Mapping[str, Any] | None = None) -> PipelineSpec:
+    """The checked spec of ``target`` with ``options``: the one :func:`check_pipeline` kept (so the factory runs
+    once in this process), else loaded now. The caller owns it: :func:`release_spec` when done."""
+    return _kept(_key(target, options)) or load_spec(target, options)
+
+
+def release_spec(spec: PipelineSpec) -> None:
+    """Release what ``spec``'s factory opened (its ``close``)."""
+    if spec.close is not None:
+        spec.close()
+
+
 def check_pipeline(
     target: str,
     options: Mapping[str, Any] | None = None,
     ctx: str | None = None,
     pin_memory: bool = False,
+    keep: bool = False,
     **setting: Any,
 ) -> dict[str, int]:
     """Load and check a user's pipeline factory here, before any child process imports it again (one line per
@@ -316,11 +388,19 @@ def check_pipeline(
 
     ``ctx`` and ``setting`` (loader knobs, e.g. ``batch_size=64``) are what the command will run: where they
     differ from the spec's own, one warning says so (the command's flags decide, the spec's values are the
-    defaults of :func:`gluonbench.build_pipeline` only).
+    defaults of :func:`gluonbench.build_pipeline` only). The factory is called once per process: with
+    ``keep`` the checked spec is kept for the next check or :func:`take_spec` of the same target and options;
+    without, it is released (its ``close``) once checked.
     """
     from gluonbench.knobs import unmet
 
-    spec = load_spec(target, options)
+    key = _key(target, options)
+    reused = _kept(key)
+    spec = reused or load_spec(target, options)
+    if keep:
+        _KEPT.update(key=key, spec=spec)
+    if reused is not None:  # checked and warned about already
+        return _sizes(spec, keep)
     for note in unmet({"pin_memory": pin_memory}, on_gpu=str(ctx or "").startswith("gpu")):
         log.warning("%s: it is set but has no effect here", note)
     own = {**spec.loader_setting(), "ctx": spec.ctx}
@@ -331,9 +411,15 @@ def check_pipeline(
             "the pipeline's spec says %s; the command's settings decide (give the flags to run at the spec's)",
             ", ".join(differ),
         )
-    sizes = {"train": len(spec.dataset)}
+    return _sizes(spec, keep)
+
+
+def _sizes(spec: PipelineSpec, keep: bool) -> dict[str, int]:
+    sizes = {"train": len(spec.dataset)} if spec.dataset is not None else {}
     if spec.test_dataset is not None:
         sizes["test"] = len(spec.test_dataset)
+    if not keep:
+        release_spec(spec)
     return sizes
 
 

@@ -39,6 +39,7 @@ from typing import Any
 from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.workloads.base import Workload, register
 from gluonbench.workloads.source import SourceDataset, open_input, require_packed, stream_batches, tally_records
+from gluonbench.workloads.spec import PipelineSpec
 
 log = logging.getLogger(__name__)
 
@@ -306,8 +307,7 @@ def _n_classes(found: list[str], classes: int | None, uri: str) -> int:
     return len(found)
 
 
-@register("imagefolder")
-def imagefolder(
+def make_imagefolder(
     data_dir: str | None = None,
     download: bool = True,
     uri: str | None = None,
@@ -329,8 +329,10 @@ def imagefolder(
     name: str = "imagefolder",
     shard_index: int | None = None,
     shard_count: int | None = None,
-) -> Workload:
-    """An image or RecordIO folder, decoded, transformed by ``preset`` and trained with a gluoncv ``model``.
+) -> PipelineSpec:
+    """An image or RecordIO folder, decoded, transformed by ``preset`` and trained with a gluoncv ``model``: a
+    :class:`PipelineSpec` (``--pipeline gluonbench.workloads.vision_zoo:make_imagefolder --pipeline-option
+    uri=DIR``; ``--dataset imagefolder`` trains the same), whose ``close`` closes the source.
 
     ``mode`` None reads a local folder in place; ``file``/``fastfile``/``pipe`` read it (or
     ``s3://...``) through that input mode. ``model`` None trains the seed's CNN. ``shard_index``/
@@ -365,9 +367,9 @@ def imagefolder(
         if model is None:
             from gluonbench.workloads.mnist import seed_init, seed_net
 
-            make_net, init = functools.partial(seed_net, num_outputs=n_classes), seed_init
+            make_net, init = functools.partial(seed_net, num_outputs=n_classes), seed_init()
         else:
-            make_net, init = functools.partial(make_model, model, n_classes), model_init
+            make_net, init = functools.partial(make_model, model, n_classes), model_init()
         from gluonbench.workloads.mnist import seed_loss
 
         info = {
@@ -385,24 +387,29 @@ def imagefolder(
         else:  # records_read, records_crc32 counted into info; the producer shuffles a pipe, never the reader
             prepare = DecodeThenTransform(decode, transform)
             train_batches = stream_batches(source, prepare, stack_batch, wrap=tally_records(info), shuffle=False)
-        return Workload(
+        return PipelineSpec(
             name=name,
-            train=train,
-            test=None,
+            dataset=train,
+            batches=train_batches,
             transform=transform,
             decode=decode,
-            make_net=make_net,
-            make_loss=seed_loss,
+            net=make_net,
+            loss=seed_loss,
             classes=n_classes,
             init=init,
             learning_rate=learning_rate,
-            train_batches=train_batches,
             info=info,
             close=source.close,
         )
     except BaseException:
         source.close()
         raise
+
+
+@register("imagefolder")
+def imagefolder(**options: Any) -> Workload:
+    """The ``imagefolder`` workload: :func:`make_imagefolder`'s spec."""
+    return make_imagefolder(**options).to_workload()
 
 
 def _stream_classes(source: Any, classes: int | None) -> list[str]:
@@ -489,8 +496,7 @@ def seed004_data(
     return _atomic_folder(root / f"{name}-shards", write_shards)
 
 
-@register("seed004")
-def seed004(
+def make_seed004(
     data_dir: str | None = None,
     download: bool = True,
     data_mb: float = 40.0,
@@ -501,12 +507,14 @@ def seed004(
     preset: str = "imagenet",
     classes: int | None = None,
     **options: Any,
-) -> Workload:
-    """Seed 004's case study (ResNet on ~39 KB JPEGs, or the same packed in RecordIO shards), scaled down."""
+) -> PipelineSpec:
+    """Seed 004's case study (ResNet on ~39 KB JPEGs, or the same packed in RecordIO shards), scaled down: a
+    :class:`PipelineSpec` (``--pipeline gluonbench.workloads.vision_zoo:make_seed004``; ``--dataset seed004``
+    trains the same). ``options`` are :func:`make_imagefolder`'s (an input ``mode``, its threads...)."""
     check_options(model, preset, image_size, classes)
     folder = seed004_data(data_dir, data_mb, file_kb, layout)
     options.pop("uri", None)
-    return imagefolder(
+    return make_imagefolder(
         uri=str(folder),
         download=download,
         model=model,
@@ -516,6 +524,12 @@ def seed004(
         name=f"seed004-{layout}",
         **options,
     )
+
+
+@register("seed004")
+def seed004(**options: Any) -> Workload:
+    """The ``seed004`` workload: :func:`make_seed004`'s spec."""
+    return make_seed004(**options).to_workload()
 
 
 # -- checks before a sweep or diagnosis ----------------------------------------------------------------
