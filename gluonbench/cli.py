@@ -675,7 +675,7 @@ how: the model ceiling (one cached batch stepped) once; the loader alone (no mod
 counts, chosen by a model of how it grows with workers (linearly until the cores, or the read latency,
 saturate; CPU use per worker from psutil); stop once the loader clearly outruns the model; then the full
 pipelines of the top candidates and the current setting in interleaved rounds with 95 % CIs; the cheapest
-(fewest workers, then least memory) within noise of the best is recommended.
+(fewest workers, then least memory) within noise or 5 % of the best is recommended.
 """
 
 

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from gluonbench.bounds import check_int
 from gluonbench.engine.run import RunSetting, RunSpec
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg, example
@@ -508,6 +509,7 @@ class IoSettings:
             )
         if self.endpoint_url and not self.s3_uri:
             raise GluonbenchError(f"{arg('endpoint_url')} goes with {arg('s3_uri')} s3://BUCKET/PREFIX")
+        check_int(self.image_size, "image_size", arg("image_size"))  # checked with or without a preset
         if self.preset is not None:
             if self.stage != "decode":
                 add = example("stage='decode'", "--stage decode")

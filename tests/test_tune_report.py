@@ -34,7 +34,7 @@ def test_the_report_names_equivalent_settings_and_recommends_the_cheapest(tuned)
     )
     assert r.recommended == cheapest, text
     if len(tied) > 1:
-        assert f"equivalent:  {len(tied)} settings are within noise of the best" in text, text
+        assert f"equivalent:  {len(tied)} settings are within noise or 5 % of the best" in text, text
         assert f"the cheapest, {r.recommended.label}, is recommended" in text, text
     else:
         assert "equivalent:" not in text
@@ -87,12 +87,17 @@ def test_within_noise_compares_round_by_round():
 
     load = [1.0, 1.6, 1.1, 2.0, 1.3, 1.0, 1.8, 1.2]  # background load that moves between rounds
     best_s = {r: 0.002 * f for r, f in enumerate(load)}  # seconds per sample per round
-    # 5 % slower in every round: the load hides it in the two CIs, the paired ratio does not
-    slower = {r: s / 0.95 for r, s in best_s.items()}
+    # 8 % slower in every round: the load hides it in the two CIs, the paired ratio does not
+    slower = {r: s / 0.92 for r, s in best_s.items()}
     best = Confirmed(Setting(2), 500, (280, 510), best_s)
-    c = Confirmed(Setting(0), 480, (260, 495), slower)
+    c = Confirmed(Setting(0), 460, (255, 495), slower)
     winner, tied = choose([best, c])
     assert winner.setting == Setting(2) and [t.setting for t in tied] == [Setting(2)]
+    # 3 % slower in every round: beyond the noise, but under the 5 % line: not worth the workers
+    close = {r: s / 0.97 for r, s in best_s.items()}
+    c = Confirmed(Setting(0), 485, (270, 500), close)
+    winner, tied = choose([best, c])
+    assert winner.setting == Setting(0) and {t.setting for t in tied} == {Setting(0), Setting(2)}
     # as fast, round by round within noise either way: the cheaper one wins
     same = {r: s * (1.04 if r % 2 else 0.96) for r, s in best_s.items()}
     c = Confirmed(Setting(0), 495, (270, 505), same)

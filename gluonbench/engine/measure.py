@@ -23,7 +23,8 @@ the next pipeline's round.
 ``workers`` steps (batches from parallel workers arrive in bursts) and at least ``block_s``
 seconds. A block's value is its seconds per sample. A pipeline's figure is the median over blocks
 with the distribution-free 95 % CI of that median (:func:`gluonbench.analysis.stats.median_ci`).
-Each pipeline's median block of each round is kept too (``Record.per_round``): pipelines compared
+Each pipeline's throughput in each round is kept too (``Record.per_round``: the round's steady step
+seconds over its samples, so a slow step counts as it does in training): pipelines compared
 round by round see the same background load, which is how the diagnose shares are computed
 (:func:`gluonbench.diagnosis.verdict.paired_timings`).
 """
@@ -250,6 +251,7 @@ class Rounds:
         first = len(rec.blocks)
         cpu0 = 0.0
         samples_done = 0
+        round_s = 0.0
         try:
             if skip:
                 run_steps(r.cycle(), copy, step, max_steps=skip)
@@ -259,6 +261,7 @@ class Rounds:
                 rec.times.extend(block)
                 samples = sum(block.samples)
                 samples_done += samples
+                round_s += block.total()
                 if samples:
                     rec.blocks.append(block.total() / samples)
                 now = perf_counter()
@@ -267,8 +270,9 @@ class Rounds:
             cpu_s = tree_cpu_s() - cpu0
         finally:
             rec.systems.append(monitor.stop())
-        if len(rec.blocks) > first:
-            rec.per_round[number] = median(rec.blocks[first:])
+        if len(rec.blocks) > first and samples_done:
+            # the round's throughput: all its steps' time over its samples (slow steps count, as in training)
+            rec.per_round[number] = round_s / samples_done
             if samples_done and cpu_s > 0:
                 rec.cpu_per_round[number] = cpu_s / samples_done
         # bounded: past the deadline no further round of this loader follows

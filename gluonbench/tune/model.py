@@ -38,8 +38,11 @@ SATURATED = 0.85
 """a point below this fraction of the linear model marks saturation"""
 OUTRUN_MARGIN = 0.20
 """the loader 'clearly outruns' the model when its CI's lower end is this much above the ceiling"""
-NEAR_BEST = 0.97
-"""confirmation: a setting within noise of the best must also reach this fraction of its median"""
+NEAR_BEST = 0.95
+"""confirmation: a setting reaching this fraction of the best's throughput (paired median ratio) does as
+well as the best for the recommendation: a difference under 5 % (TF's "moderately input-bound" line, the
+diagnosis's ``input_gain``) is not worth more workers, and which side of it two close settings fall on
+changes from one process to the next"""
 CPU_BOUND = 0.5
 """cores per worker from which the loader counts as CPU-bound (its growth capped at ``cores / u``)"""
 DEFAULT_GRID = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -295,7 +298,7 @@ class Confirmed:
     samples_per_s: float
     ci: tuple[float, float]
     per_round: Mapping[int, float] = field(default_factory=dict, compare=False)
-    """seconds per sample in each confirmation round (round number -> median block)"""
+    """seconds per sample in each confirmation round (round number -> the round's steady seconds over its samples)"""
 
 
 def _unknown_spread(c: Confirmed) -> bool:
@@ -308,9 +311,11 @@ def within_noise_of(c: Confirmed, best: Confirmed, near: float = NEAR_BEST) -> b
     """Whether ``c`` does as well as ``best`` as far as the measurement can tell.
 
     Round by round when both ran in at least 6 confirmation rounds (the ratio of their figures in the
-    same round, where background load cancels): ``c`` is within noise unless the 95 % CI of its
-    throughput over the best's lies wholly below 1, or is practically equal (the whole CI at or above
-    ``near``). With fewer rounds: the two CIs overlap and ``c``'s median is at least ``near`` of the best's.
+    same round, where background load cancels): ``c`` does as well unless the 95 % CI of its throughput
+    over the best's lies wholly below 1 (slower beyond the noise), or is practically equal all the same:
+    the median ratio at or above ``near`` (within 5 % of the best by default: too small a difference to pay
+    for with workers, and one that flips between processes). With fewer rounds: the two CIs overlap or
+    ``c``'s median is at least ``near`` of the best's.
     A figure with no spread (one block: a zero-width CI) cannot be told apart from the best: within noise.
     """
     if c is best:
@@ -319,10 +324,10 @@ def within_noise_of(c: Confirmed, best: Confirmed, near: float = NEAR_BEST) -> b
         return True  # one block or round: the spread is unknown, so no difference can be told from noise
     paired = paired_ratio(best.per_round, c.per_round) if c.per_round and best.per_round else None
     if paired is not None:
-        _, (lo, hi) = paired  # c's samples/s over the best's (the best's seconds per sample over c's)
+        ratio, (lo, hi) = paired  # c's samples/s over the best's (the best's seconds per sample over c's)
         if math.isfinite(lo) and math.isfinite(hi):
-            return hi >= 1.0 or lo >= near
-    return c.ci[1] >= best.ci[0] and c.samples_per_s >= near * best.samples_per_s
+            return hi >= 1.0 or ratio >= near
+    return c.ci[1] >= best.ci[0] or c.samples_per_s >= near * best.samples_per_s
 
 
 def choose(confirmed: Sequence[Confirmed], near: float = NEAR_BEST) -> tuple[Confirmed, list[Confirmed]]:

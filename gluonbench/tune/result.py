@@ -110,7 +110,7 @@ class TuneResult:
 
     @property
     def within_noise(self) -> list[str]:
-        """The settings (labels) within noise of the best at the recommended batch size, the recommendation
+        """The settings (labels) within noise or 5 % of the best at the recommended batch size, the recommendation
         among them (the cheapest); a single entry when nothing else came close."""
         b = next((b for b in self.batch_sizes if b.batch_size == self.batch_size), None)
         rec = self.recommended.label
@@ -183,7 +183,7 @@ class TuneResult:
         tied = self.within_noise
         if len(tied) > 1:
             lines.append(
-                f"equivalent:  {len(tied)} settings are within noise of the best ({'; '.join(tied)}): any of them "
+                f"equivalent:  {len(tied)} settings are within noise or 5 % of the best ({'; '.join(tied)}): any of them "
                 f"does as well here; the cheapest, {self.recommended.label}, is recommended"
             )
         g, (lo, hi) = self.ceiling_gain()
@@ -219,7 +219,7 @@ class TuneResult:
                     f"batch {b.batch_size}: {Setting.from_dict(b.setting).label} {_rate(b.samples_per_s, b.ci)}"
                 )
             if len(self.batch_sizes) > 1 and b.within_noise and len(b.within_noise) > 1:
-                lines.append(f"  within noise of the best (the cheapest wins): {'; '.join(b.within_noise)}")
+                lines.append(f"  within noise or 5 % of the best (the cheapest wins): {'; '.join(b.within_noise)}")
             m = b.model
             if m.get("per_worker") is not None:
                 sat = m.get("cpu_workers")
