@@ -538,8 +538,9 @@ def paired_timings(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUND
 
     The probes take turns in rounds; within one round they run seconds apart, under the same background
     load. Probe p's figure is ``median_r(v_r(p) / v_r(full))`` times full's median, with the 95 % CI of
-    that median ratio, where ``v_r`` is a probe's seconds per sample in round r (all its steady steps). A busier machine in one round
-    slows every probe of that round alike and cancels in the ratio; two diagnoses of the same pipeline
+    that median ratio, where ``v_r`` is a probe's seconds per sample in round r (all its steady steps).
+    A busier machine in one round slows every probe of that round alike and cancels in the ratio; two
+    diagnoses of the same pipeline
     then agree on the shares even when the machine's load differs between them. ``full`` itself keeps
     its median with no width: the shares are fractions of it, and the uncertainty of a difference from it
     is the paired ratio's. Results without per-round values, or fewer than ``min_rounds`` rounds where
