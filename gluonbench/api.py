@@ -22,6 +22,7 @@ from gluonbench.engine.isolation import run_isolated
 from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 from gluonbench.profiler.session import RunProfile
 from gluonbench.report import load
 from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, check_free_space, new_run_dir
@@ -177,16 +178,20 @@ def sweep(
 
 def check_out(out: str | Path) -> Path:
     """``--out`` is a folder that exists or can be made, and is writable; checked before anything is created."""
-    out = check_path(out, "--out")
+    out = check_path(out, arg("out"))
     probe = out
     while not probe.exists():
         if probe.parent == probe:
             break
         probe = probe.parent
     if probe.exists() and not probe.is_dir():
-        raise GluonbenchError(f"--out {out}: {probe} is a file, not a folder; choose a folder for the run folders")
+        raise GluonbenchError(
+            f"{arg('out')} {out}: {probe} is a file, not a folder; choose a folder for the run folders"
+        )
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise GluonbenchError(f"--out {out}: cannot write in {probe} (permission denied); choose a writable folder")
+        raise GluonbenchError(
+            f"{arg('out')} {out}: cannot write in {probe} (permission denied); choose a writable folder"
+        )
     return out
 
 
@@ -278,14 +283,16 @@ def run_diagnosis(
 
     settings.check()
     if out is not None:  # fail before measuring; the run folder itself is made once there is a result
-        check_path(out, "--out")
+        check_path(out, arg("out"))
         try:
             Path(out).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise GluonbenchError(f"cannot create --out {out}: {exc.strerror}; choose a writable folder") from exc
+            raise GluonbenchError(
+                f"cannot create {arg('out')} {out}: {exc.strerror}; choose a writable folder"
+            ) from exc
         if not os.access(out, os.W_OK | os.X_OK):
-            raise GluonbenchError(f"cannot write into --out {out}; choose a writable folder")
-        check_free_space(out, "diagnose --out")
+            raise GluonbenchError(f"cannot write into {arg('out')} {out}; choose a writable folder")
+        check_free_space(out, arg("out"))
     check_loader_shm(settings.options, settings.batch_size, settings.workers, settings.thread_pool)
     workload, options = settings.run_workload()
     if settings.pipeline:
@@ -488,7 +495,9 @@ def io_benchmark(
         try:
             work.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise GluonbenchError(f"cannot create --work-dir {work}: {exc.strerror}; choose a writable folder") from exc
+            raise GluonbenchError(
+                f"cannot create {arg('work_dir')} {work}: {exc.strerror}; choose a writable folder"
+            ) from exc
     else:
         work, made = owned_tempdir("io"), True  # swept by the next run if we are killed
     cache_root = work / "file-mode-cache"
@@ -677,7 +686,7 @@ def _no_folder(workload: Any, folder: str | None) -> str:
         return ""
     if str(workload) in ("mnist", "fashion-mnist", "synthetic"):
         return f"{workload}'s samples are not decoded images"
-    return "the data set's local folder is not known here: pass --data-dir"
+    return f"the data set's local folder is not known here: pass {arg('data_dir')}"
 
 
 def _ceilings_for(folder: str | None, ctx: str | None) -> Any:
@@ -763,7 +772,7 @@ def check(
     from gluonbench.check import render, run_check
     from gluonbench.report.store import check_writable_file, write_error
 
-    for path, what in ((json_path, "--json"), (junit_path, "--junit")):
+    for path, what in ((json_path, arg("json_path", "--json")), (junit_path, arg("junit_path", "--junit"))):
         if path is not None:
             check_writable_file(path, what)
     if summary_path is not None and Path(summary_path).is_dir():
@@ -811,7 +820,11 @@ def compare(
     from gluonbench.check.compare import compare_runs, to_html, to_json, to_markdown
     from gluonbench.report.store import check_writable_file
 
-    outputs = ((markdown, "--markdown", to_markdown), (json_path, "--json", to_json), (html, "--html", to_html))
+    outputs = (
+        (markdown, arg("markdown"), to_markdown),
+        (json_path, arg("json_path", "--json"), to_json),
+        (html, arg("html"), to_html),
+    )
     for path, what, _ in outputs:
         if path is not None:
             check_writable_file(path, what)

@@ -20,6 +20,7 @@ from typing import Any
 import psutil
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +75,11 @@ class DoctorSettings:
     def check(self) -> DoctorSettings:
         """Validate before any work: one clear line naming the problem and the fix."""
         if not isinstance(self.workers, int) or not 0 <= self.workers <= MAX_WORKERS:
-            raise GluonbenchError(f"--workers {self.workers!r} is out of range: give 0..{MAX_WORKERS}")
+            raise GluonbenchError(f"{arg('workers')} {self.workers!r} is out of range: give 0..{MAX_WORKERS}")
         if not isinstance(self.batch_size, int) or not 1 <= self.batch_size <= MAX_BATCH:
-            raise GluonbenchError(f"--batch-size {self.batch_size!r} is out of range: give 1..{MAX_BATCH}")
+            raise GluonbenchError(f"{arg('batch_size')} {self.batch_size!r} is out of range: give 1..{MAX_BATCH}")
         if self.prefetch is not None and (not isinstance(self.prefetch, int) or not 0 <= self.prefetch <= 4096):
-            raise GluonbenchError(f"--prefetch {self.prefetch!r} is out of range: give 0..4096")
+            raise GluonbenchError(f"{arg('prefetch')} {self.prefetch!r} is out of range: give 0..4096")
         if self.sample_bytes is not None and (not isinstance(self.sample_bytes, int) or self.sample_bytes < 1):
             raise GluonbenchError(f"sample_bytes {self.sample_bytes!r} must be a positive integer")
         parse_ctx(self.ctx)
@@ -86,10 +87,10 @@ class DoctorSettings:
             p = Path(self.data_dir)
             if not p.is_dir():
                 raise GluonbenchError(
-                    f"--data-dir {self.data_dir} is not a folder: give the folder your data set is in"
+                    f"{arg('data_dir')} {self.data_dir} is not a folder: give the folder your data set is in"
                 )
             if not os.access(p, os.R_OK | os.X_OK):
-                raise GluonbenchError(f"--data-dir {self.data_dir} is not readable: fix its permissions")
+                raise GluonbenchError(f"{arg('data_dir')} {self.data_dir} is not readable: fix its permissions")
         return self
 
 
@@ -98,7 +99,7 @@ def parse_ctx(ctx: str | None) -> tuple[str, int]:
     text = (ctx or "cpu").strip().lower()
     kind, _, index = text.partition(":")
     if kind not in ("cpu", "gpu") or (index and not index.isdigit()) or (kind == "cpu" and index):
-        raise GluonbenchError(f"--ctx {ctx!r} is not a context: give cpu, gpu or gpu:N")
+        raise GluonbenchError(f"{arg('ctx')} {ctx!r} is not a context: give cpu, gpu or gpu:N")
     return kind, int(index or 0)
 
 
@@ -245,7 +246,7 @@ def check_cores(s: DoctorSettings) -> Check:
         return Check(
             "cores",
             FAIL,
-            f"{figure}; --workers {s.workers}",
+            f"{figure}; {arg('workers')} {s.workers}",
             f"use at most {usable} to {2 * usable} workers: {s.workers} processes time-slice {usable} core(s) "
             "and each adds memory and start-up",
             d,
@@ -254,7 +255,7 @@ def check_cores(s: DoctorSettings) -> Check:
         return Check(
             "cores",
             WARN,
-            f"{figure}; --workers {s.workers}",
+            f"{figure}; {arg('workers')} {s.workers}",
             f"more workers than usable cores helps only when reading waits on I/O; try {usable}",
             d,
         )
@@ -453,7 +454,7 @@ def check_versions(s: DoctorSettings) -> Check:
 def check_data_fs(s: DoctorSettings) -> Check:
     """The data folder's file system: local disk, tmpfs (a benchmark then measures memory), NFS / FUSE."""
     if not s.data_dir:
-        return Check("data fs", OK, "no --data-dir given (nothing to check)")
+        return Check("data fs", OK, f"no {arg('data_dir')} given (nothing to check)")
     mnt, fstype, dev = mount_of(s.data_dir)
     kind = fs_kind(fstype)
     d = {"mount": mnt, "fstype": fstype, "device": dev, "kind": kind}
@@ -482,7 +483,7 @@ def check_data_fs(s: DoctorSettings) -> Check:
 def check_page_cache(s: DoctorSettings) -> Check:
     """Whether the data set fits in free RAM: then after one epoch a benchmark measures memory, not the disk."""
     if not s.data_dir:
-        return Check("page cache", OK, "no --data-dir given (nothing to check)")
+        return Check("page cache", OK, f"no {arg('data_dir')} given (nothing to check)")
     start = time.monotonic()
     size, files, complete = folder_bytes(s.data_dir)
     vm = psutil.virtual_memory()
@@ -580,7 +581,7 @@ def check_gpu(s: DoctorSettings) -> Check:
     if mx_gpus < count:
         return Check("gpu", WARN, figure, "MXNet sees fewer GPUs than NVML: check CUDA_VISIBLE_DEVICES", d)
     if kind == "gpu" and index >= mx_gpus:
-        return Check("gpu", FAIL, figure, f"--ctx gpu:{index} but MXNet sees {mx_gpus} GPU(s): give gpu:0..", d)
+        return Check("gpu", FAIL, figure, f"{arg('ctx')} gpu:{index} but MXNet sees {mx_gpus} GPU(s): give gpu:0..", d)
     try:
         pinned = mx.nd.zeros((16, 2**20), ctx=mx.cpu_pinned(0), dtype="uint8")
         pinned.wait_to_read()

@@ -33,6 +33,7 @@ from gluonbench.engine.measure import Rounds
 from gluonbench.engine.probes import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.engine.samples import check_labels, check_loss, check_samples
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 from gluonbench.pipeline import build_pipeline
 from gluonbench.probes import SUBSTAGES
 
@@ -509,8 +510,8 @@ def diagnose_workload(
     """:func:`diagnose` on a registered workload (``mnist``, ``fashion-mnist``, ``synthetic``)."""
     ctx = _resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
     hint = (
-        "but the probes need dataset[i]; diagnose the same data through --source file or fastfile, or time the "
-        "stream with sweep --source pipe"
+        f"but the probes need dataset[i]; diagnose the same data through {arg('mode', '--source')} file or "
+        "fastfile, or time the stream with sweep --source pipe"
     )
     with opened_workload(
         name, ctx, data_dir=data_dir, download=download, options=options, workload=workload, stream_hint=hint
