@@ -277,7 +277,7 @@ def _open_source(uri: str, mode: str | None, endpoint_url: str | None, cache_dir
     return open_input(mode, uri, endpoint_url, cache_dir, **pipe)
 
 
-def _check_uri(uri: str | None) -> str:
+def check_uri(uri: str | None) -> str:
     if not uri:
         raise GluonbenchError(
             f"{arg('workload')} imagefolder needs a data set: pass {arg('data_dir')} DIR "
@@ -350,7 +350,7 @@ def imagefolder(
     check_shard_mode(mode, shard_count)
     uri = uri or data_dir
     if mode is None or not uri:
-        uri = _check_uri(uri)  # a local folder read in place must exist; a source names its own errors
+        uri = check_uri(uri)  # a local folder read in place must exist; a source names its own errors
     size = check_options(model, preset, image_size, classes)
     pipe = {
         "threads": threads,
@@ -568,7 +568,7 @@ def check_vision(workload: str, options: dict[str, Any], data_dir: str | None = 
     else:
         uri = opts.get("uri") or data_dir
         if opts.get("mode") is None or not uri:
-            uri = _check_uri(uri)
+            uri = check_uri(uri)
     if opts.get("mode") == "pipe" and opts.get("channel_dir"):
         return {}
     dataset = DataSet.discover(open_store(uri, opts.get("endpoint_url")))
