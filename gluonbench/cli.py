@@ -1487,7 +1487,7 @@ def cmd_io(args: argparse.Namespace) -> int:
     from gluonbench.console import Progress
 
     cells = len(settings.modes) * len(settings.sizes) * len(settings.layouts)
-    api.check_before_start(settings, args.out)  # what needs no MXNet: before the first line
+    api.check_before_start(settings, args.out, create=False)  # what needs no MXNet: before the first line
     progress = Progress("io", cells, "cell")
     progress.start(
         f"{cells} cell(s): modes {', '.join(settings.modes)} x sizes {', '.join(settings.sizes)} x layouts "

@@ -25,7 +25,8 @@ from conftest import assert_one_clear_line
     ],
 )
 def test_bad_input(cli, args, needles, tmp_path):
-    assert_one_clear_line(cli(*args, "--out", str(tmp_path)) if args[0] == "sweep" else cli(*args), *needles)
+    proc = cli(*args, "--out", str(tmp_path)) if args[0] == "sweep" else cli(*args)
+    assert_one_clear_line(proc, *needles, plan="gpu" in args)  # a GPU is looked for through MXNet: after line 1
 
 
 def test_missing_data_offline(cli, tmp_path):
