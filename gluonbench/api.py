@@ -207,11 +207,11 @@ def check_before_start(settings: Any, out: str | Path | None = None, create: boo
         if workload in vision.SPECS and data_dir is not None:
             vision.locate(workload, data_dir, download=False)  # a named folder is used alone: no download
         uri = options.get("uri") or data_dir
-        if workload == "imagefolder" and not uri:
+        if workload == "imagefolder" and not (uri and "://" in str(uri)):
             from gluonbench.workloads.vision_zoo import check_uri
 
-            check_uri(uri)
-        if workload in ("source", "imagefolder") and uri and "://" not in str(uri) and not Path(uri).is_dir():
+            check_uri(uri)  # a local image folder that is not there
+        if workload == "source" and uri and "://" not in str(uri) and not Path(uri).is_dir():
             from gluonbench.data.store import open_store
 
             open_store(str(uri)).list()  # DataError: the folder is missing, or a file
