@@ -23,6 +23,7 @@ from gluonbench.engine.isolation import run_isolated
 from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 from gluonbench.profiler.session import RunProfile
 from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, check_free_space, new_run_dir
 from gluonbench.report.summary import SweepSummary
@@ -201,18 +202,75 @@ def sweep(
         return _sweep_locked(store, settings, sizes, resume is not None, on_result, on_progress, profile)
 
 
+def make_out(out: str | Path, what: str = "out") -> Path:
+    """Create the output folder ``out`` (``what``: its argument) if needed and prove it writable with room for
+    results; one line naming the fix if not. Made before measuring: a result is never measured, then lost."""
+    path = check_path(out, arg(what))
+    if path.exists() and not path.is_dir():
+        raise GluonbenchError(f"{arg(what)} {out} is not a folder; choose a folder for the results")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GluonbenchError(f"cannot create {arg(what)} {out}: {exc.strerror}; choose a writable folder") from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise GluonbenchError(f"cannot write into {arg(what)} {out}; choose a writable folder")
+    check_free_space(path, arg(what))
+    return path
+
+
+def check_before_start(settings: Any, out: str | Path | None = None, create: bool = True) -> None:
+    """The checks a command makes before its first line: those that need neither MXNet (seconds to import) nor
+    the network nor a measurement: a local data set that is named but missing, an image workload with no data
+    set, ``/dev/shm`` too small for the workers, then the output folder (made when ``create``, as diagnose and
+    tune make it before measuring; else only checked, as a sweep makes its run folder once its inputs are
+    checked). Everything is checked again, with the rest, before measuring: this only makes bad input one line
+    with nothing printed before it."""
+    if not getattr(settings, "pipeline", None):  # a factory is checked by check_pipeline
+        workload, data_dir = getattr(settings, "workload", None), getattr(settings, "data_dir", None)
+        options = getattr(settings, "options", None) or {}
+        from gluonbench.data import vision
+
+        if workload in vision.SPECS and data_dir is not None:
+            vision.locate(workload, data_dir, download=False)  # a named folder is used alone: no download
+        uri = options.get("uri") or data_dir
+        if workload == "imagefolder" and not (uri and "://" in str(uri)):
+            from gluonbench.workloads.vision_zoo import check_uri
+
+            check_uri(uri)  # a local image folder that is not there
+        if workload == "source" and uri and "://" not in str(uri) and not Path(uri).is_dir():
+            from gluonbench.data.store import open_store
+
+            open_store(str(uri)).list()  # DataError: the folder is missing, or a file
+    workers = getattr(settings, "workers", 0)
+    most = max((*workers,) if isinstance(workers, tuple | list) else (workers or 0,))
+    most = max(most, getattr(settings, "max_workers", 0) or 0, getattr(settings, "eval_workers", 0) or 0)
+    if hasattr(settings, "thread_pool") and hasattr(settings, "batch_size"):  # a statvfs, no MXNet
+        check_loader_shm(getattr(settings, "options", None), settings.batch_size, most, settings.thread_pool)
+    work_dir = getattr(settings, "work_dir", None)
+    if work_dir:
+        make_out(work_dir, "work_dir")
+    if out is not None and create:
+        make_out(out)
+    elif out is not None:
+        check_out(out)
+
+
 def check_out(out: str | Path) -> Path:
     """``--out`` is a folder that exists or can be made, and is writable; checked before anything is created."""
-    out = check_path(out, "--out")
+    out = check_path(out, arg("out"))
     probe = out
     while not probe.exists():
         if probe.parent == probe:
             break
         probe = probe.parent
     if probe.exists() and not probe.is_dir():
-        raise GluonbenchError(f"--out {out}: {probe} is a file, not a folder; choose a folder for the run folders")
+        raise GluonbenchError(
+            f"{arg('out')} {out}: {probe} is a file, not a folder; choose a folder for the run folders"
+        )
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise GluonbenchError(f"--out {out}: cannot write in {probe} (permission denied); choose a writable folder")
+        raise GluonbenchError(
+            f"{arg('out')} {out}: cannot write in {probe} (permission denied); choose a writable folder"
+        )
     return out
 
 
@@ -305,14 +363,7 @@ def run_diagnosis(
 
     settings.check()
     if out is not None:  # fail before measuring; the run folder itself is made once there is a result
-        check_path(out, "--out")
-        try:
-            Path(out).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise GluonbenchError(f"cannot create --out {out}: {exc.strerror}; choose a writable folder") from exc
-        if not os.access(out, os.W_OK | os.X_OK):
-            raise GluonbenchError(f"cannot write into --out {out}; choose a writable folder")
-        check_free_space(out, "diagnose --out")
+        make_out(out)
     check_loader_shm(settings.options, settings.batch_size, settings.workers, settings.thread_pool)
     workload, options = settings.run_workload()
     spec = user_spec(settings)  # a --pipeline factory, called once here (None: a registered workload)
@@ -508,11 +559,7 @@ def io_benchmark(
 
         S3Store(settings.s3_uri, settings.endpoint_url).ensure_bucket()  # fail fast: endpoint, credentials
     if settings.work_dir:
-        work, made = Path(settings.work_dir), False
-        try:
-            work.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise GluonbenchError(f"cannot create --work-dir {work}: {exc.strerror}; choose a writable folder") from exc
+        work, made = make_out(settings.work_dir, "work_dir"), False
     else:
         work, made = owned_tempdir("io"), True  # swept by the next run if we are killed
     cache_root = work / "file-mode-cache"
@@ -591,7 +638,7 @@ def run_tune(
 
     settings.check()
     if out is not None:  # fail before measuring; the run folder itself is made once there is a result
-        check_out(out)
+        make_out(out)
     check_loader_shm(settings.options, settings.batch_size, settings.max_workers or 0, settings.thread_pool)
     workload, options = settings.run_workload()
     spec = user_spec(settings)  # a --pipeline factory, called once here (None: a registered workload)
@@ -697,7 +744,7 @@ def _no_folder(workload: Any, folder: str | None) -> str:
         return ""
     if str(workload) in ("mnist", "fashion-mnist", "synthetic"):
         return f"{workload}'s samples are not decoded images"
-    return "the data set's local folder is not known here: pass --data-dir"
+    return f"the data set's local folder is not known here: pass {arg('data_dir')}"
 
 
 def _ceilings_for(folder: str | None, ctx: str | None) -> Any:
@@ -783,7 +830,7 @@ def check(
     from gluonbench.check import render, run_check
     from gluonbench.report.store import check_writable_file, write_error
 
-    for path, what in ((json_path, "--json"), (junit_path, "--junit")):
+    for path, what in ((json_path, arg("json_path", "--json")), (junit_path, arg("junit_path", "--junit"))):
         if path is not None:
             check_writable_file(path, what)
     if summary_path is not None and Path(summary_path).is_dir():
@@ -831,7 +878,11 @@ def compare(
     from gluonbench.check.compare import compare_runs, to_html, to_json, to_markdown
     from gluonbench.report.store import check_writable_file
 
-    outputs = ((markdown, "--markdown", to_markdown), (json_path, "--json", to_json), (html, "--html", to_html))
+    outputs = (
+        (markdown, arg("markdown"), to_markdown),
+        (json_path, arg("json_path", "--json"), to_json),
+        (html, arg("html"), to_html),
+    )
     for path, what, _ in outputs:
         if path is not None:
             check_writable_file(path, what)

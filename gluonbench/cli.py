@@ -614,6 +614,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
         rules=parse_overrides(args.rule),
         mxnet_profiler=args.mxnet_profiler,
     ).check()
+    from gluonbench.api import make_out
+
+    make_out(settings.out)  # before the first line: a bad --out is the one line
     print(
         f"profile: running {' '.join(cmd) or '(no command)'} with system metrics every {args.interval} ms; it ends "
         "when the program does, then the rules run and report.html is written",
@@ -759,6 +762,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from gluonbench.console import Progress, duration
 
     _pipeline_first(settings)
+    api.check_before_start(settings, args.out)  # what needs no MXNet: before the first line
     progress = Progress("tune", settings.budget_s, "s", timed=True)
     progress.start(
         f"searching DataLoader settings of {_what(settings)} (batch {settings.batch_size}"
@@ -1058,6 +1062,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     else:
         warn = _preflight(args, None, None, 0, 1, None, enabled=False)
     _pipeline_first(settings)
+    if settings is not None:
+        api.check_before_start(settings, args.out, create=False)  # what needs no MXNet: before the first line
     progress = Progress("sweep", _planned_runs(settings), "run")
     progress.start(_sweep_plan(settings, args.resume))
     state: dict[str, Any] = {"bar": None, "last": 0}
@@ -1199,6 +1205,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from gluonbench.diagnosis.report import to_text
 
     _pipeline_first(settings)
+    api.check_before_start(settings, args.out)  # what needs no MXNet: before the first line
     progress = Progress("diagnose", settings.budget_s, "s", timed=True)
     progress.start(
         f"timing {_what(settings)} at {settings.workers} worker(s), batch {settings.batch_size}, with each "
@@ -1482,6 +1489,7 @@ def cmd_io(args: argparse.Namespace) -> int:
     from gluonbench.console import Progress
 
     cells = len(settings.modes) * len(settings.sizes) * len(settings.layouts)
+    api.check_before_start(settings, args.out, create=False)  # what needs no MXNet: before the first line
     progress = Progress("io", cells, "cell")
     progress.start(
         f"{cells} cell(s): modes {', '.join(settings.modes)} x sizes {', '.join(settings.sizes)} x layouts "

@@ -7,7 +7,12 @@ The library validates and words its messages with :func:`arg`; :mod:`gluonbench.
 
 from __future__ import annotations
 
-_STATE = {"flags": False}
+import os
+
+ENV = "GLUONBENCH_MESSAGES"
+"""``flags`` while the CLI is the caller: child processes (a sweep's runs) inherit it with the environment"""
+
+_STATE = {"flags": os.environ.get(ENV) == "flags"}
 
 FLAGS = {
     "budget_s": "--budget",
@@ -21,6 +26,10 @@ FLAGS = {
 def use_flags(on: bool = True) -> None:
     """Name arguments as command-line flags from now on (the CLI); ``False``: as Python arguments."""
     _STATE["flags"] = on
+    if on:
+        os.environ[ENV] = "flags"  # a run's child process words its messages as its parent does
+    else:
+        os.environ.pop(ENV, None)
 
 
 def flags_in_use() -> bool:

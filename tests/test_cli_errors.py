@@ -25,7 +25,8 @@ from conftest import assert_one_clear_line
     ],
 )
 def test_bad_input(cli, args, needles, tmp_path):
-    assert_one_clear_line(cli(*args, "--out", str(tmp_path)) if args[0] == "sweep" else cli(*args), *needles)
+    proc = cli(*args, "--out", str(tmp_path)) if args[0] == "sweep" else cli(*args)
+    assert_one_clear_line(proc, *needles)
 
 
 def test_missing_data_offline(cli, tmp_path):
@@ -76,3 +77,21 @@ def test_help_has_examples(cli):
     for args in (["--help"], ["sweep", "--help"], ["report", "--help"]):
         proc = cli(*args)
         assert proc.returncode == 0 and "examples:" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["diagnose", "--out", "/proc/gb-out", "--budget", "5"], ["cannot create --out /proc/gb-out"]),
+        (["tune", "--out", "/proc/gb-out", "--budget", "10"], ["cannot create --out /proc/gb-out"]),
+        (["profile", "--out", "/proc/gb-out", "--", "true"], ["cannot create --out /proc/gb-out"]),
+        (["io", "--work-dir", "/proc/gb-work"], ["cannot create --work-dir /proc/gb-work"]),
+        (["diagnose", "--data-dir", "/nonexistent", "--budget", "5"], ["--data-dir /nonexistent lacks"]),
+        (["tune", "--data-dir", "/nonexistent", "--budget", "10"], ["--data-dir /nonexistent lacks"]),
+        (["diagnose", "--dataset", "imagefolder", "--budget", "5"], ["imagefolder needs a data set"]),
+        (["tune", "--source", "file", "--uri", "/nonexistent", "--budget", "10"], ["/nonexistent does not exist"]),
+    ],
+)
+def test_bad_values_that_need_no_measuring_come_before_the_first_line(cli, args, needles):
+    """#22: a long command's first line ("diagnose: timing ...") is not printed for input it can refuse at once."""
+    assert_one_clear_line(cli(*args), *needles, plan=False)

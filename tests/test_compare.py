@@ -76,7 +76,7 @@ def test_one_run_a_side_has_no_interval_and_rows_only_in_one_are_listed():
 
 
 def test_bad_threshold_is_one_line():
-    with pytest.raises(GluonbenchError, match="--fail-on-slowdown"):
+    with pytest.raises(GluonbenchError, match="fail_on_slowdown"):
         compare_runs(SWEEP3, SWEEP3, fail_on_slowdown="lots")
 
 

@@ -77,5 +77,5 @@ def test_diagnose_api_refuses_a_stream_and_closes_it(packed_dir, no_leaks):
     from gluonbench.api import diagnose_workload
     from gluonbench.errors import GluonbenchError
 
-    with pytest.raises(GluonbenchError, match=r"stream \(Pipe mode\).*--source file or fastfile"):
+    with pytest.raises(GluonbenchError, match=r"stream \(Pipe mode\).*mode file or fastfile"):
         diagnose_workload("source", batch_size=8, budget_s=5, options={"mode": "pipe", "uri": str(packed_dir)})

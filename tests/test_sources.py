@@ -108,7 +108,7 @@ def test_fastfile_lists_first_then_reads_on_demand(s3_endpoint, s3_data):
 def test_file_mode_into_an_unwritable_cache(tmp_path, jpeg_dir):
     folder = make_unwritable(tmp_path / "ro")
     try:
-        with pytest.raises(DataError, match=r"cannot write to the cache folder.*--cache-dir"):
+        with pytest.raises(DataError, match=r"cannot write to the cache folder.*cache_dir"):
             FileSource(str(jpeg_dir), cache_dir=folder).open()
     finally:
         release(tmp_path / "ro")

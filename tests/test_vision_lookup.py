@@ -40,7 +40,7 @@ def test_offline_error_says_where_it_looked(clean_env, monkeypatch):
     msg = str(err.value)
     assert str(clean_env / "gbdata" / "mnist") in msg
     assert str(clean_env / "mxnet-home" / "datasets" / "mnist") in msg
-    assert "train-images-idx3-ubyte.gz" in msg and "--data-dir" in msg
+    assert "train-images-idx3-ubyte.gz" in msg and "data_dir" in msg and "--data-dir" not in msg
     assert "\n" not in msg
 
 

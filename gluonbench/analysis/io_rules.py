@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from gluonbench.names import arg
 from gluonbench.units import format_size
 
 FILE_MODE_LIMIT_BYTES = (50e9, 100e9)
@@ -97,11 +98,11 @@ def keeps_fed(rows: list[dict[str, Any]]) -> Advice | None:
         text += (
             f"no cell keeps the accelerator fed (AU >= {e['pass_line']:.0%}, DLIO's pass line): {listing(starved)}; "
             f"the best, {_cell(best)}, delivers {best['samples_per_s']:.0f} samples/s; for this accelerator try more "
-            "reader threads (--threads), packed shards or a faster store."
+            f"reader threads ({arg('threads')}), packed shards or a faster store."
         )
     text += (
         " The rates compared below include the step: a mode or layout that looks no faster may only be hidden "
-        "behind it; run without --emulate-step-ms for the input pipeline's own speed."
+        f"behind it; run without {arg('emulate_step_ms')} for the input pipeline's own speed."
     )
     return Advice("au", text)
 

@@ -32,6 +32,7 @@ from gluonbench.check.gate import (
 )
 from gluonbench.check.target import Target, resolve_pipeline
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -70,7 +71,9 @@ def run_check(
     from gluonbench.report.store import check_writable_file
 
     if (baseline is None) == (save is None):
-        raise GluonbenchError("give either --baseline FILE (check against it) or --save-baseline FILE (make one)")
+        raise GluonbenchError(
+            f"give either {arg('baseline')} FILE (check against it) or {arg('save', '--save-baseline')} FILE (make one)"
+        )
     t = parse_fraction(max_slowdown)
     budget_s = check_budget(budget_s)
     base = load_baseline(baseline) if baseline is not None else None
@@ -88,8 +91,8 @@ def run_check(
     try:
         if base is not None and base.identity != target.identity:
             raise GluonbenchError(
-                f"--baseline {baseline} is for pipeline {base.identity!r}, not {target.identity!r}; "
-                "save a baseline for this pipeline with --save-baseline"
+                f"{arg('baseline')} {baseline} is for pipeline {base.identity!r}, not {target.identity!r}; "
+                f"save a baseline for this pipeline with {arg('save', '--save-baseline')}"
             )
         snap = measure_snapshot(target, budget_s, on_progress=on_progress)
     finally:

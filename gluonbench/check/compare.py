@@ -29,6 +29,7 @@ from typing import Any
 
 from gluonbench.analysis.stats import median, ratio_ci
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 
 BOOTSTRAP = 2000
 KINDS = ("sweep", "diagnosis", "io", "tune")
@@ -171,7 +172,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, fail_on_slowdown: float |
     """Compare two results of the same kind (see the module docstring); refuses mismatched kinds in one line."""
     from gluonbench.check.gate import parse_fraction
 
-    t = None if fail_on_slowdown is None else parse_fraction(fail_on_slowdown, "--fail-on-slowdown")
+    t = None if fail_on_slowdown is None else parse_fraction(fail_on_slowdown, f"{arg('fail_on_slowdown')}")
     kind_a, data_a = kind_of(run_a)
     kind_b, data_b = kind_of(run_b)
     if kind_a != kind_b:

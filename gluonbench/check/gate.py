@@ -45,6 +45,7 @@ from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, median, median_ci, rati
 from gluonbench.check.ruler import RULER_VERSION, ruler_description, ruler_pipeline
 from gluonbench.check.target import Target
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg, example
 
 log = logging.getLogger(__name__)
 
@@ -154,16 +155,18 @@ class Snapshot:
 
 def check_budget(budget_s: Any) -> float:
     if isinstance(budget_s, bool) or not isinstance(budget_s, int | float) or not math.isfinite(budget_s):
-        raise GluonbenchError(f"--budget must be a number of seconds (got {budget_s!r}); e.g. 60")
+        raise GluonbenchError(f"{arg('budget_s')} must be a number of seconds (got {budget_s!r}); e.g. 60")
     if not MIN_BUDGET_S <= budget_s <= MAX_BUDGET_S:
         raise GluonbenchError(
-            f"--budget {budget_s:g} s is outside {MIN_BUDGET_S:g}..{MAX_BUDGET_S:g} s; e.g. --budget 60"
+            f"{arg('budget_s')} {budget_s:g} s is outside {MIN_BUDGET_S:g}..{MAX_BUDGET_S:g} s; e.g. "
+            + example("budget_s=60", "--budget 60")
         )
     return float(budget_s)
 
 
-def parse_fraction(text: Any, flag: str = "--max-slowdown") -> float:
+def parse_fraction(text: Any, flag: str | None = None) -> float:
     """``5%``, ``5 %``, ``0.05`` -> 0.05; bounds 0 < x <= 1 (100 %)."""
+    flag = flag or arg("max_slowdown")  # the argument as the caller knows it
     if isinstance(text, int | float) and not isinstance(text, bool):
         value = float(text)
     else:
@@ -298,13 +301,14 @@ def save_baseline(snapshot: Snapshot, path: str | Path) -> Path:
     from gluonbench.report.store import atomic_write_text, check_writable_file, write_error
 
     if not (math.isfinite(snapshot.total.rel) and math.isfinite(snapshot.total.cpu_rel)):
+        bigger = max(60, math.ceil(2 * snapshot.budget_s))
         raise GluonbenchError(
-            f"only {snapshot.total.rounds} paired rounds of the pipeline and the ruler fitted in --budget "
-            f"{snapshot.budget_s:g} (at least {PAIRED_MIN_ROUNDS} are needed); nothing saved: raise --budget, e.g. "
-            f"--budget {max(60, math.ceil(2 * snapshot.budget_s))}"
+            f"only {snapshot.total.rounds} paired rounds of the pipeline and the ruler fitted in {arg('budget_s')} "
+            f"{snapshot.budget_s:g} (at least {PAIRED_MIN_ROUNDS} are needed); nothing saved: raise {arg('budget_s')}, "
+            f"e.g. {example(f'budget_s={bigger}', f'--budget {bigger}')}"
         )
 
-    path = check_writable_file(path, "--save-baseline")
+    path = check_writable_file(path, arg("save", "--save-baseline"))
     doc = {"format": FORMAT, "version": FORMAT_VERSION, "ruler_spec": ruler_description(), **snapshot.to_dict()}
     try:
         atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=False) + "\n")
@@ -317,39 +321,44 @@ def load_baseline(path: str | Path, identity: str | None = None) -> Snapshot:
     """Read a baseline file; one-line errors for a missing, corrupt or foreign file, or another pipeline's."""
     path = Path(path)
     if not path.is_file():
-        raise GluonbenchError(f"--baseline {path}: no such file; make one with gluonbench check --save-baseline {path}")
+        raise GluonbenchError(
+            f"{arg('baseline')} {path}: no such file; make one with "
+            + example(f"save='{path}'", f"gluonbench check --save-baseline {path}")
+        )
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise GluonbenchError(
-            f"--baseline {path} is not readable JSON ({type(exc).__name__}); save it again with --save-baseline"
+            f"{arg('baseline')} {path} is not readable JSON ({type(exc).__name__}); save it again with {arg('save', '--save-baseline')}"
         ) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise GluonbenchError(f"--baseline {path} is not a gluonbench baseline file; save one with --save-baseline")
+        raise GluonbenchError(
+            f"{arg('baseline')} {path} is not a gluonbench baseline file; save one with {arg('save', '--save-baseline')}"
+        )
     if doc.get("version") != FORMAT_VERSION:
         raise GluonbenchError(
-            f"--baseline {path} has format version {doc.get('version')!r}, this gluonbench reads {FORMAT_VERSION}; "
-            "save it again with --save-baseline"
+            f"{arg('baseline')} {path} has format version {doc.get('version')!r}, this gluonbench reads {FORMAT_VERSION}; "
+            f"save it again with {arg('save', '--save-baseline')}"
         )
     spec = doc.get("ruler_spec")
     version = spec.get("version") if isinstance(spec, dict) else None
     if version != RULER_VERSION:
         raise GluonbenchError(
-            f"--baseline {path} was measured with ruler version {version!r}, "
-            f"this gluonbench uses {RULER_VERSION}; save it again with --save-baseline"
+            f"{arg('baseline')} {path} was measured with ruler version {version!r}, "
+            f"this gluonbench uses {RULER_VERSION}; save it again with {arg('save', '--save-baseline')}"
         )
     try:
         snap = Snapshot.from_dict(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GluonbenchError(
-            f"--baseline {path} is damaged (field {exc}); save it again with --save-baseline"
+            f"{arg('baseline')} {path} is damaged (field {exc}); save it again with {arg('save', '--save-baseline')}"
         ) from None
     if not (math.isfinite(snap.total.rel) and snap.total.rel > 0 and math.isfinite(snap.total.cpu_rel)):
-        raise GluonbenchError(f"--baseline {path} holds no usable figures for the full pipeline; save it again")
+        raise GluonbenchError(f"{arg('baseline')} {path} holds no usable figures for the full pipeline; save it again")
     if identity is not None and snap.identity != identity:
         raise GluonbenchError(
-            f"--baseline {path} is for pipeline {snap.identity!r}, not {identity!r}; "
-            f"save a baseline for this pipeline with --save-baseline"
+            f"{arg('baseline')} {path} is for pipeline {snap.identity!r}, not {identity!r}; "
+            f"save a baseline for this pipeline with {arg('save', '--save-baseline')}"
         )
     return snap
 
@@ -459,7 +468,8 @@ def decide(
         needed = now.budget_s * 1.5 * PAIRED_MIN_ROUNDS / max(now.total.rounds, 1)
         message = (
             f"only {now.total.rounds} paired rounds fitted in the budget (at least {PAIRED_MIN_ROUNDS} are needed); "
-            f"a budget of about {needed:.0f} s would give enough (--budget {math.ceil(needed)})"
+            f"a budget of about {needed:.0f} s would give enough "
+            f"({example(f'budget_s={math.ceil(needed)}', f'--budget {math.ceil(needed)}')})"
         )
     elif hi <= limit:
         outcome = "pass"
@@ -477,9 +487,10 @@ def decide(
         outcome = "inconclusive"
         needed = _needed_budget(now, base, basis, s, limit)
         settle = (
-            f"a budget of about {needed:.0f} s would settle it (--budget {math.ceil(needed)})"
+            f"a budget of about {needed:.0f} s would settle it "
+            f"({example(f'budget_s={math.ceil(needed or 0)}', f'--budget {math.ceil(needed or 0)}')})"
             if needed is not None and needed <= MAX_BUDGET_S
-            else "the baseline is too noisy to settle it: save it again with a larger --budget"
+            else f"the baseline is too noisy to settle it: save it again with a larger {arg('budget_s')}"
             if needed is None
             else f"it would take over {MAX_BUDGET_S:.0f} s: the change is too close to the threshold to resolve"
         )

@@ -39,6 +39,7 @@ import numpy as np
 
 from gluonbench.data.store import LocalStore, safe_key
 from gluonbench.errors import DataError, GluonbenchError
+from gluonbench.names import arg
 from gluonbench.validate import check_image_bytes, check_seed, outside_of, plain_name
 
 log = logging.getLogger(__name__)
@@ -479,7 +480,9 @@ def pack(
     if out_dir.is_dir() and (out_dir / MANIFEST).exists():
         raise DataError(f"{out_dir} already holds a packed data set; choose an empty folder or remove it first")
     if not force and out_dir.is_dir() and any(out_dir.iterdir()):
-        raise DataError(f"OUT_DIR {out_dir} is not empty; choose an empty folder, or pass --force to write into it")
+        raise DataError(
+            f"OUT_DIR {out_dir} is not empty; choose an empty folder, or pass {arg('force')} to write into it"
+        )
     samples, classes, input_bytes, kind = source_samples(src, split)
     if not samples:
         raise DataError(f"{src} holds no samples; nothing to pack")

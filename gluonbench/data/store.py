@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gluonbench.errors import DataError
+from gluonbench.names import arg
 
 log = logging.getLogger(__name__)
 
@@ -160,5 +161,7 @@ def open_store(uri: str | Path, endpoint_url: str | None = None) -> Store:
 
         return S3Store(text, endpoint_url=endpoint_url)
     if endpoint_url:
-        raise DataError(f"--endpoint-url is for s3:// sources, but the source is {text!r}; drop --endpoint-url")
+        raise DataError(
+            f"{arg('endpoint_url')} is for s3:// sources, but the source is {text!r}; drop {arg('endpoint_url')}"
+        )
     return LocalStore(text)

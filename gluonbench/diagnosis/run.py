@@ -34,6 +34,7 @@ from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Rounds
 from gluonbench.engine.samples import as_dataset, check_labels, check_loss, check_samples, checked_step
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 from gluonbench.pipeline import build_pipeline
 from gluonbench.pipeline.net import prepare_net, restore_net
 from gluonbench.workloads.base import opened_workload
@@ -375,8 +376,8 @@ def diagnose_workload(
     """:func:`diagnose` on a registered workload (``mnist``, ``fashion-mnist``, ``synthetic``)."""
     ctx = resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
     hint = (
-        "but the probes need dataset[i]; diagnose the same data through --source file or fastfile, or time the "
-        "stream with sweep --source pipe"
+        f"but the probes need dataset[i]; diagnose the same data through {arg('mode', '--source')} file or "
+        "fastfile, or time the stream with sweep --source pipe"
     )
     with opened_workload(
         name, ctx, data_dir=data_dir, download=download, options=options, workload=workload, stream_hint=hint

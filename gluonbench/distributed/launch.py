@@ -38,6 +38,7 @@ from gluonbench.engine.isolation import clean_shm, shm_entries
 from gluonbench.engine.run import PROGRESS_ENV, RunResult, RunSpec, utc_now
 from gluonbench.engine.scale import LAUNCH_ENV, local_rank_gpus
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 from gluonbench.report.store import open_nofollow
 from gluonbench.scratch import owned_tempdir
 
@@ -400,7 +401,7 @@ class Job:
                     results,
                     port,
                     "timeout",
-                    f"distributed job exceeded --timeout {self.timeout_s:g} s; all {len(self.nodes)} processes "
+                    f"distributed job exceeded {arg('timeout_s', '--timeout')} {self.timeout_s:g} s; all {len(self.nodes)} processes "
                     f"were stopped; logs in {self.log_dir}",
                 )
 
@@ -426,7 +427,9 @@ class Job:
 def run_job(spec: RunSpec, log_dir: Path, timeout_s: float, **kwargs: Any) -> JobOutcome:
     """Run one distributed job of ``spec``; see :class:`Job`."""
     if spec.hosts < 1 or spec.servers < 1:
-        raise GluonbenchError("a distributed job needs at least 1 worker (--hosts) and 1 server (--servers)")
+        raise GluonbenchError(
+            f"a distributed job needs at least 1 worker ({arg('hosts')}) and 1 server ({arg('servers')})"
+        )
     return Job(spec, log_dir, timeout_s, **kwargs).run()
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 
 HOSTFILE_MAX_BYTES = 1 << 20
 """A hostfile larger than this is not a list of hosts."""
@@ -19,7 +20,7 @@ _HOST_LINE = re.compile(
 )
 
 
-def parse_hostfile(path: str | Path, what: str = "--hostfile") -> list[tuple[str, int]]:
+def parse_hostfile(path: str | Path, what: str | None = None) -> list[tuple[str, int]]:
     """``(host, port)`` per line of an ssh hostfile, every line checked strictly.
 
     MXNet's ``dmlc_tracker`` hands each line to ``ssh`` through a shell, so a line is accepted only
@@ -27,6 +28,7 @@ def parse_hostfile(path: str | Path, what: str = "--hostfile") -> list[tuple[str
     quotes, comments and anything else are refused with the line number, before any process starts.
     Blank lines are skipped (as ``dmlc_tracker`` skips them).
     """
+    what = what or arg("hostfile")  # the argument as the caller knows it
     path = Path(path)
     try:
         if not path.is_file():

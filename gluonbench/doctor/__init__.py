@@ -15,6 +15,7 @@ from typing import Any
 
 from gluonbench.doctor.ceilings import Ceilings, measure_ceilings
 from gluonbench.doctor.checks import ALL, CHEAP, FAIL, Check, DoctorSettings, exit_code, parse_ctx, run_checks
+from gluonbench.names import arg
 
 __all__ = ["Ceilings", "Check", "DoctorReport", "DoctorSettings", "doctor", "preflight"]
 
@@ -46,7 +47,7 @@ class DoctorReport:
     def to_text(self) -> str:
         out = [c.line() for c in self.checks]
         if self.ceilings is not None:
-            src = "cached; --refresh measures again" if self.ceilings.cached else "measured now, cached"
+            src = f"cached; {arg('refresh')} measures again" if self.ceilings.cached else "measured now, cached"
             out.append(f"ceilings of {self.ceilings.host} ({src}):")
             out += [f"  {c.text()}" for c in self.ceilings.items()]
         n = {s: sum(c.status == s for c in self.checks) for s in ("ok", "warn", "fail")}

@@ -21,6 +21,7 @@ import psutil
 
 from gluonbench.contexts import check_ctx
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +76,11 @@ class DoctorSettings:
     def check(self) -> DoctorSettings:
         """Validate before any work: one clear line naming the problem and the fix."""
         if not isinstance(self.workers, int) or not 0 <= self.workers <= MAX_WORKERS:
-            raise GluonbenchError(f"--workers {self.workers!r} is out of range: give 0..{MAX_WORKERS}")
+            raise GluonbenchError(f"{arg('workers')} {self.workers!r} is out of range: give 0..{MAX_WORKERS}")
         if not isinstance(self.batch_size, int) or not 1 <= self.batch_size <= MAX_BATCH:
-            raise GluonbenchError(f"--batch-size {self.batch_size!r} is out of range: give 1..{MAX_BATCH}")
+            raise GluonbenchError(f"{arg('batch_size')} {self.batch_size!r} is out of range: give 1..{MAX_BATCH}")
         if self.prefetch is not None and (not isinstance(self.prefetch, int) or not 0 <= self.prefetch <= 4096):
-            raise GluonbenchError(f"--prefetch {self.prefetch!r} is out of range: give 0..4096")
+            raise GluonbenchError(f"{arg('prefetch')} {self.prefetch!r} is out of range: give 0..4096")
         if self.sample_bytes is not None and (not isinstance(self.sample_bytes, int) or self.sample_bytes < 1):
             raise GluonbenchError(f"sample_bytes {self.sample_bytes!r} must be a positive integer")
         parse_ctx(self.ctx)
@@ -87,16 +88,16 @@ class DoctorSettings:
             p = Path(self.data_dir)
             if not p.is_dir():
                 raise GluonbenchError(
-                    f"--data-dir {self.data_dir} is not a folder: give the folder your data set is in"
+                    f"{arg('data_dir')} {self.data_dir} is not a folder: give the folder your data set is in"
                 )
             if not os.access(p, os.R_OK | os.X_OK):
-                raise GluonbenchError(f"--data-dir {self.data_dir} is not readable: fix its permissions")
+                raise GluonbenchError(f"{arg('data_dir')} {self.data_dir} is not readable: fix its permissions")
         return self
 
 
 def parse_ctx(ctx: str | None) -> tuple[str, int]:
     """``cpu`` / ``cpu:N`` / ``gpu`` / ``gpu:N`` -> (kind, index) (:func:`gluonbench.contexts.check_ctx`)."""
-    return check_ctx(ctx or "cpu", "--ctx")
+    return check_ctx(ctx or "cpu", arg("ctx"))
 
 
 # -- helpers that read the machine --
@@ -242,7 +243,7 @@ def check_cores(s: DoctorSettings) -> Check:
         return Check(
             "cores",
             FAIL,
-            f"{figure}; --workers {s.workers}",
+            f"{figure}; {arg('workers')} {s.workers}",
             f"use at most {usable} to {2 * usable} workers: {s.workers} processes time-slice {usable} core(s) "
             "and each adds memory and start-up",
             d,
@@ -251,7 +252,7 @@ def check_cores(s: DoctorSettings) -> Check:
         return Check(
             "cores",
             WARN,
-            f"{figure}; --workers {s.workers}",
+            f"{figure}; {arg('workers')} {s.workers}",
             f"more workers than usable cores helps only when reading waits on I/O; try {usable}",
             d,
         )
@@ -450,7 +451,7 @@ def check_versions(s: DoctorSettings) -> Check:
 def check_data_fs(s: DoctorSettings) -> Check:
     """The data folder's file system: local disk, tmpfs (a benchmark then measures memory), NFS / FUSE."""
     if not s.data_dir:
-        return Check("data fs", OK, "no --data-dir given (nothing to check)")
+        return Check("data fs", OK, f"no {arg('data_dir')} given (nothing to check)")
     mnt, fstype, dev = mount_of(s.data_dir)
     kind = fs_kind(fstype)
     d = {"mount": mnt, "fstype": fstype, "device": dev, "kind": kind}
@@ -479,7 +480,7 @@ def check_data_fs(s: DoctorSettings) -> Check:
 def check_page_cache(s: DoctorSettings) -> Check:
     """Whether the data set fits in free RAM: then after one epoch a benchmark measures memory, not the disk."""
     if not s.data_dir:
-        return Check("page cache", OK, "no --data-dir given (nothing to check)")
+        return Check("page cache", OK, f"no {arg('data_dir')} given (nothing to check)")
     start = time.monotonic()
     size, files, complete = folder_bytes(s.data_dir)
     vm = psutil.virtual_memory()
@@ -577,7 +578,7 @@ def check_gpu(s: DoctorSettings) -> Check:
     if mx_gpus < count:
         return Check("gpu", WARN, figure, "MXNet sees fewer GPUs than NVML: check CUDA_VISIBLE_DEVICES", d)
     if kind == "gpu" and index >= mx_gpus:
-        return Check("gpu", FAIL, figure, f"--ctx gpu:{index} but MXNet sees {mx_gpus} GPU(s): give gpu:0..", d)
+        return Check("gpu", FAIL, figure, f"{arg('ctx')} gpu:{index} but MXNet sees {mx_gpus} GPU(s): give gpu:0..", d)
     try:
         pinned = mx.nd.zeros((16, 2**20), ctx=mx.cpu_pinned(0), dtype="uint8")
         pinned.wait_to_read()

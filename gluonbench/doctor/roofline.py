@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from gluonbench.doctor.ceilings import Ceilings
+from gluonbench.names import arg
 
 NEAR = 0.7
 """a stage at or above this fraction of its ceiling is hardware-bound"""
@@ -227,7 +228,7 @@ def for_diagnosis(d: Any, ceilings: Ceilings | None, sample_bytes: int | None = 
                 None,
                 "none",
                 "loader: `loader_only` was not measured within the budget, so no stage can be set "
-                "against its ceiling (raise --budget)",
+                f"against its ceiling (raise {arg('budget_s', '--budget')})",
             )
         )
     else:

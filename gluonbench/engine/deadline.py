@@ -92,9 +92,16 @@ class Deadline:
     def _fire(self, signum: int, frame: FrameType | None) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         stage = stalled_stage(frame)
+        elapsed = perf_counter() - self._t0
+        stopped = f"{self.what} stopped after {elapsed:.0f} s (budget {self.budget_s:g} s + {self.grace:g} s grace)"
+        if stage.startswith("loader"):  # workers that wait for /dev/shm space never hand on a batch
+            from gluonbench.engine.watchdog import SHM, shm_full, shm_full_text
+
+            full = shm_full()
+            if full is not None:
+                raise BudgetExceededError(f"{stopped}: the loader stalled: {shm_full_text(full, SHM)}", stage)
         raise BudgetExceededError(
-            f"{self.what} stopped after {perf_counter() - self._t0:.0f} s (budget {self.budget_s:g} s + "
-            f"{self.grace:g} s grace): the pipeline stalled in {stage}; one step of it takes longer than the "
+            f"{stopped}: the pipeline stalled in {stage}; one step of it takes longer than the "
             "budget, so fix that stage or raise the budget",
             stage,
         )

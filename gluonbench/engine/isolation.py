@@ -31,7 +31,8 @@ import psutil
 from gluonbench.engine import child as child_module
 from gluonbench.engine.child import PARENT_ENV
 from gluonbench.engine.run import PROGRESS_ENV, RunResult, RunSpec, utc_now
-from gluonbench.engine.watchdog import FIXES
+from gluonbench.engine.watchdog import shm_fixes
+from gluonbench.names import arg
 from gluonbench.report.store import open_nofollow
 
 log = logging.getLogger(__name__)
@@ -169,7 +170,7 @@ def run_isolated(
                     if progress is not None:
                         progress(_read_progress(progress_path))
                     if time.monotonic() - t0 > timeout_s:
-                        status, error = "timeout", f"run exceeded --timeout {timeout_s:g} s and was killed"
+                        status, error = "timeout", f"run exceeded {arg('timeout_s')} {timeout_s:g} s and was killed"
                         break
         finally:
             # kill the whole group: the child (if still there) and any worker it left
@@ -190,7 +191,7 @@ def run_isolated(
                 rc = proc.returncode
                 why = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
                 if rc == -signal.SIGBUS:
-                    why += f"; SIGBUS is mostly a full /dev/shm: {FIXES}"
+                    why += f"; SIGBUS is mostly a full /dev/shm: {shm_fixes()}"
                 status, error = "failed", f"child process died ({why}) without a result; see {log_path}"
             result = RunResult(spec=spec.to_dict(), status=status, error=error)
     result.started_utc = result.started_utc or started

@@ -41,6 +41,7 @@ from typing import Any
 
 from gluonbench.analysis.stats import median, median_ci
 from gluonbench.engine.loop import StepTimes, run_steps
+from gluonbench.errors import GluonbenchError
 from gluonbench.monitor import SystemMonitor, SystemSummary, merge_summaries
 from gluonbench.pipeline import Pipeline, Running
 
@@ -352,6 +353,13 @@ def measure(
         if isinstance(schedule, Rounds):
             return schedule.run(opened, t_start=t_start, settled=settled, on_progress=on_progress, done=done)
         return schedule.run(opened)
+    except Exception as exc:  # ConnectionResetError, BrokenPipeError, ENOSPC from the loader: a full /dev/shm?
+        from gluonbench.engine.watchdog import shm_full_message
+
+        why = shm_full_message(exc)
+        if why is None:
+            raise
+        raise GluonbenchError(why) from exc  # one line naming /dev/shm and the fixes, not a reset connection
     finally:
         for r in ours:
             r.close()

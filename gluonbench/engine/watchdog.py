@@ -31,17 +31,22 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import example
 
 log = logging.getLogger(__name__)
 
 SHM = Path("/dev/shm")
 FLOOR_ENV = "GLUONBENCH_STALL_FLOOR_S"
 CHECK_ENV = "GLUONBENCH_SHM_CHECK"
-FIXES = (
-    "give the container more shared memory (docker run --shm-size=1g, or --ipc=host), or use --workers 0, "
-    "or in your own code DataLoader(thread_pool=True, batchify_fn=default_batchify_fn) (thread_pool=True alone "
-    "still batches into /dev/shm in MXNet 1.9)"
-)
+
+
+def shm_fixes() -> str:
+    """The fixes for a /dev/shm too small for the loader's workers, the workers named in the caller's terms."""
+    return (
+        "give the container more shared memory (docker run --shm-size=1g, or --ipc=host), or use "
+        f"fewer workers ({example('workers=0 or num_workers=0', '--workers 0')} needs none), or in your own code DataLoader(thread_pool=True, "
+        "batchify_fn=default_batchify_fn) (thread_pool=True alone still batches into /dev/shm in MXNet 1.9)"
+    )
 
 
 class LoaderStalledError(GluonbenchError):
@@ -71,17 +76,39 @@ def shm_full_message(exc: BaseException, path: Path = SHM) -> str | None:
     lost = any(isinstance(e, ConnectionError | EOFError) for e in chain)
     if not (nospace or lost):
         return None
+    # a worker that died for want of /dev/shm space frees its own segments: what was nearly full a moment
+    # ago may have room again, so a lost worker counts /dev/shm under a quarter free as the cause
+    full = shm_full(path, LOST_SHARE if lost else FULL_SHARE)
+    if full is None:  # ENOSPC of another disk (the output folder's) is not /dev/shm's
+        return None
+    cause = next((e for e in chain if isinstance(e, OSError | EOFError)), exc)  # what the loader raised
+    return shm_full_text(full, path, type(cause).__name__)
+
+
+FULL_SHARE = 0.05
+"""``/dev/shm`` under this share free (or under 256 KiB) is full: no batch fits"""
+LOST_SHARE = 0.25
+"""a loader worker lost while ``/dev/shm`` has under this share free is blamed on it (see shm_full_message)"""
+
+
+def shm_full(path: Path = SHM, share: float = FULL_SHARE) -> tuple[int, int] | None:
+    """``(free, total)`` bytes of ``path`` when under ``share`` of it (or 256 KiB) is free, else None."""
     try:
         st = os.statvfs(path)
     except OSError:
         return None
     total, free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
-    full = free < min(256 << 10, total) or free < total // 20  # under 256 KiB (or 5 %) free: no batch fits
-    if not total or not full:  # ENOSPC of another disk (the output folder's) is not /dev/shm's
-        return None
+    full = free < min(256 << 10, total) or free < total * share
+    return (free, total) if total and full else None
+
+
+def shm_full_text(full: tuple[int, int], path: Path = SHM, how: str = "") -> str:
+    """One line: ``path`` is full (``full`` from :func:`shm_full`), why that stops the loader, and the fixes."""
+    free, total = full
+    state = "full" if free < min(256 << 10, total) or free < total * FULL_SHARE else "nearly full"
     return (
-        f"{path} is full ({_kib(free)} free of {_kib(total)}): the DataLoader workers hand batches through shared "
-        f"memory and one could not ({type(exc).__name__}); {FIXES}"
+        f"{path} is {state} ({_kib(free)} free of {_kib(total)}): the DataLoader workers hand batches through shared "
+        f"memory and one could not{f' ({how})' if how else ''}; {shm_fixes()}"
     )
 
 
@@ -122,13 +149,13 @@ def check_shm(batch_bytes: int, workers: int, thread_pool: bool = False, prefetc
         return
     free = shm_free()
     if free is None:
-        raise GluonbenchError(f"{SHM} is missing, and {workers} DataLoader worker process(es) need it: {FIXES}")
+        raise GluonbenchError(f"{SHM} is missing, and {workers} DataLoader worker process(es) need it: {shm_fixes()}")
     in_flight = batches_in_flight(workers, prefetch)
     need = batch_bytes * in_flight
     if free < need:
         raise GluonbenchError(
             f"{SHM} has {_kib(free)} free but {workers} DataLoader worker(s) need about {_kib(need)} "
-            f"({in_flight} batches of {_kib(batch_bytes)} in flight): {FIXES}"
+            f"({in_flight} batches of {_kib(batch_bytes)} in flight): {shm_fixes()}"
         )
 
 
@@ -223,8 +250,8 @@ class StallWatchdog:
         what = f"the DataLoader's {self.workers} worker process(es) produced no batch for {waited:.0f} s ({normal})"
         need = max(self.batch_bytes, 1) * 2
         if free is not None and free < max(need, 1 << 20):
-            return f"{what}: {SHM} is full ({_kib(free)} free); {FIXES}"
-        return f"{what}; they are blocked (full {SHM}, a dead worker, a stuck read): {FIXES}"
+            return f"{what}: {SHM} is full ({_kib(free)} free); {shm_fixes()}"
+        return f"{what}; they are blocked (full {SHM}, a dead worker, a stuck read): {shm_fixes()}"
 
     def _watch(self) -> None:
         while not self._stop.wait(0.25):

@@ -29,6 +29,7 @@ import psutil
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor.gpu import GpuSampler
 from gluonbench.monitor.node import NodeMonitor
+from gluonbench.names import arg
 from gluonbench.profiler import hooks
 from gluonbench.profiler.data import META
 from gluonbench.profiler.formats import SystemWriter
@@ -75,10 +76,10 @@ class ProfileSettings:
     def check(self) -> ProfileSettings:
         if self.interval_ms not in INTERVALS_MS:
             raise GluonbenchError(
-                f"--interval {self.interval_ms}: choose one of {', '.join(map(str, INTERVALS_MS))} ms (as Debugger)"
+                f"{arg('interval_ms', '--interval')} {self.interval_ms}: choose one of {', '.join(map(str, INTERVALS_MS))} ms (as Debugger)"
             )
         if self.name is not None and (not self.name or "/" in self.name):
-            raise GluonbenchError(f"--name {self.name!r}: use a non-empty name without '/'")
+            raise GluonbenchError(f"{arg('name')} {self.name!r}: use a non-empty name without '/'")
         return self
 
 
@@ -97,9 +98,9 @@ class ProfileResult:
 
 
 def _default_name(cmd: list[str]) -> str:
-    for arg in cmd[1:] if Path(cmd[0]).name.startswith("python") else cmd:
-        if not arg.startswith("-"):
-            stem = Path(arg).stem
+    for word in cmd[1:] if Path(cmd[0]).name.startswith("python") else cmd:
+        if not word.startswith("-"):
+            stem = Path(word).stem
             return "".join(c if c.isalnum() or c in "-_." else "-" for c in stem) or "job"
     return "job"
 
@@ -128,7 +129,9 @@ class Profiler:
         try:
             self.output.mkdir()
         except OSError as exc:
-            raise GluonbenchError(f"cannot write into {self.dir}: {exc.strerror}; choose a writable --out") from exc
+            raise GluonbenchError(
+                f"cannot write into {self.dir}: {exc.strerror}; choose a writable {arg('out')}"
+            ) from exc
         self.writer = SystemWriter(self.output, settings.node_id, flush_s=min(FLUSH_S, 60.0))
         self.monitor: NodeMonitor | None = None
         self.result: ProfileResult | None = None
@@ -210,7 +213,9 @@ def build_report(folder: str | Path, rules: dict[str, dict[str, Any]] | None = N
             # gluonbench's step events and MXNet's operators in one file for Perfetto / chrome://tracing
             atomic_write_text(target / "trace.json", json.dumps({"traceEvents": data.events}))
     except OSError as exc:
-        raise GluonbenchError(f"cannot write the report into {target}: {exc.strerror}; pass a writable --out") from exc
+        raise GluonbenchError(
+            f"cannot write the report into {target}: {exc.strerror}; pass a writable {arg('out')}"
+        ) from exc
     return reports
 
 

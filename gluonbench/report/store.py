@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 from gluonbench.validate import check_path, redact
 
 log = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ def write_error(path: str | Path, exc: OSError, kept: str = "") -> GluonbenchErr
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return GluonbenchError(f"disk full at {path}: free some space" + (f" ({kept})" if kept else ""))
     if exc.errno == errno.EROFS:
-        return GluonbenchError(f"cannot write {path}: read-only file system; choose a writable --out")
+        return GluonbenchError(f"cannot write {path}: read-only file system; choose a writable {arg('out')}")
     if exc.errno in (errno.EACCES, errno.EPERM):
         return GluonbenchError(f"cannot write {path}: permission denied; choose a writable folder")
     if exc.errno == errno.EISDIR:
@@ -226,14 +227,14 @@ def dumps(record: Any) -> str:
 def new_run_dir(out: str | Path, name: str) -> Path:
     """``OUT/<UTC timestamp>-<name>``, created; unique even within one second."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = check_path(out, "--out")
+    out = check_path(out, arg("out"))
     check_path(out / f"{stamp}-{name}-99", "the run folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise GluonbenchError(f"cannot create --out {out}: {exc.strerror}; choose a writable folder") from exc
+        raise GluonbenchError(f"cannot create {arg('out')} {out}: {exc.strerror}; choose a writable folder") from exc
     if not out.is_dir():
-        raise GluonbenchError(f"--out {out} is not a folder; choose a folder for the run folders")
+        raise GluonbenchError(f"{arg('out')} {out} is not a folder; choose a folder for the run folders")
     for n in range(100):
         path = out / (f"{stamp}-{name}" if n == 0 else f"{stamp}-{name}-{n}")
         try:
@@ -242,7 +243,9 @@ def new_run_dir(out: str | Path, name: str) -> Path:
         except FileExistsError:
             continue
         except OSError as exc:
-            raise GluonbenchError(f"cannot create a run folder in --out {out}: {write_error(path, exc)}") from None
+            raise GluonbenchError(
+                f"cannot create a run folder in {arg('out')} {out}: {write_error(path, exc)}"
+            ) from None
     raise GluonbenchError(f"cannot create a fresh run folder under {out}")
 
 
@@ -333,7 +336,7 @@ class RunStore:
                     need = records * RESERVE_PER_RECORD // 1024
                     raise GluonbenchError(
                         f"disk full at {self.runs_path}: the records of {records} run(s) need about {need} KiB "
-                        "free; free some space or choose another --out"
+                        f"free; free some space or choose another {arg('out')}"
                     )
                 log.debug("cannot reserve space for %s: %s", self.runs_path, os.strerror(err))
         except AttributeError:  # pragma: no cover - a libc without fallocate

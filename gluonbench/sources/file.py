@@ -18,14 +18,16 @@ from time import perf_counter
 
 from gluonbench.data.store import LocalStore, ObjectInfo
 from gluonbench.errors import DataError
+from gluonbench.names import arg
 from gluonbench.scratch import owned_tempdir
 from gluonbench.sources.base import DataSet, OpenStats, Source
 
 log = logging.getLogger(__name__)
 
 
-def check_writable(folder: Path, flag: str = "--cache-dir") -> None:
+def check_writable(folder: Path, flag: str | None = None) -> None:
     """Create ``folder`` if needed and prove it takes a file; :class:`DataError` naming the fix if not."""
+    flag = flag or arg("cache_dir")  # the argument as the caller knows it
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".gluonbench-probe-", dir=folder)
@@ -68,14 +70,18 @@ class FileSource(Source):
                 except OSError as exc:
                     if not src.exists() or not os.access(src, os.R_OK):
                         raise DataError(f"cannot read {src}: {exc.strerror}; fix or remove the file") from exc
-                    raise DataError(f"cannot write {dest}: {exc.strerror}; choose a writable --cache-dir") from exc
+                    raise DataError(
+                        f"cannot write {dest}: {exc.strerror}; choose a writable {arg('cache_dir')}"
+                    ) from exc
             else:
                 data = self.store.get(obj.key)
                 try:
                     with open(tmp, "wb") as f:
                         f.write(data)
                 except OSError as exc:
-                    raise DataError(f"cannot write {dest}: {exc.strerror}; choose a writable --cache-dir") from exc
+                    raise DataError(
+                        f"cannot write {dest}: {exc.strerror}; choose a writable {arg('cache_dir')}"
+                    ) from exc
             os.replace(tmp, dest)
         except BaseException:
             tmp.unlink(missing_ok=True)

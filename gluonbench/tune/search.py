@@ -32,6 +32,7 @@ from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Record, Rounds, measure
 from gluonbench.engine.samples import check_labels, check_loss, check_samples
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg, example
 from gluonbench.pipeline import Pipeline, build_pipeline
 from gluonbench.tune.model import (
     Confirmed,
@@ -381,7 +382,10 @@ def tune(
     sizes = [batch_size]
     for b in batch_sizes or ():
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-            raise GluonbenchError(f"batch sizes must be whole numbers >= 1 (got {b!r}); e.g. --batch-sizes 64,128,256")
+            raise GluonbenchError(
+                f"batch sizes must be whole numbers >= 1 (got {b!r}); e.g. "
+                + example("batch_sizes=(64, 128, 256)", "--batch-sizes 64,128,256")
+            )
         if b > len(dataset):
             raise GluonbenchError(f"batch size {b} is larger than the dataset ({len(dataset)} samples); drop it")
         if b not in sizes:
@@ -641,7 +645,7 @@ def tune_workload(
     from gluonbench.workloads.base import opened_workload
 
     ctx = resolve_ctx(ctx)  # before reading the data: a missing GPU fails fast
-    hint = "whose workers are not DataLoader workers; tune the same data through --source file or fastfile"
+    hint = f"whose workers are not DataLoader workers; tune the same data through {arg('mode', '--source')} file or fastfile"
     emulated = kwargs.get("emulate_step_ms") is not None
     with opened_workload(
         name,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 
 
 @dataclass
@@ -96,7 +97,9 @@ def get_workload(name: str, **options: Any) -> Workload:
     try:
         factory = _REGISTRY[name]
     except KeyError:
-        raise GluonbenchError(f"unknown --dataset {name!r}; choose one of {', '.join(sorted(_REGISTRY))}") from None
+        raise GluonbenchError(
+            f"unknown {arg('workload')} {name!r}; choose one of {', '.join(sorted(_REGISTRY))}"
+        ) from None
     return factory(**options)
 
 

@@ -192,7 +192,7 @@ def require_packed(kind: str | None, mode: str | None, uri: str) -> None:
     if mode == "pipe" and kind != "recordio":
         raise DataError(
             f"pipe mode trains on a packed (RecordIO) data set (labels travel in the records), but {uri} is an "
-            f"image folder; run 'gluonbench pack {uri} OUT_DIR' and pass --uri OUT_DIR"
+            f"image folder; run 'gluonbench pack {uri} OUT_DIR' and pass {arg('uri')} OUT_DIR"
         )
 
 
@@ -230,7 +230,9 @@ def check_source(options: dict[str, Any], data_dir: str | None = None, deep: boo
         raise GluonbenchError(f"unknown {arg('mode', '--source')} {mode!r}; choose one of {', '.join(MODES)}")
     uri = options.get("uri") or data_dir
     if not uri:
-        raise GluonbenchError("the source workload needs a data set: pass --uri FOLDER_OR_S3_URI (or --data-dir)")
+        raise GluonbenchError(
+            f"the source workload needs a data set: pass {arg('uri')} FOLDER_OR_S3_URI (or {arg('data_dir')})"
+        )
     if mode == "file" and options.get("cache_dir"):
         from pathlib import Path
 
@@ -262,8 +264,8 @@ def check_pipe_shards(options: dict[str, Any], workers: int, data_dir: str | Non
     objects, _ = channel_objects(open_store(uri, options.get("endpoint_url")))
     if len(objects) < workers:
         raise DataError(
-            f"--source pipe shards {uri} by object, but it has {len(objects)} data object(s) for {workers} workers; "
-            f"use at most {len(objects)} workers (--hosts) or pack into smaller shards (gluonbench pack --shard-size)"
+            f"{arg('mode', '--source')} pipe shards {uri} by object, but it has {len(objects)} data object(s) for {workers} workers; "
+            f"use at most {len(objects)} workers ({arg('hosts')}) or pack into smaller shards (gluonbench pack --shard-size)"
         )
 
 

@@ -43,6 +43,7 @@ from typing import Any
 from gluonbench.contexts import check_ctx
 from gluonbench.errors import GluonbenchError
 from gluonbench.knobs import check_loader, knob_default
+from gluonbench.names import arg, example
 from gluonbench.workloads.base import Workload, register
 
 log = logging.getLogger(__name__)
@@ -228,8 +229,9 @@ def _short(x: Any) -> str:
 # -- loading a user's factory --------------------------------------------------------------------
 
 
-def split_target(target: str, what: str = "--pipeline") -> tuple[str, str]:
+def split_target(target: str, what: str | None = None) -> tuple[str, str]:
     """``"pkg.mod:func"`` or ``"path/file.py:func"`` -> (module or file, function)."""
+    what = what or arg("pipeline")  # the argument as the caller knows it
     if not isinstance(target, str) or not target.strip():
         raise GluonbenchError(f"{what} must name a factory, e.g. {what} mypkg.train:make")
     where, sep, func = target.strip().rpartition(":")
@@ -244,16 +246,18 @@ def is_file_target(where: str) -> bool:
     return where.endswith(".py") or "/" in where or os.sep in where
 
 
-def absolute_target(target: str, what: str = "--pipeline") -> str:
+def absolute_target(target: str, what: str | None = None) -> str:
     """``target`` with a file path made absolute (so a child process in another folder finds it)."""
+    what = what or arg("pipeline")  # the argument as the caller knows it
     where, func = split_target(target, what)
     if is_file_target(where):
         return f"{Path(where).resolve()}:{func}"
     return target.strip()
 
 
-def import_factory(target: str, what: str = "--pipeline") -> Callable[..., Any]:
+def import_factory(target: str, what: str | None = None) -> Callable[..., Any]:
     """The factory ``target`` names; one line when the module or the function is missing."""
+    what = what or arg("pipeline")  # the argument as the caller knows it
     where, func = split_target(target, what)
     if is_file_target(where):
         module = _import_file(Path(where), what, target)
@@ -303,10 +307,11 @@ def _import_file(path: Path, what: str, target: str) -> Any:
     return module
 
 
-def load_spec(target: str, options: Mapping[str, Any] | None = None, what: str = "--pipeline") -> PipelineSpec:
+def load_spec(target: str, options: Mapping[str, Any] | None = None, what: str | None = None) -> PipelineSpec:
     """Import ``target`` (``"pkg.mod:func"`` or ``"path/file.py:func"``), call it with ``options`` and check
     what it returns (see :meth:`PipelineSpec.check`); raise :class:`GluonbenchError` in one line if anything
     is wrong."""
+    what = what or arg("pipeline")  # the argument as the caller knows it
     options = dict(options or {})
     factory = import_factory(target, what)
     try:
@@ -433,5 +438,8 @@ def pipeline_workload(
 ) -> Workload:
     """The workload of a user's pipeline factory (``--pipeline MODULE:FUNCTION``); imported in each run."""
     if not pipeline:
-        raise GluonbenchError("the pipeline workload needs pipeline='MODULE:FUNCTION' (--pipeline mypkg.train:make)")
+        raise GluonbenchError(
+            "the pipeline workload needs "
+            + example("pipeline='MODULE:FUNCTION' (e.g. 'mypkg.train:make')", "--pipeline mypkg.train:make")
+        )
     return load_spec(pipeline, pipeline_options).to_workload()

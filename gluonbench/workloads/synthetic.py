@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
 from gluonbench.workloads.base import Workload, register
 from gluonbench.workloads.spec import PipelineSpec
 
@@ -151,7 +152,7 @@ def ensure_files(knobs: SyntheticKnobs, root: Path) -> Path:
         build,
         done,
         "the synthetic data set under {parent} ({reason}); "
-        f"pass --data-dir DIR or set {CACHE_ENV} to a writable folder",
+        f"pass {arg('data_dir')} DIR or set {CACHE_ENV} to a writable folder",
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import example
 from gluonbench.profiler.data import NodeMetrics, ProfileData
 
 
@@ -41,7 +42,7 @@ RULE_PARAM_MAX = 1e9
 def _rule_value(rule: str, key: str, value: Any, default: Any) -> Any:
     """``value`` as the type of ``default``: a finite number in 0 .. 1e9 (``nan`` and ``inf`` are refused,
     as a threshold of nan would never fire), or true/false for a switch."""
-    label = f"--rule {rule}.{key}={value!r}"
+    label = example(f"rules[{rule!r}][{key!r}]={value!r}", f"--rule {rule}.{key}={value!r}")
     if default is None:
         return value
     if isinstance(default, bool):
@@ -92,7 +93,8 @@ class Rule:
         unknown = set(params) - set(self.defaults)
         if unknown:
             raise GluonbenchError(
-                f"--rule {self.name}.{sorted(unknown)[0]}: unknown parameter; "
+                f"{example(f'rules[{self.name!r}][{sorted(unknown)[0]!r}]', f'--rule {self.name}.{sorted(unknown)[0]}')}: "
+                "unknown parameter; "
                 f"{self.name} takes {', '.join(self.defaults) or 'no parameters'}"
             )
         self.params: dict[str, Any] = {}

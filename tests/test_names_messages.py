@@ -1,0 +1,153 @@
+"""#22 point 3: a message names the Python argument when raised from Python and the flag from the CLI.
+
+Each case raises one library message twice, from Python (``budget_s``, ``kvstore``) and after
+:func:`gluonbench.names.use_flags` (what the CLI calls first: ``--budget``, ``--kvstore``); the CLI cases
+run the real command line.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import assert_one_clear_line, run_cli
+
+from gluonbench.errors import GluonbenchError
+
+
+def _sweep(**kw):
+    from gluonbench.config import SweepSettings
+
+    return lambda: SweepSettings(**kw).check()
+
+
+def _call(name: str, *args, **kw):
+    def run():
+        module, _, func = name.rpartition(".")
+        import importlib
+
+        return getattr(importlib.import_module(module), func)(*args, **kw)
+
+    return run
+
+
+# (raise it, what Python names, what the CLI names)
+CASES = [
+    (_sweep(kvstore="bogus"), "kvstore 'bogus' is unknown", "--kvstore 'bogus' is unknown"),
+    (_sweep(devices=0), "devices must be at least 1", "--devices must be at least 1"),
+    (_sweep(gpus=()), "gpus names no GPU; e.g. gpus=(0, 1, 2, 3)", "--gpus names no GPU; e.g. --gpus 0,1,2,3"),
+    (
+        _sweep(kvstore="nccl"),
+        "kvstore nccl needs GPUs (gpus=(0, 1, ...))",
+        "--kvstore nccl needs GPUs (--gpus 0,1,...)",
+    ),
+    (_sweep(hosts=(2,)), "hosts, servers, launcher and hostfile need", "--hosts, --servers, --launcher and --hostfile"),
+    (
+        _sweep(kvstore="dist_sync", launcher="ssh"),
+        "launcher ssh needs hostfile FILE",
+        "--launcher ssh needs --hostfile",
+    ),
+    (_sweep(port=80), "port 80 is out of range", "--port 80 is out of range"),
+    (_sweep(diagnose_rank=1), "diagnose_rank goes with diagnose and", "--diagnose-rank goes with --diagnose and"),
+    (_call("gluonbench.workloads.vision_zoo.Preset", "sepia"), "unknown preset 'sepia'", "unknown --preset 'sepia'"),
+    (_call("gluonbench.workloads.vision_zoo.Preset", "none", 3), "image_size must be", "--image-size must be"),
+    (
+        _call("gluonbench.workloads.vision_zoo.check_options", None, "none", None, 0),
+        "classes must be a whole number",
+        "--classes must be a whole number",
+    ),
+    (
+        _call("gluonbench.workloads.vision_zoo.resolve_workload", "mnist", {"model": "resnet18_v1"}),
+        "model apply to image data: add workload imagefolder data_dir DIR",
+        "--model apply to image data: add --dataset imagefolder --data-dir DIR",
+    ),
+    (_call("gluonbench.workloads.base.get_workload", "nope"), "unknown workload 'nope'", "unknown --dataset 'nope'"),
+    (_call("gluonbench.check.gate.check_budget", 1e9), "budget_s 1e+09 s is outside", "--budget 1e+09 s is outside"),
+    (_call("gluonbench.check.gate.parse_fraction", "lots"), "max_slowdown", "--max-slowdown"),
+    (_call("gluonbench.data.s3.check_endpoint_url", "ftp://x"), "endpoint_url", "--endpoint-url"),
+    (_call("gluonbench.workloads.spec.split_target", ""), "pipeline must name a factory", "--pipeline must name"),
+]
+
+
+def _stream(**kw):
+    from gluonbench.sources.pipe import StreamOptions
+
+    return lambda: StreamOptions(**kw).check()
+
+
+CASES += [
+    (
+        _stream(channel="train", channel_dir="/tmp/gb-none", epochs=0),
+        "epochs must be at least 1",
+        "--epochs must be at least 1",
+    ),
+    (
+        _stream(channel="train", channel_dir="/tmp/gb-none", shard_index=0),
+        "shard_index and shard_count go together, e.g. shard_index=0, shard_count=4",
+        "--shard-index and --shard-count go together, e.g. --shard-index 0 --shard-count 4",
+    ),
+]
+
+
+@pytest.fixture
+def flags():
+    """Messages as the CLI words them, for the length of one test."""
+    from gluonbench.names import use_flags
+
+    use_flags()
+    yield
+    use_flags(False)
+
+
+@pytest.mark.parametrize("make, python, _cli", CASES, ids=[c[1][:40] for c in CASES])
+def test_from_python_the_message_names_the_argument(make, python, _cli):
+    with pytest.raises(GluonbenchError) as err:
+        make()
+    assert python in str(err.value), str(err.value)
+    assert " --" not in " " + str(err.value).split(";")[0], str(err.value)
+
+
+@pytest.mark.parametrize("make, _python, cli", CASES, ids=[c[2][:40] for c in CASES])
+def test_from_the_cli_the_message_names_the_flag(make, _python, cli, flags):
+    with pytest.raises(GluonbenchError) as err:
+        make()
+    assert cli in str(err.value), str(err.value)
+
+
+def test_a_runs_child_process_words_its_messages_as_its_parent(flags):
+    """A sweep's runs are child processes: they inherit the CLI's wording through the environment."""
+    code = "from gluonbench.names import arg; print(arg('budget_s'), arg('kvstore'))"
+    env = dict(os.environ)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == ["--budget", "--kvstore"]
+    env.pop("GLUONBENCH_MESSAGES")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == ["budget_s", "kvstore"]
+
+
+def test_the_shm_fixes_name_the_workers_as_the_caller_knows_them(flags):
+    from gluonbench.engine.watchdog import shm_fixes
+    from gluonbench.names import use_flags
+
+    assert "--workers 0" in shm_fixes() and "--shm-size" in shm_fixes()
+    use_flags(False)
+    assert "workers=0" in shm_fixes() and "--workers" not in shm_fixes()
+    assert "thread_pool=True" in shm_fixes()
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["sweep", "--kvstore", "bogus"], "--kvstore 'bogus' is unknown"),
+        (["sweep", "--kvstore", "nccl"], "--kvstore nccl needs GPUs (--gpus 0,1,...)"),
+        (["sweep", "--hosts", "2"], "--hosts, --servers, --launcher and --hostfile need a distributed kvstore"),
+        (["sweep", "--dataset", "seed004", "--image-size", "3"], "--image-size must be a whole number >= "),
+        (["sweep", "--model", "resnet18_v1"], "--model apply to image data: add --dataset imagefolder --data-dir DIR"),
+        (["check", "--workload", "mnist", "--baseline", "/nonexistent/b.json"], "--baseline /nonexistent/b.json"),
+    ],
+)
+def test_the_cli_names_the_flags(args, needle, tmp_path):
+    proc = run_cli(*args, "--out", str(tmp_path)) if args[0] == "sweep" else run_cli(*args)
+    assert_one_clear_line(proc, needle)
