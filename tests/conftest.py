@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -21,6 +23,20 @@ REPO = Path(__file__).resolve().parents[1]
 # processes of other sessions on a shared machine (another engineer's test run, say)
 SESSION_MARK = "GLUONBENCH_TEST_SESSION"
 os.environ[SESSION_MARK] = str(os.getpid())
+
+# the doctor's ceilings and the synthetic data sets are cached in $GLUONBENCH_CACHE (default
+# ~/.cache/gluonbench): the session uses a temporary folder instead, so no test writes into $HOME. The
+# process that starts the session makes it (pytest-xdist's workers inherit it) and removes it at the end.
+CACHE_ENV = "GLUONBENCH_CACHE"
+_SESSION_CACHE: str | None = None
+if not os.environ.get(CACHE_ENV):
+    _SESSION_CACHE = tempfile.mkdtemp(prefix="gluonbench-test-cache-")
+    os.environ[CACHE_ENV] = _SESSION_CACHE
+
+
+def pytest_unconfigure(config) -> None:
+    if _SESSION_CACHE:
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
 
 
 def data_root() -> Path:

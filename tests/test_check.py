@@ -29,7 +29,12 @@ def one_line_error(proc) -> str:
 def baseline(tmp_path_factory) -> Path:
     """A real baseline of the test pipeline (one short measurement shared by this module)."""
     path = tmp_path_factory.mktemp("check") / "baseline.json"
-    proc = run_cli("check", "--pipeline", PIPE, "--save-baseline", str(path), "--budget", BUDGET)
+    # a busy machine (other jobs on the cores) can fit too few paired rounds in the budget: the command
+    # refuses to save and says to raise --budget; the fixture does that (twice at most)
+    for budget in (int(BUDGET), 2 * int(BUDGET), 4 * int(BUDGET)):
+        proc = run_cli("check", "--pipeline", PIPE, "--save-baseline", str(path), "--budget", str(budget))
+        if proc.returncode == 0 or "raise --budget" not in proc.stderr:
+            break
     assert proc.returncode == 0, proc.stderr
     assert "baseline saved" in proc.stdout
     assert "\r" not in proc.stderr  # not a terminal: plain progress lines

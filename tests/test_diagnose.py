@@ -59,7 +59,11 @@ def test_ground_truth_case_is_classified_right(case, case_dirs, no_leaks):
         assert d.input_bound == "not" and (min(gain, hi) <= 1 / 0.95 or lo <= 1.0), detail
     else:
         assert lo > 1.0 and gain > 1.05 and d.input_bound in ("highly", "moderately"), detail
-    assert d.elapsed_s < budget * 2**attempt + 3, "the budget is honoured"
+    # the budget is honoured as the deadline promises (budget + its bounded grace); a busy machine can
+    # stretch the last block past a tighter margin
+    from gluonbench.engine.deadline import grace_s
+
+    assert d.elapsed_s < budget * 2**attempt + grace_s(budget * 2**attempt), "the budget is honoured"
     paired = paired_rounds(d.probes)
     assert d.stop_reason == "budget" or len(paired) >= PAIRED_MIN_ROUNDS, "an early stop needs shares paired by round"
     assert all(len(p.per_round) <= d.rounds for p in d.probes.values())

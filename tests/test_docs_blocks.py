@@ -11,6 +11,9 @@ before a block says how:
 - ``<!-- run: skip: REASON -->``: never run (it installs, needs a GPU, ssh hosts, your own files...); the
   reason is required and shown.
 
+A fast block with the same code as an earlier one (the README's first sweep is also the tutorial's) runs
+once in the default suite; its copies run with ``-m slow``.
+
 A block with no language (command examples shown as plain text) is not run, but its ``gluonbench``
 command lines are checked like the others'.
 
@@ -144,6 +147,8 @@ def _bare_env(tmp_path: Path) -> dict[str, str]:
         PYTHONPATH=str(REPO),
         MXNET_HOME=str(tmp_path / "mxnet-home"),
         GLUONBENCH_OFFLINE="1",
+        # an empty cache, as on a first run, but not the user's ~/.cache/gluonbench
+        GLUONBENCH_CACHE=str(tmp_path / "gluonbench-cache"),
         PYTHONUNBUFFERED="1",
     )
     return env
@@ -167,13 +172,29 @@ def _run(block: Block, tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
 
 
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.mode == "fast"], ids=lambda b: b.id)
+def _fast_and_copies() -> tuple[list[Block], list[Block]]:
+    """The fast blocks, each code once; and the fast blocks that repeat an earlier one's code."""
+    first: dict[tuple[str, str], Block] = {}
+    copies = []
+    for b in BLOCKS:
+        if b.mode == "fast":
+            if (b.lang, b.code) in first:
+                copies.append(b)
+            else:
+                first[(b.lang, b.code)] = b
+    return list(first.values()), copies
+
+
+FAST, FAST_COPIES = _fast_and_copies()
+
+
+@pytest.mark.parametrize("block", FAST, ids=lambda b: b.id)
 def test_fast_block_runs(block, tmp_path, no_leaks):
     _run(block, tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.mode == "slow"], ids=lambda b: b.id)
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.mode == "slow"] + FAST_COPIES, ids=lambda b: b.id)
 def test_slow_block_runs(block, tmp_path, no_leaks):
     _run(block, tmp_path)
 

@@ -30,6 +30,7 @@ def run_block(code: str, tmp_path: Path, mnist_dir: Path | None = None) -> subpr
     cache, no network (the blocks use the MNIST gluonbench ships); ``mnist_dir`` is unused."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GLUONBENCH_")}
     env.update(MXNET_HOME=str(tmp_path / "mxnet-home"), GLUONBENCH_OFFLINE="1", PYTHONPATH=str(REPO))
+    env["GLUONBENCH_CACHE"] = str(tmp_path / "gluonbench-cache")  # empty, as on a first run, and not in $HOME
     return subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )
@@ -63,3 +64,11 @@ def test_readme_diagnose_block_on_emulated_numpy_without_aliases(tmp_path, mnist
     code = EMULATE_NUMPY_124 + block + "\nassert np.bool is bool\n"
     proc = run_block(code, tmp_path, mnist_dir)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    """.ci/run installs and tests exactly as README.md tells a person to."""
+    (command,) = re.findall(r"^pip install -e .*python -m pytest .*$", (REPO / "README.md").read_text(), flags=re.M)
+    assert '-m "not gpu and not slow"' in command
+    ci_lines = (REPO / ".ci" / "run").read_text().splitlines()
+    assert command in ci_lines, f"the README's test command is not a line of .ci/run: {command}"

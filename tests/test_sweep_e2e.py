@@ -154,7 +154,11 @@ def test_interrupt_keeps_finished_runs(mnist_dir, tmp_path, no_leaks, sig):
     import sys
     import time
 
+    import psutil
+
     out = tmp_path / "results"
+    # the first run (0 workers) is short; the second (2 workers) stops after its first step with its
+    # workers alive (the hang fault), so the signal always lands mid-run, however loaded the machine is
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -164,7 +168,7 @@ def test_interrupt_keeps_finished_runs(mnist_dir, tmp_path, no_leaks, sig):
             "--workers",
             "0,2,1,2",
             "--max-batches",
-            "400",
+            "20",
             "--data-dir",
             str(mnist_dir),
             "--out",
@@ -173,25 +177,40 @@ def test_interrupt_keeps_finished_runs(mnist_dir, tmp_path, no_leaks, sig):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=dict(os.environ, **{FAULT_ENV: ""}),
+        env=dict(os.environ, **{FAULT_ENV: "hang@2"}),
         cwd=Path(__file__).resolve().parents[1],
     )
+
+    def loader_workers_alive() -> bool:
+        """The run child of the sweep has its DataLoader workers (2) as children."""
+        try:
+            return any(len(child.children()) >= 2 for child in psutil.Process(proc.pid).children())
+        except psutil.Error:
+            return False
+
     deadline = time.monotonic() + 300
     runs_path = None
-    while time.monotonic() < deadline:
-        found = list(out.glob("*/runs.jsonl")) if out.exists() else []
-        if found and found[0].read_text().count("\n") >= 1:
-            runs_path = found[0]
-            break
-        time.sleep(0.2)
-    assert runs_path is not None, "the first run never finished"
-    time.sleep(2)  # the second run (2 workers) is now mid-training, its workers alive
-    proc.send_signal(getattr(signal, sig))
-    _stdout, stderr = proc.communicate(timeout=60)
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = list(out.glob("*/runs.jsonl")) if out.exists() else []
+            if found and found[0].read_text().count("\n") >= 1:
+                runs_path = found[0]
+                break
+            time.sleep(0.2)
+        assert runs_path is not None, "the first run never finished"
+        while time.monotonic() < deadline and proc.poll() is None and not loader_workers_alive():
+            time.sleep(0.1)
+        assert loader_workers_alive(), "the second run (2 workers) never started its workers"
+        proc.send_signal(getattr(signal, sig))
+        _stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # a failed assertion above: the run children die with the sweep
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "every finished run is kept" in stderr
     lines = runs_path.read_text().splitlines()
-    assert 1 <= len(lines) < 4
+    assert len(lines) == 1, "only the first run finished"
     assert json.loads(lines[0])["spec"]["workers"] == 0
     assert (runs_path.parent / "summary.md").is_file(), "the report is rebuilt from what finished"
 
