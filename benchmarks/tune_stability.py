@@ -75,7 +75,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, load: tuple[str
         f"`python benchmarks/tune_stability.py {' '.join(sys.argv[1:])}`, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
         f"{os.cpu_count()} cores; load average before {load[0]}, after {load[1]}.",
         "",
-        "| run | recommended | equivalence set (within noise of the best) | samples/s [95 % CI] | wall s |",
+        "| run | recommended | equivalence set (within noise or 5 % of the best) | samples/s [95 % CI] | wall s |",
         "|---:|---|---|---|---:|",
     ]
     for r in rows:
