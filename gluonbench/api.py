@@ -208,6 +208,9 @@ def make_out(out: str | Path, what: str = "out") -> Path:
     path = check_path(out, arg(what))
     if path.exists() and not path.is_dir():
         raise GluonbenchError(f"{arg(what)} {out} is not a folder; choose a folder for the results")
+    above = next((p for p in path.parents if p.exists()), None)  # the nearest part of the path that exists
+    if above is not None and not above.is_dir():
+        raise GluonbenchError(f"{arg(what)} {out}: {above} is a file, not a folder; choose a folder for the results")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -179,7 +179,7 @@ def test_decision_rule(baseline):
     precise = _snap(baseline, 1.0, 0.002)
     r = decide(_snap(baseline, 1.04, 0.05), precise, 0.05)
     assert r.outcome == "inconclusive" and r.exit_code == 3 and r.needed_budget_s > precise.budget_s
-    assert f"--budget {math.ceil(r.needed_budget_s)}" in r.message or "too close to the threshold" in r.message
+    assert f"budget_s={math.ceil(r.needed_budget_s)}" in r.message or "too close to the threshold" in r.message
     # the baseline's own uncertainty exceeds the room left: only a new baseline settles it
     r = decide(_snap(baseline, 1.04, 0.05), base, 0.05)
     assert r.outcome == "inconclusive" and r.needed_budget_s is None and "save it again" in r.message

@@ -43,6 +43,8 @@ NEAR_BEST = 0.95
 well as the best for the recommendation: a difference under 5 % (TF's "moderately input-bound" line, the
 diagnosis's ``input_gain``) is not worth more workers, and which side of it two close settings fall on
 changes from one process to the next"""
+UNKNOWN_SPREAD_FLOOR = 0.5
+"""confirmation: a figure of one block (no spread) under this fraction of the best's is slower, not noise"""
 CPU_BOUND = 0.5
 """cores per worker from which the loader counts as CPU-bound (its growth capped at ``cores / u``)"""
 DEFAULT_GRID = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -316,12 +318,15 @@ def within_noise_of(c: Confirmed, best: Confirmed, near: float = NEAR_BEST) -> b
     the median ratio at or above ``near`` (within 5 % of the best by default: too small a difference to pay
     for with workers, and one that flips between processes). With fewer rounds: the two CIs overlap or
     ``c``'s median is at least ``near`` of the best's.
-    A figure with no spread (one block: a zero-width CI) cannot be told apart from the best: within noise.
+    A figure with no spread (one block: a zero-width CI) cannot be told apart from the best (within noise)
+    unless it is under half the best's rate.
     """
     if c is best:
         return True
     if _unknown_spread(c) or _unknown_spread(best):
-        return True  # one block or round: the spread is unknown, so no difference can be told from noise
+        # one block or round: the spread is unknown, so a difference cannot be told from noise, unless it is
+        # too large for any stall of one block to explain (under half the best's rate)
+        return c.samples_per_s >= UNKNOWN_SPREAD_FLOOR * best.samples_per_s
     paired = paired_ratio(best.per_round, c.per_round) if c.per_round and best.per_round else None
     if paired is not None:
         ratio, (lo, hi) = paired  # c's samples/s over the best's (the best's seconds per sample over c's)

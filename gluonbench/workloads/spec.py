@@ -207,7 +207,8 @@ class PipelineSpec:
             init=None if init is None else (lambda: init),
             learning_rate=float(self.learning_rate),
             train_batches=self.batches,
-            info=dict(self.info or {}),
+            # the same dict, not a copy: a source counts what it read into it (records_read) while training
+            info=self.info if isinstance(self.info, dict) else dict(self.info or {}),
             close=self.close,
         )
 
