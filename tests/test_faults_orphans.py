@@ -43,17 +43,21 @@ def test_sweep_killed_with_sigkill_leaves_no_child_worker_or_temp_folder(tmp_pat
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=(tmp_path / "sweep.err").open("w"),
         start_new_session=True,
     )
     try:
         me = psutil.Process(sweep.pid)
         # the child and the workers of its train and eval loaders, once the loaders have started
-        tree = _wait_for(
-            lambda: [p for p in me.children(recursive=True)] if len(me.children(recursive=True)) >= 4 else None,
-            120,
-            "the run's workers",
-        )
+        try:
+            tree = _wait_for(
+                lambda: [p for p in me.children(recursive=True)] if len(me.children(recursive=True)) >= 4 else None,
+                120,
+                "the run's workers",
+            )
+        except AssertionError as exc:  # say why: the sweep's exit code and what it printed
+            err = (tmp_path / "sweep.err").read_text()[-2000:]
+            raise AssertionError(f"{exc}; sweep exit code {sweep.poll()}, stderr: {err}") from None
         pids = {p.pid for p in tree}
         run_dirs = list(tmp.glob("gluonbench-run-*"))
         assert run_dirs, "the run's temporary folder should exist while it runs"
