@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import psutil
 from conftest import REPO
@@ -33,10 +36,20 @@ def _alive(pids: set[int]) -> set[int]:
     return out
 
 
+def _running_under(folder: Path) -> list[int]:
+    out = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if any(str(folder) in part for part in p.info["cmdline"] or ()):
+                out.append(p.pid)
+    return out
+
+
 def test_sweep_killed_with_sigkill_leaves_no_child_worker_or_temp_folder(tmp_path, no_leaks):
     """kill -9 of the sweep: the run's child, its DataLoader workers and /tmp/gluonbench-run-* all go."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    # a short TMPDIR: the loader's workers talk over an AF_UNIX socket made there, whose path may be at most
+    # 107 bytes (under pytest-xdist, tmp_path/tmp/gluonbench-run-*/... is longer: "AF_UNIX path too long")
+    tmp = Path(tempfile.mkdtemp(prefix="gb-orphans-"))
     env = dict(os.environ, TMPDIR=str(tmp), PYTHONUNBUFFERED="1")
     sweep = subprocess.Popen(
         [sys.executable, "-m", "gluonbench", "sweep", "--workers", "2", "--epochs", "20", "--out", str(tmp_path)],
@@ -64,8 +77,12 @@ def test_sweep_killed_with_sigkill_leaves_no_child_worker_or_temp_folder(tmp_pat
         os.kill(sweep.pid, signal.SIGKILL)
         sweep.wait()
         _wait_for(lambda: not _alive(pids), 10, f"the run's processes {pids} to die with the parent")
+        # and any process of the run that was not in the tree when it was read (its cmdline names the folder)
+        _wait_for(lambda: not _running_under(tmp), 10, f"every process of the run under {tmp} to die")
         _wait_for(lambda: not list(tmp.glob("gluonbench-run-*")), 10, "the run's temporary folder to be removed")
     finally:
         if sweep.poll() is None:
             sweep.kill()
             sweep.wait()
+        with contextlib.suppress(OSError):
+            tmp.rmdir()  # empty once the run removed its folder (asserted above)
