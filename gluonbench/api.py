@@ -4,6 +4,7 @@ the CLI only parses flags into them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -250,17 +251,35 @@ def check_before_start(settings: Any, out: str | Path | None = None, create: boo
     if hasattr(settings, "thread_pool") and hasattr(settings, "batch_size"):  # a statvfs, no MXNet
         check_loader_shm(getattr(settings, "options", None), settings.batch_size, most, settings.thread_pool)
     work_dir = getattr(settings, "work_dir", None)
-    if work_dir:
-        make_out(work_dir, "work_dir")
+    if work_dir:  # made later, by the command, once the rest is checked: a refusal leaves nothing behind
+        _probe_mkdir(check_out(work_dir, "work_dir"), "work_dir")
     if out is not None and create:
         make_out(out)
     elif out is not None:
         check_out(out)
 
 
-def check_out(out: str | Path) -> Path:
-    """``--out`` is a folder that exists or can be made, and is writable; checked before anything is created."""
-    out = check_path(out, arg("out"))
+def _probe_mkdir(path: Path, what: str) -> None:
+    """Prove ``path`` can be made (permissions alone do not tell, e.g. under /proc as root): make the missing
+    folders, then remove the ones made here."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    made: list[Path] = []
+    try:
+        for p in reversed(missing):
+            p.mkdir()
+            made.append(p)
+    except OSError as exc:
+        raise GluonbenchError(f"cannot create {arg(what)} {path}: {exc.strerror}; choose a writable folder") from exc
+    finally:
+        for p in reversed(made):
+            with contextlib.suppress(OSError):
+                p.rmdir()
+
+
+def check_out(out: str | Path, what: str = "out") -> Path:
+    """``out`` (``what``: its argument) is a folder that exists or can be made, and is writable; checked
+    before anything is created."""
+    out = check_path(out, arg(what))
     probe = out
     while not probe.exists():
         if probe.parent == probe:
@@ -268,11 +287,11 @@ def check_out(out: str | Path) -> Path:
         probe = probe.parent
     if probe.exists() and not probe.is_dir():
         raise GluonbenchError(
-            f"{arg('out')} {out}: {probe} is a file, not a folder; choose a folder for the run folders"
+            f"{arg(what)} {out}: {probe} is a file, not a folder; choose a folder for the run folders"
         )
     if not os.access(probe, os.W_OK | os.X_OK):
         raise GluonbenchError(
-            f"{arg('out')} {out}: cannot write in {probe} (permission denied); choose a writable folder"
+            f"{arg(what)} {out}: cannot write in {probe} (permission denied); choose a writable folder"
         )
     return out
 
