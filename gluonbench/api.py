@@ -203,13 +203,18 @@ def sweep(
         return _sweep_locked(store, settings, sizes, resume is not None, on_result, on_progress, profile)
 
 
+def _nearest_existing(path: Path) -> Path | None:
+    """``path`` itself or the nearest of its parents that exists (None if none does)."""
+    return next((p for p in (path, *path.parents) if p.exists()), None)
+
+
 def make_out(out: str | Path, what: str = "out") -> Path:
     """Create the output folder ``out`` (``what``: its argument) if needed and prove it writable with room for
     results; one line naming the fix if not. Made before measuring: a result is never measured, then lost."""
     path = check_path(out, arg(what))
     if path.exists() and not path.is_dir():
         raise GluonbenchError(f"{arg(what)} {out} is not a folder; choose a folder for the results")
-    above = next((p for p in path.parents if p.exists()), None)  # the nearest part of the path that exists
+    above = _nearest_existing(path.parent)
     if above is not None and not above.is_dir():
         raise GluonbenchError(f"{arg(what)} {out}: {above} is a file, not a folder; choose a folder for the results")
     try:
@@ -280,11 +285,7 @@ def check_out(out: str | Path, what: str = "out") -> Path:
     """``out`` (``what``: its argument) is a folder that exists or can be made, and is writable; checked
     before anything is created."""
     out = check_path(out, arg(what))
-    probe = out
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
+    probe = _nearest_existing(out) or out
     if probe.exists() and not probe.is_dir():
         raise GluonbenchError(
             f"{arg(what)} {out}: {probe} is a file, not a folder; choose a folder for the run folders"
