@@ -137,7 +137,7 @@ class SweepSettings(RunSetting):
                 f"{arg('workers')} names no worker count; e.g. {example('workers=(0, 1, 2)', '--workers 0..8')}"
             )
         self.run_workload()  # vision settings only with image data
-        from gluonbench.engine.scale import check_scale
+        from gluonbench.pipeline.scale import check_scale
 
         check_scale(self)
         from gluonbench.knobs import KNOBS

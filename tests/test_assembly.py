@@ -85,7 +85,7 @@ def test_a_data_parallel_step_declares_the_split_copy(spec, no_leaks):
     from types import SimpleNamespace
 
     from gluonbench._mx import gluon, mx
-    from gluonbench.engine.scale import ScaleOut
+    from gluonbench.pipeline.scale import ScaleOut
 
     plan = ScaleOut.for_spec(SimpleNamespace(devices=2, gpus=None, kvstore="local"), mx.cpu(1))
     assert [str(c) for c in plan.contexts] == ["cpu(1)", "cpu(2)"], "devices counted from the given cpu index"

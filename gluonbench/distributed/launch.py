@@ -36,7 +36,7 @@ from gluonbench.distributed.node import RESULT_MARK, encode_spec, set_pdeathsig
 from gluonbench.distributed.settings import parse_hostfile
 from gluonbench.engine.isolation import clean_shm, shm_entries
 from gluonbench.engine.run import PROGRESS_ENV, RunResult, RunSpec, utc_now
-from gluonbench.engine.scale import LAUNCH_ENV, local_rank_gpus
+from gluonbench.pipeline.scale import LAUNCH_ENV, local_rank_gpus
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
 from gluonbench.report.store import open_nofollow

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from gluonbench.engine.loop import EvalStep
+from gluonbench.pipeline.stages import EvalStep
 from gluonbench.engine.measure import Epochs, measure
-from gluonbench.engine.scale import ScaleOut
+from gluonbench.pipeline.scale import ScaleOut
 from gluonbench.engine.watchdog import StallWatchdog
 from gluonbench.env import utc_now
 from gluonbench.errors import GluonbenchError
@@ -253,7 +253,7 @@ def _train_and_eval(
     try:
         net = workload.make_net()
         init = workload.initializer()
-        # one device: the seed's step; several devices or a kvstore: the data-parallel step (engine/scale.py)
+        # one device: the seed's step; several devices or a kvstore: the data-parallel step (pipeline/scale.py)
         step = scale.make_step(net, init, workload.make_loss, workload.learning_rate)
         pipeline = workload_pipeline(
             workload, spec, scale.loop_ctx, step, batch_size=scale.loader_batch(spec.batch_size)
