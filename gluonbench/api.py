@@ -20,8 +20,8 @@ from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings, TuneS
 from gluonbench.diagnosis import sweep as diagnosis_sweep
 from gluonbench.diagnosis.run import Diagnosis, diagnose, diagnose_workload
 from gluonbench.distributed import is_dist
-from gluonbench.engine.isolation import run_isolated
-from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
+from gluonbench.sweeprun.child import run_isolated
+from gluonbench.sweeprun.run import RunResult, RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg

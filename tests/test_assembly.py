@@ -225,7 +225,7 @@ def test_one_parser_of_context_strings():
 def test_a_run_on_cpu_1_copies_its_batches_there(spec, no_leaks):
     """``ctx="cpu:1"``: the run's copy stage puts every batch on cpu(1), where the step runs."""
     from gluonbench._mx import gluon, mx
-    from gluonbench.engine.run import RunSpec, train_and_eval
+    from gluonbench.sweeprun.run import RunSpec, train_and_eval
 
     seen = []
 

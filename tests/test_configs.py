@@ -48,7 +48,7 @@ def test_sweep_settings_and_run_spec_share_one_declaration():
     from dataclasses import fields
 
     from gluonbench.config import SweepSettings
-    from gluonbench.engine.run import RunSetting, RunSpec
+    from gluonbench.sweeprun.run import RunSetting, RunSpec
     from gluonbench.knobs import KNOBS
 
     shared = {f.name for f in fields(RunSetting)}

@@ -199,7 +199,7 @@ def test_g5_local_dist_workers_get_their_own_gpus(tmp_path):
     """G5: --launcher local with several workers: a slice of --gpus (or of --devices GPUs) per rank, through
     CUDA_VISIBLE_DEVICES (indices or UUIDs), each rank then seeing its GPUs as gpu(0..k-1)."""
     from gluonbench.distributed.launch import Job
-    from gluonbench.engine.run import RunSpec
+    from gluonbench.sweeprun.run import RunSpec
     from gluonbench.pipeline.scale import local_rank_gpus
     from gluonbench.errors import GluonbenchError
 

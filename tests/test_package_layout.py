@@ -42,7 +42,7 @@ def test_the_diagnosis_package_holds_each_step():
 def test_the_engine_gets_the_diagnosis_passed_in():
     """engine/ sits below diagnosis/: a sweep run that diagnoses needs the hook from above, refused before any work."""
     from gluonbench.diagnosis import sweep
-    from gluonbench.engine.run import RunSpec, train_and_eval
+    from gluonbench.sweeprun.run import RunSpec, train_and_eval
     from gluonbench.errors import GluonbenchError
 
     with pytest.raises(GluonbenchError, match=r"diagnose=gluonbench\.diagnosis\.sweep\.diagnose_run"):

@@ -171,7 +171,7 @@ def diagnose(
     """
     from gluonbench._mx import gluon, mx, nd
     from gluonbench.pipeline.stages import ModelStep
-    from gluonbench.engine.run import utc_now
+    from gluonbench.env import utc_now
     from gluonbench.env import environment
     from gluonbench.workloads.mnist import seed_loss, seed_net
 

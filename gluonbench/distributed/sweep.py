@@ -15,7 +15,8 @@ from typing import Any
 
 from gluonbench.distributed.launch import job_records, run_job
 from gluonbench.distributed.settings import check_launch
-from gluonbench.engine.run import RunResult, utc_now
+from gluonbench.env import utc_now
+from gluonbench.sweeprun.run import RunResult
 from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.scaling import ScalingSummary, write_scaling_reports

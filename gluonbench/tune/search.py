@@ -367,7 +367,7 @@ def tune(
     from gluonbench.diagnosis.measure import measure_first_batch
     from gluonbench.diagnosis.probes import Context, by_name
     from gluonbench.pipeline.stages import ModelStep
-    from gluonbench.engine.run import utc_now
+    from gluonbench.env import utc_now
     from gluonbench.pipeline.samples import checked_step
     from gluonbench.env import environment, usable_cores
     from gluonbench.pipeline.emulate import describe, emulated_step, seconds_per_batch, step_ms
