@@ -570,7 +570,7 @@ def io_benchmark(
     """
     from gluonbench.data.images import image_folder
     from gluonbench.data.store import LocalStore
-    from gluonbench.engine.iocell import IoCell, run_cell
+    from gluonbench.iobench.cell import IoCell, run_cell
     from gluonbench.scratch import owned_tempdir
 
     settings.check()
