@@ -24,6 +24,9 @@ stage          real                                         stand-in
                                                             :class:`EmulatedStep` (a timed wait)
 =============  ===========================================  =================================
 
+The real step is a :class:`ModelStep` (:class:`EvalStep` for the evaluation pass), or the data-parallel step
+of :mod:`gluonbench.pipeline.scale`.
+
 The copy stage is called by the one timer (:func:`gluonbench.engine.loop.run_steps`) between its
 ``wait`` and ``compute`` timestamps: what it does is the step's ``copy`` time.
 """
