@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.bounds import check_int
-from gluonbench.sweeprun.run import RunSetting, RunSpec
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg, example
 from gluonbench.ranges import parse_int_list
+from gluonbench.sweeprun.run import RunSetting, RunSpec
 from gluonbench.validate import check_seed
 
 

@@ -199,9 +199,9 @@ def test_g5_local_dist_workers_get_their_own_gpus(tmp_path):
     """G5: --launcher local with several workers: a slice of --gpus (or of --devices GPUs) per rank, through
     CUDA_VISIBLE_DEVICES (indices or UUIDs), each rank then seeing its GPUs as gpu(0..k-1)."""
     from gluonbench.distributed.launch import Job
-    from gluonbench.sweeprun.run import RunSpec
-    from gluonbench.pipeline.scale import local_rank_gpus
     from gluonbench.errors import GluonbenchError
+    from gluonbench.pipeline.scale import local_rank_gpus
+    from gluonbench.sweeprun.run import RunSpec
 
     spec = RunSpec(ctx="gpu:0", gpus=[0, 1, 2, 3], devices=4, kvstore="dist_device_sync", hosts=2)
     assert local_rank_gpus(spec, 2) == [["0", "1"], ["2", "3"]]

@@ -59,7 +59,7 @@ def test_the_engine_holds_measure_the_timer_schedules_and_isolation_only():
 
 def test_the_sweep_run_package_leaves_gluonbench_sweep_the_function():
     """Importing gluonbench.sweeprun binds gluonbench.sweeprun, never the public function's name."""
-    import gluonbench.sweeprun.child  # noqa: F401
+    import gluonbench.sweeprun.child
     from gluonbench import api
 
     assert gluonbench.sweep is api.sweep
@@ -82,8 +82,8 @@ def test_the_engine_runs_the_child_module_it_is_given(tmp_path):
 def test_the_sweep_run_gets_the_diagnosis_passed_in():
     """sweeprun/ sits below diagnosis/: a sweep run that diagnoses needs the hook from above, refused before any work."""
     from gluonbench.diagnosis import sweep
-    from gluonbench.sweeprun.run import RunSpec, train_and_eval
     from gluonbench.errors import GluonbenchError
+    from gluonbench.sweeprun.run import RunSpec, train_and_eval
 
     with pytest.raises(GluonbenchError, match=r"diagnose=gluonbench\.diagnosis\.sweep\.diagnose_run"):
         train_and_eval(RunSpec(workload="no-such-workload", diagnose=True))

@@ -14,8 +14,8 @@ import pytest
 from conftest import REPO, assert_one_clear_line
 
 from gluonbench.diagnosis.probes import NAMES
-from gluonbench.sweeprun.run import RunSpec, train_and_eval
 from gluonbench.errors import GluonbenchError
+from gluonbench.sweeprun.run import RunSpec, train_and_eval
 
 
 @pytest.fixture(scope="module")
