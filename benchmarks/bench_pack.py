@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _io_common import add_data_args, bench_data, finish, median, table
 
 from gluonbench.data.recordio import pack
-from gluonbench.engine.iocell import evict_page_cache, files_under, warm_page_cache
+from gluonbench.iobench.cell import evict_page_cache, files_under, warm_page_cache
 from gluonbench.units import parse_size
 
 TARGET = 100.0

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _io_common import add_data_args, bench_data, finish, median, table
 
 from gluonbench.data.store import LocalStore
-from gluonbench.engine.iocell import files_under, warm_page_cache
+from gluonbench.iobench.cell import files_under, warm_page_cache
 from gluonbench.sources.pipe import PipeChannel, data_objects
 
 TARGET = 0.90

@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _io_common import add_data_args, bench_data, finish, median, table
 
-from gluonbench.engine.iocell import evict_page_cache, files_under, resident_fraction, warm_page_cache
+from gluonbench.iobench.cell import evict_page_cache, files_under, resident_fraction, warm_page_cache
 from gluonbench.sources.fastfile import FastFileSource
 
 TARGET = 5.0

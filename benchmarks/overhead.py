@@ -33,10 +33,10 @@ import numpy as np
 
 from gluonbench._mx import autograd, gluon, mx, nd
 from gluonbench.analysis.stats import median_ci
-from gluonbench.engine.run import RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
 from gluonbench.ranges import parse_int_list
 from gluonbench.report.store import atomic_write_text
+from gluonbench.sweeprun.run import RunSpec, train_and_eval
 
 TARGET = 1.03
 

@@ -36,7 +36,8 @@ TARGET = 0.01
 def seed_steps(data_dir: str | None, seconds: float, max_steps: int) -> tuple[list[float], int]:
     """Train the seed's MNIST model (batch 64, 0 workers) for about ``seconds``; per-step seconds."""
     from gluonbench._mx import gluon, mx
-    from gluonbench.engine.loop import ModelStep, run_steps
+    from gluonbench.engine.loop import run_steps
+    from gluonbench.pipeline.stages import ModelStep
     from gluonbench.workloads.mnist import mnist
 
     w = mnist(data_dir, download=False)

@@ -9,7 +9,8 @@ import sys
 
 import gluonbench  # noqa: F401  (the MXNet/numpy shims)
 from gluonbench._mx import gluon, mx
-from gluonbench.engine.loop import ModelStep, run_steps
+from gluonbench.engine.loop import run_steps
+from gluonbench.pipeline.stages import ModelStep
 from gluonbench.workloads import get_workload
 
 DATA = os.path.join(os.environ.get("GLUONBENCH_DATA", "../shared/data"), "mnist")

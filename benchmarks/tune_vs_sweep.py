@@ -127,8 +127,8 @@ def open_workload(case: Case) -> Any:
 def full_pipeline(workload: Any, case: Case, workers: int, thread_pool: bool, prefetch: int | None) -> Any:
     """The case's training pipeline at this loader setting, with a freshly initialised model (as a sweep run)."""
     from gluonbench._mx import gluon, mx
-    from gluonbench.engine.loop import ModelStep
-    from gluonbench.engine.run import RunSpec, workload_pipeline
+    from gluonbench.pipeline.stages import ModelStep
+    from gluonbench.sweeprun.run import RunSpec, workload_pipeline
 
     ctx = mx.cpu()
     mx.random.seed(1)

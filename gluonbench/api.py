@@ -20,8 +20,6 @@ from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings, TuneS
 from gluonbench.diagnosis import sweep as diagnosis_sweep
 from gluonbench.diagnosis.run import Diagnosis, diagnose, diagnose_workload
 from gluonbench.distributed import is_dist
-from gluonbench.engine.isolation import run_isolated
-from gluonbench.engine.run import RunResult, RunSpec, train_and_eval
 from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
@@ -29,6 +27,8 @@ from gluonbench.profiler.session import RunProfile
 from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, check_free_space, new_run_dir
 from gluonbench.report.summary import SweepSummary
 from gluonbench.rundir import load
+from gluonbench.sweeprun.child import run_isolated
+from gluonbench.sweeprun.run import RunResult, RunSpec, train_and_eval
 from gluonbench.validate import check_path
 from gluonbench.workloads.spec import check_pipeline, release_spec, take_spec
 
@@ -570,7 +570,7 @@ def io_benchmark(
     """
     from gluonbench.data.images import image_folder
     from gluonbench.data.store import LocalStore
-    from gluonbench.engine.iocell import IoCell, run_cell
+    from gluonbench.iobench.cell import IoCell, run_cell
     from gluonbench.scratch import owned_tempdir
 
     settings.check()

@@ -1045,8 +1045,8 @@ def _progress_bar(total: int | None, desc: str, unit: str = "step"):
 def cmd_sweep(args: argparse.Namespace) -> int:
     from gluonbench import api
     from gluonbench.console import Progress
-    from gluonbench.engine.run import seed_line
     from gluonbench.report.sweep import to_markdown
+    from gluonbench.sweeprun.run import seed_line
 
     settings = None if args.resume else settings_from_args(args)
     if settings is not None:

@@ -12,17 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.bounds import check_int
-from gluonbench.engine.run import RunSetting, RunSpec
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg, example
 from gluonbench.ranges import parse_int_list
+from gluonbench.sweeprun.run import RunSetting, RunSpec
 from gluonbench.validate import check_seed
 
 
 @dataclass(frozen=True)
 class SweepSettings(RunSetting):
     """One sweep: every worker count in ``workers``, ``repeat`` times each; the settings its runs share are
-    :class:`~gluonbench.engine.run.RunSetting`'s (each run is a :class:`~gluonbench.engine.run.RunSpec`)."""
+    :class:`~gluonbench.sweeprun.run.RunSetting`'s (each run is a :class:`~gluonbench.sweeprun.run.RunSpec`)."""
 
     workers: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7, 8)
     repeat: int = 1
@@ -137,7 +137,7 @@ class SweepSettings(RunSetting):
                 f"{arg('workers')} names no worker count; e.g. {example('workers=(0, 1, 2)', '--workers 0..8')}"
             )
         self.run_workload()  # vision settings only with image data
-        from gluonbench.engine.scale import check_scale
+        from gluonbench.pipeline.scale import check_scale
 
         check_scale(self)
         from gluonbench.knobs import KNOBS

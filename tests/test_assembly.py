@@ -85,7 +85,7 @@ def test_a_data_parallel_step_declares_the_split_copy(spec, no_leaks):
     from types import SimpleNamespace
 
     from gluonbench._mx import gluon, mx
-    from gluonbench.engine.scale import ScaleOut
+    from gluonbench.pipeline.scale import ScaleOut
 
     plan = ScaleOut.for_spec(SimpleNamespace(devices=2, gpus=None, kvstore="local"), mx.cpu(1))
     assert [str(c) for c in plan.contexts] == ["cpu(1)", "cpu(2)"], "devices counted from the given cpu index"
@@ -225,7 +225,7 @@ def test_one_parser_of_context_strings():
 def test_a_run_on_cpu_1_copies_its_batches_there(spec, no_leaks):
     """``ctx="cpu:1"``: the run's copy stage puts every batch on cpu(1), where the step runs."""
     from gluonbench._mx import gluon, mx
-    from gluonbench.engine.run import RunSpec, train_and_eval
+    from gluonbench.sweeprun.run import RunSpec, train_and_eval
 
     seen = []
 

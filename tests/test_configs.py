@@ -48,8 +48,8 @@ def test_sweep_settings_and_run_spec_share_one_declaration():
     from dataclasses import fields
 
     from gluonbench.config import SweepSettings
-    from gluonbench.engine.run import RunSetting, RunSpec
     from gluonbench.knobs import KNOBS
+    from gluonbench.sweeprun.run import RunSetting, RunSpec
 
     shared = {f.name for f in fields(RunSetting)}
     assert issubclass(SweepSettings, RunSetting) and issubclass(RunSpec, RunSetting)

@@ -95,7 +95,8 @@ def strided_net(ctx) -> gluon.HybridBlock:
 
 def test_g2_zero_worker_ndarray_transform_billed_to_wait():
     """G2: a 0-worker loader's queued NDArray transform is input wait, not copy or compute, on a second context."""
-    from gluonbench.engine.loop import ModelStep, run_steps
+    from gluonbench.engine.loop import run_steps
+    from gluonbench.pipeline.stages import ModelStep
 
     data = HeavyNDArray()
     ds = gluon.data.SimpleDataset(data).transform(data.transform)
@@ -135,7 +136,7 @@ def test_g6_one_device_with_a_kvstore_records_that_none_ran(cli, mnist_dir, tmp_
 def _scale_plan(devices: int, kvstore: str | None):
     from types import SimpleNamespace
 
-    from gluonbench.engine.scale import ScaleOut
+    from gluonbench.pipeline.scale import ScaleOut
 
     return ScaleOut.for_spec(SimpleNamespace(devices=devices, gpus=None, kvstore=kvstore), mx.cpu())
 
@@ -198,9 +199,9 @@ def test_g5_local_dist_workers_get_their_own_gpus(tmp_path):
     """G5: --launcher local with several workers: a slice of --gpus (or of --devices GPUs) per rank, through
     CUDA_VISIBLE_DEVICES (indices or UUIDs), each rank then seeing its GPUs as gpu(0..k-1)."""
     from gluonbench.distributed.launch import Job
-    from gluonbench.engine.run import RunSpec
-    from gluonbench.engine.scale import local_rank_gpus
     from gluonbench.errors import GluonbenchError
+    from gluonbench.pipeline.scale import local_rank_gpus
+    from gluonbench.sweeprun.run import RunSpec
 
     spec = RunSpec(ctx="gpu:0", gpus=[0, 1, 2, 3], devices=4, kvstore="dist_device_sync", hosts=2)
     assert local_rank_gpus(spec, 2) == [["0", "1"], ["2", "3"]]
@@ -328,7 +329,8 @@ def test_device_step_split_adds_up_to_wall_time(devices, no_leaks):
     """Wait + copy + compute is the loop's wall time, on cpu(1) and split over cpu(0), cpu(1) (local kvstore)."""
     from time import perf_counter
 
-    from gluonbench.engine.loop import ModelStep, run_steps
+    from gluonbench.engine.loop import run_steps
+    from gluonbench.pipeline.stages import ModelStep
 
     ds = gluon.data.SimpleDataset(Raw(4 * 64, side=12)).transform(to_float)
     if devices == 1:

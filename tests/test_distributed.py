@@ -157,7 +157,7 @@ def test_tracker_compat_gives_dmlc_tracker_its_isalive():
 
 def test_params_differ_names_the_parameters_that_disagree():
     from gluonbench.distributed.launch import JobOutcome, job_records
-    from gluonbench.engine.run import RunResult, RunSpec
+    from gluonbench.sweeprun.run import RunResult, RunSpec
 
     def worker(rank: int, digests: dict[str, str]) -> RunResult:
         sha = "".join(digests[k] for k in sorted(digests))
@@ -529,7 +529,7 @@ def test_dist_device_sync_on_gpus(cli, mnist_dir, tmp_path, no_leaks):
 def test_scheduler_bind_failure_restarts_on_a_free_port(mnist_dir, tmp_path, monkeypatch, no_leaks):
     """The port looked free when picked but is taken when the scheduler binds: the job restarts elsewhere."""
     from gluonbench.distributed import launch
-    from gluonbench.engine.run import RunSpec
+    from gluonbench.sweeprun.run import RunSpec
 
     busy = socket.socket()
     busy.bind(("", 0))

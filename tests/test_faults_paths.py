@@ -62,7 +62,7 @@ def test_pack_finds_a_jpg_that_is_not_an_image(cli, src, tmp_path):
 def test_verify_finds_a_record_that_is_not_an_image(cli, src, tmp_path):
     """A shard whose record bytes are not an image (packed by an older gluonbench, or edited) fails verify."""
     from gluonbench.data.recordio import MANIFEST, Manifest, ShardEntry, pack_header
-    from gluonbench.engine.run import utc_now
+    from gluonbench.env import utc_now
 
     out = tmp_path / "out"
     assert cli("pack", str(src), str(out)).returncode == 0

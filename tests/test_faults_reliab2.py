@@ -88,7 +88,7 @@ def test_labels_outside_the_nets_classes_are_refused_before_training(labels, nee
 def test_labels_inside_the_classes_or_a_loss_without_classes_are_accepted():
     from mxnet import gluon
 
-    from gluonbench.engine.samples import check_labels, net_classes
+    from gluonbench.pipeline.samples import check_labels, net_classes
     from gluonbench.workloads.mnist import seed_net
 
     x = np.random.rand(64, 1, 28, 28).astype("float32")
@@ -104,8 +104,8 @@ def test_labels_inside_the_classes_or_a_loss_without_classes_are_accepted():
 def test_labels_checked_on_the_samples_when_the_dataset_holds_no_label_array():
     from mxnet import gluon
 
-    from gluonbench.engine.samples import check_labels
     from gluonbench.errors import GluonbenchError
+    from gluonbench.pipeline.samples import check_labels
     from gluonbench.workloads.mnist import seed_net
 
     class Plain(gluon.data.Dataset):  # labels come from __getitem__ only

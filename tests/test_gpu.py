@@ -53,7 +53,8 @@ def test_g2_queued_transform_is_wait_not_copy_on_gpu():
     from test_device_paths import HeavyNDArray, strided_net
 
     from gluonbench._mx import gluon, mx
-    from gluonbench.engine.loop import ModelStep, run_steps
+    from gluonbench.engine.loop import run_steps
+    from gluonbench.pipeline.stages import ModelStep
 
     data = HeavyNDArray()
     ds = gluon.data.SimpleDataset(data).transform(data.transform)

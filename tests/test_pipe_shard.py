@@ -114,7 +114,7 @@ def test_bad_shards_are_refused(channels, tmp_path, no_leaks):
 
 def test_a_data_parallel_worker_asks_for_its_shard():
     """ScaleOut hands a pipe workload its rank (no MXNet needed): the producer, not the reader, shards."""
-    from gluonbench.engine.scale import ScaleOut
+    from gluonbench.pipeline.scale import ScaleOut
 
     worker = ScaleOut(contexts=["cpu(0)"], kvstore="dist_sync", rank=1, num_workers=3)
     assert worker.workload_options({"mode": "pipe", "uri": "x"}) == {"shard_index": 1, "shard_count": 3}

@@ -131,8 +131,8 @@ def test_pipeline_options_parse_as_toml_values() -> None:
 
 def test_knobs_declared_once() -> None:
     from gluonbench.config import SweepSettings
-    from gluonbench.engine.run import RunSpec
     from gluonbench.pipeline import Loader
+    from gluonbench.sweeprun.run import RunSpec
     from gluonbench.tune.model import Setting
 
     loader = Loader()

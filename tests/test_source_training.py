@@ -8,7 +8,7 @@ import pytest
 from conftest import upload_folder
 
 from gluonbench.data import recordio
-from gluonbench.engine.run import RunSpec, train_and_eval
+from gluonbench.sweeprun.run import RunSpec, train_and_eval
 
 
 @pytest.fixture(scope="module")

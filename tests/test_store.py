@@ -5,10 +5,10 @@ import json
 import pytest
 
 from gluonbench.config import SweepSettings
-from gluonbench.engine.run import RunResult, RunSpec
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.store import RunStore, new_run_dir
 from gluonbench.rundir import load, rebuild
+from gluonbench.sweeprun.run import RunResult, RunSpec
 
 
 def _result(workers, repeat=0, rate=1000.0, status="ok"):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gluonbench.engine.run import FAULT_ENV
+from gluonbench.sweeprun.run import FAULT_ENV
 
 
 def _run_dir(out: Path) -> Path:

@@ -196,7 +196,7 @@ def test_emulated_step_waits_scaled_to_the_batch():
 
 def test_sweep_run_with_emulated_compute_reports_au(mnist_dir):
     """A sweep run (train_and_eval, the same hook sweep uses) with the step emulated: AU in the result."""
-    from gluonbench.engine.run import RunSpec, train_and_eval
+    from gluonbench.sweeprun.run import RunSpec, train_and_eval
 
     spec = RunSpec(data_dir=str(mnist_dir), download=False, max_batches=8, emulate_step_ms=30.0, workers=0)
     result = train_and_eval(spec)

@@ -14,8 +14,8 @@ import pytest
 from conftest import REPO, assert_one_clear_line
 
 from gluonbench.diagnosis.probes import NAMES
-from gluonbench.engine.run import RunSpec, train_and_eval
 from gluonbench.errors import GluonbenchError
+from gluonbench.sweeprun.run import RunSpec, train_and_eval
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +189,7 @@ def test_no_network_is_attempted(tmp_path, jpeg_dir):
         socket.socket.connect_ex = refuse
         socket.getaddrinfo = refuse_dns
         socket.create_connection = lambda address, *a, **k: refuse(None, address)
-        from gluonbench.engine.run import RunSpec, train_and_eval
+        from gluonbench.sweeprun.run import RunSpec, train_and_eval
         spec = RunSpec(workload="imagefolder", batch_size=4, max_batches=2, options={{
             "uri": {str(jpeg_dir)!r}, "model": "resnet18_v1", "image_size": 32}})
         result = train_and_eval(spec)

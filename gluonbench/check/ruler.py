@@ -39,8 +39,8 @@ def ruler_description() -> dict[str, Any]:
 def ruler_pipeline(ctx: Any) -> Any:
     """The ruler as a :class:`~gluonbench.pipeline.Pipeline` on ``ctx`` (same weights and data every time)."""
     from gluonbench._mx import gluon, mx
-    from gluonbench.engine.loop import ModelStep
     from gluonbench.pipeline import build_pipeline
+    from gluonbench.pipeline.stages import ModelStep
     from gluonbench.workloads.mnist import seed_loss, seed_net
     from gluonbench.workloads.spec import PipelineSpec
     from gluonbench.workloads.synthetic import SyntheticTransform

@@ -139,7 +139,7 @@ def _spec_of_mapping(
 ) -> tuple[PipelineSpec, dict[str, Any]]:
     """A mapping of :data:`MAPPING_KEYS` as a :class:`PipelineSpec` and its loader setting (the mapping's own
     ``batch_size``/``num_workers``, else the check's); no net: the seed's CNN."""
-    from gluonbench.engine.samples import as_dataset
+    from gluonbench.pipeline.samples import as_dataset
     from gluonbench.workloads.mnist import seed_net
 
     unknown = sorted(set(spec) - set(MAPPING_KEYS))
@@ -171,9 +171,9 @@ def _spec_of_mapping(
 def _from_spec(spec: PipelineSpec, identity: str, setting: dict[str, Any], ctx: Any, closers: list) -> Target:
     """The check's pipeline of ``spec``: its net built and put on ``ctx``, the model step, then the one assembly."""
     from gluonbench._mx import gluon
-    from gluonbench.engine.loop import ModelStep
-    from gluonbench.engine.samples import checked_step
     from gluonbench.pipeline.net import prepare_net
+    from gluonbench.pipeline.samples import checked_step
+    from gluonbench.pipeline.stages import ModelStep
 
     if spec.dataset is None:
         raise GluonbenchError(f"pipeline {identity}: a streamed source has no dataset[i] to check; use file mode")

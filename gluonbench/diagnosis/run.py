@@ -32,11 +32,11 @@ from gluonbench.diagnosis.verdict import (
 )
 from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Rounds
-from gluonbench.engine.samples import as_dataset, check_labels, check_loss, check_samples, checked_step
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
 from gluonbench.pipeline import build_pipeline
 from gluonbench.pipeline.net import prepare_net, restore_net
+from gluonbench.pipeline.samples import as_dataset, check_labels, check_loss, check_samples, checked_step
 from gluonbench.workloads.base import opened_workload
 
 log = logging.getLogger(__name__)
@@ -170,9 +170,8 @@ def diagnose(
     in the same kind of memory.
     """
     from gluonbench._mx import gluon, mx, nd
-    from gluonbench.engine.loop import ModelStep
-    from gluonbench.engine.run import utc_now
-    from gluonbench.env import environment
+    from gluonbench.env import environment, utc_now
+    from gluonbench.pipeline.stages import ModelStep
     from gluonbench.workloads.mnist import seed_loss, seed_net
 
     thresholds = Thresholds() if thresholds is None else thresholds

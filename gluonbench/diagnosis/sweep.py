@@ -1,10 +1,9 @@
 """``sweep --diagnose``: the diagnosis of a sweep run's own setting, after its training, in its child process.
 
-The engine runs a sweep run (:func:`gluonbench.engine.run.train_and_eval`) and sits below the diagnosis, so
-the diagnosis is passed in from above: :func:`diagnose_run` is the ``diagnose`` hook, and this module is the
-child process entry point a diagnosing run starts (``python -m gluonbench.diagnosis.sweep SPEC RESULT
-[LIFELINE_FD]``, :func:`gluonbench.engine.isolation.run_isolated` with ``child=`` this module): the engine's
-child with the hook.
+A sweep run (:func:`gluonbench.sweeprun.run.train_and_eval`) sits below the diagnosis, so the diagnosis is
+passed in from above: :func:`diagnose_run` is the ``diagnose`` hook, and this module is the child process
+entry point a diagnosing run starts (``python -m gluonbench.diagnosis.sweep SPEC RESULT [LIFELINE_FD]``,
+:func:`gluonbench.sweeprun.child.run_isolated` with ``child=`` this module): the sweep run's child with the hook.
 """
 
 from __future__ import annotations
@@ -15,8 +14,8 @@ import sys
 from typing import Any
 
 from gluonbench.diagnosis.run import diagnose_workload
-from gluonbench.engine import child
-from gluonbench.engine.run import RunSpec
+from gluonbench.sweeprun import child
+from gluonbench.sweeprun.run import RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +46,7 @@ def diagnose_run(spec: RunSpec, workload: Any, ctx: Any) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """The engine's child process (:func:`gluonbench.engine.child.main`) with :func:`diagnose_run` as its hook."""
+    """The sweep run's child process (:func:`gluonbench.sweeprun.child.main`) with :func:`diagnose_run` as its hook."""
     return child.main(argv, diagnose=diagnose_run)
 
 

@@ -1,7 +1,7 @@
 """Scale-out: data-parallel training over several devices (one process) and several processes/hosts
 (MXNet's distributed kvstore, ps-lite parameter servers).
 
-* :mod:`gluonbench.engine.scale` is the data-parallel step (a ``Step`` for the one timer,
+* :mod:`gluonbench.pipeline.scale` is the data-parallel step (a ``Step`` for the one timer,
   ``engine.loop.run_steps``) with the kvstore push/pull timed, the per-run ``ScaleOut`` plan and the
   validation of the scale-out settings; :mod:`gluonbench.data.shard` splits a data set rank-strided,
   as ShardedByS3Key;
@@ -13,6 +13,6 @@
 
 from __future__ import annotations
 
-from gluonbench.engine.scale import DIST_KVSTORES, KVSTORES, LAUNCHERS, LOCAL_KVSTORES, is_dist
+from gluonbench.pipeline.scale import DIST_KVSTORES, KVSTORES, LAUNCHERS, LOCAL_KVSTORES, is_dist
 
 __all__ = ["DIST_KVSTORES", "KVSTORES", "LAUNCHERS", "LOCAL_KVSTORES", "is_dist"]

@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
         print(f"gluonbench node: DMLC_ROLE={role!r}; the launcher sets scheduler, server or worker", file=sys.stderr)
         return 2
     from gluonbench.diagnosis.sweep import diagnose_run
-    from gluonbench.engine.run import RunSpec, train_or_fail
+    from gluonbench.sweeprun.run import RunSpec, train_or_fail
 
     spec = RunSpec.from_dict(decode_spec(argv[0]))
     result, code = train_or_fail(spec, diagnose_run)  # --diagnose --diagnose-rank: that worker diagnoses

@@ -1,5 +1,5 @@
 """What a distributed sweep needs on this machine when it starts (the settings themselves are checked by
-:func:`gluonbench.engine.scale.check_scale`, from ``SweepSettings.check()``)."""
+:func:`gluonbench.pipeline.scale.check_scale`, from ``SweepSettings.check()``)."""
 
 from __future__ import annotations
 

@@ -15,11 +15,11 @@ from typing import Any
 
 from gluonbench.distributed.launch import job_records, run_job
 from gluonbench.distributed.settings import check_launch
-from gluonbench.engine.run import RunResult, utc_now
-from gluonbench.env import command_line, environment
+from gluonbench.env import command_line, environment, utc_now
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.scaling import ScalingSummary, write_scaling_reports
 from gluonbench.report.store import RunStore, new_run_dir
+from gluonbench.sweeprun.run import RunResult
 
 log = logging.getLogger(__name__)
 

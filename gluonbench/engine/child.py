@@ -1,9 +1,8 @@
-"""Entry point of a run's child process: ``python -m gluonbench.engine.child SPEC RESULT [LIFELINE_FD]``.
+"""The child side of :func:`gluonbench.engine.isolation.run_child`: what every isolated child does first.
 
-Reads a :class:`RunSpec` JSON, runs :func:`train_and_eval`, and writes the
-:class:`RunResult` JSON atomically. Any exception is written as a failed result
-(exit 1), so the parent records it; a hard crash leaves no result file and the
-parent records the exit signal.
+A child entry module (``python -m gluonbench.sweeprun.child SPEC RESULT [LIFELINE_FD]``, or
+:mod:`gluonbench.diagnosis.sweep` for ``sweep --diagnose``) starts with :func:`enter` and reports its steps
+with a :class:`ProgressFile`; what it runs and the result it writes are its own.
 
 The child dies with its parent, even when the parent is killed with ``kill -9``:
 
@@ -21,22 +20,33 @@ The child dies with its parent, even when the parent is killed with ``kill -9``:
 from __future__ import annotations
 
 import ctypes
-import json
 import logging
 import os
 import shutil
 import signal
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from gluonbench.report.store import atomic_write_text
-
-if TYPE_CHECKING:
-    from gluonbench.engine.run import DiagnoseRun
+from time import perf_counter
 
 PR_SET_PDEATHSIG = 1
 PARENT_ENV = "GLUONBENCH_PARENT_PID"
+PROGRESS_ENV = "GLUONBENCH_PROGRESS_FILE"
+"""The file a child writes its steps done to (set by :func:`gluonbench.engine.isolation.run_child`)."""
+
+
+class ProgressFile:
+    """Lets a parent process follow the steps of a child (at most 4 writes a second); a no-op without
+    :data:`PROGRESS_ENV`."""
+
+    def __init__(self) -> None:
+        self.path = os.environ.get(PROGRESS_ENV)
+        self.last = 0.0
+
+    def __call__(self, steps: int, force: bool = False) -> None:
+        now = perf_counter()
+        if self.path and (force or now - self.last >= 0.25):
+            self.last = now
+            with open(self.path, "w") as f:
+                f.write(str(steps))
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> bool:
@@ -95,38 +105,20 @@ def end_run_group() -> None:
     clean_shm(set(), pids)
 
 
-def main(argv: list[str], diagnose: DiagnoseRun | None = None) -> int:
-    """Run the spec at ``argv[0]``, write its result to ``argv[1]``; ``diagnose``: the hook a spec with
-    ``diagnose`` needs (:mod:`gluonbench.diagnosis.sweep` starts this with it)."""
+def enter(argv: list[str]) -> tuple[Path, Path] | None:
+    """Start an isolated child (``argv``: SPEC RESULT [LIFELINE_FD]): fork the watchdog on the lifeline, die with
+    the parent, make every later fork (DataLoader workers) die with this process, log to stderr (the run's log).
+
+    Returns the spec and result paths, or None when the parent died before ``prctl`` took effect (nobody would
+    read the result: the child exits at once, with code 3).
+    """
     spec_path, result_path = Path(argv[0]), Path(argv[1])
     if len(argv) > 2:
         start_watchdog(int(argv[2]), spec_path.parent)
     die_with_parent()
     parent = os.environ.get(PARENT_ENV)
     if parent and os.getppid() != int(parent):
-        return 3  # the parent died before prctl took effect: nobody would read the result
+        return None
     os.register_at_fork(after_in_child=die_with_parent)  # DataLoader workers die with this process
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from gluonbench.engine.run import RunResult, RunSpec, train_or_fail, utc_now
-    from gluonbench.engine.watchdog import LoaderStalledError, on_stall
-
-    spec = RunSpec.from_dict(json.loads(spec_path.read_text()))
-
-    def stalled(message: str) -> None:
-        """A stalled loader ends this process (see watchdog); its result says why."""
-        failed = RunResult(
-            spec=spec.to_dict(),
-            status="failed",
-            error=f"{LoaderStalledError.__name__}: {message}"[:500],
-            finished_utc=utc_now(),
-        )
-        atomic_write_text(result_path, json.dumps(failed.to_dict()))
-
-    on_stall(stalled)
-    result, code = train_or_fail(spec, diagnose)
-    atomic_write_text(result_path, json.dumps(result.to_dict()))
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    return spec_path, result_path

@@ -1,4 +1,8 @@
-"""Run one :class:`RunSpec` in its own child process, with a timeout.
+"""Run one job in its own child process (``python -m CHILD SPEC RESULT LIFELINE_FD``), with a timeout.
+
+The engine knows how to start, watch and end a child process, not what it runs: the caller names the child's
+entry module and hands the spec as a JSON-able dict (:mod:`gluonbench.sweeprun.child` runs one sweep run this way),
+and gets back a :class:`ChildRun`, the result JSON the child wrote or why there is none.
 
 The child starts a new session (its own process group), so its DataLoader
 workers share its group. After the child ends, for whatever reason, the whole
@@ -23,15 +27,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
 import psutil
 
-from gluonbench.engine import child as child_module
-from gluonbench.engine.child import PARENT_ENV
-from gluonbench.engine.run import PROGRESS_ENV, RunResult, RunSpec, utc_now
+from gluonbench.engine.child import PARENT_ENV, PROGRESS_ENV
 from gluonbench.engine.watchdog import shm_fixes
+from gluonbench.env import utc_now
 from gluonbench.names import arg
 from gluonbench.report.store import open_nofollow
 
@@ -109,19 +113,37 @@ def _read_result(path: Path) -> str | None:
         return None
 
 
-def run_isolated(
-    spec: RunSpec,
+@dataclass
+class ChildRun:
+    """What a child process left: its result JSON (``result``, None when it wrote none) or why not.
+
+    ``status`` is ``ok`` (the child ended and wrote a result, which may itself say the job failed),
+    ``failed`` (it died without a result: ``error`` names the exit code or signal) or ``timeout``.
+    """
+
+    status: str
+    error: str | None
+    result: dict[str, Any] | None
+    started_utc: str
+    finished_utc: str
+    wall_s: float
+
+
+def run_child(
+    spec: dict[str, Any],
+    child: str,
     log_path: Path,
     timeout_s: float,
     progress: Callable[[int], None] | None = None,
-    child: ModuleType | None = None,
-) -> RunResult:
-    """Run ``spec`` in a child process; never raises for a failure of the run itself.
+) -> ChildRun:
+    """Run ``python -m child SPEC RESULT LIFELINE_FD`` on ``spec`` (written as JSON); never raises for a failure
+    of the child itself.
 
-    ``progress(steps_done)`` is called as the child reports training steps. ``child``: the module the
-    child process runs (``python -m``), default :mod:`gluonbench.engine.child`; a layer above the engine
-    passes its own to add what the engine does not know (:mod:`gluonbench.diagnosis.sweep`: ``--diagnose``).
-    ``KeyboardInterrupt`` in the parent kills the child's group and is re-raised.
+    ``child``: the entry module, given by the layer that knows the job (:mod:`gluonbench.sweeprun.child`; with
+    ``--diagnose``, :mod:`gluonbench.diagnosis.sweep`); it starts with :func:`gluonbench.engine.child.enter`.
+    ``progress(steps_done)`` is called as the child reports steps (its :class:`~gluonbench.engine.child.ProgressFile`).
+    The child's output goes to ``log_path``. ``KeyboardInterrupt`` in the parent kills the child's group and
+    is re-raised.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     shm_before = shm_entries()
@@ -130,7 +152,7 @@ def run_isolated(
     with tempfile.TemporaryDirectory(prefix="gluonbench-run-", ignore_cleanup_errors=True) as tmp:
         spec_path = Path(tmp) / "spec.json"
         result_path = Path(tmp) / "result.json"
-        spec_path.write_text(json.dumps(spec.to_dict()))
+        spec_path.write_text(json.dumps(spec))
         progress_path = Path(tmp) / "progress"
         env = dict(os.environ, **{PROGRESS_ENV: str(progress_path), PARENT_ENV: str(os.getpid())})
         # the lifeline: the child's watchdog reads end-of-file on it when this process dies, however it dies
@@ -138,14 +160,7 @@ def run_isolated(
         try:
             with os.fdopen(open_nofollow(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as logf:
                 proc = subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        (child or child_module).__name__,
-                        str(spec_path),
-                        str(result_path),
-                        str(lifeline_r),
-                    ],
+                    [sys.executable, "-m", child, str(spec_path), str(result_path), str(lifeline_r)],
                     stdin=subprocess.DEVNULL,
                     stdout=logf,
                     stderr=subprocess.STDOUT,
@@ -184,17 +199,11 @@ def run_isolated(
                 log.warning("removed %d shared-memory segment(s) left by the run: %s", len(removed), ", ".join(removed))
             result_text = _read_result(result_path) if status == "ok" else None
             os.close(lifeline_w)  # the group is dead already: the watchdog went with it
-        if result_text is not None:
-            result = RunResult.from_dict(json.loads(result_text))
-        else:
-            if status == "ok":
-                rc = proc.returncode
-                why = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
-                if rc == -signal.SIGBUS:
-                    why += f"; SIGBUS is mostly a full /dev/shm: {shm_fixes()}"
-                status, error = "failed", f"child process died ({why}) without a result; see {log_path}"
-            result = RunResult(spec=spec.to_dict(), status=status, error=error)
-    result.started_utc = result.started_utc or started
-    result.finished_utc = result.finished_utc or utc_now()
-    result.wall_s = time.monotonic() - t0
-    return result
+        result = json.loads(result_text) if result_text is not None else None
+        if result is None and status == "ok":
+            rc = proc.returncode
+            why = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
+            if rc == -signal.SIGBUS:
+                why += f"; SIGBUS is mostly a full /dev/shm: {shm_fixes()}"
+            status, error = "failed", f"child process died ({why}) without a result; see {log_path}"
+    return ChildRun(status, error, result, started, utc_now(), time.monotonic() - t0)

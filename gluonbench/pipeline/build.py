@@ -33,7 +33,7 @@ def build_pipeline(
     ``knobs`` (``batch_size``, ``num_workers``, ``thread_pool``, ``prefetch``, ``pin_memory``; checked
     against their declaration) override the spec's own loader setting; a knob given as None is not given.
     ``ctx`` (an MXNet context or ``"cpu"``/``"cpu:N"``/``"gpu:N"``) defaults to the spec's; ``step`` is the
-    model step (``None``: no step; the engine builds the real one from the spec's net and loss). The source
+    model step (``None``: no step; a sweep run builds the real one from the spec's net and loss). The source
     stage holds the spec's data set, or its stream of batches (Pipe mode: a :class:`Stream` loader stage),
     what it reports (``spec.info``, plus ``source`` where that is a mapping) and its ``close``. ``copy``
     declares the copy stage (None: a :class:`Copy` to ``ctx``, or the split of a step that splits its batch).

@@ -24,6 +24,9 @@ stage          real                                         stand-in
                                                             :class:`EmulatedStep` (a timed wait)
 =============  ===========================================  =================================
 
+The real step is a :class:`ModelStep` (:class:`EvalStep` for the evaluation pass), or the data-parallel step
+of :mod:`gluonbench.pipeline.scale`.
+
 The copy stage is called by the one timer (:func:`gluonbench.engine.loop.run_steps`) between its
 ``wait`` and ``compute`` timestamps: what it does is the step's ``copy`` time.
 """
@@ -227,6 +230,51 @@ class EmulatedStep:
             time.sleep(left - 0.0002 if left > 0.0005 else 0)
 
 
+class ModelStep:
+    """Forward, loss, backward and update of one batch, dispatched asynchronously."""
+
+    def __init__(self, net: Any, loss: Any, trainer: Any) -> None:
+        self.net = net
+        self.loss = loss
+        self.trainer = trainer
+
+    def __call__(self, data: Any, label: Any) -> Any:
+        from gluonbench._mx import autograd
+
+        with autograd.record():
+            output = self.net(data)
+            loss = self.loss(output, label)
+        loss.backward()
+        self.trainer.step(data.shape[0])
+        return loss
+
+
+class EvalStep:
+    """The evaluation pass's step stage: the seed's argmax accuracy, accumulated over the batches it is given.
+
+    Run through :func:`gluonbench.engine.measure.measure` like any other step (the batches are already on
+    the net's context); :attr:`accuracy` and :attr:`seen` read the result.
+    """
+
+    def __init__(self, net: Any) -> None:
+        from gluonbench._mx import mx
+
+        self.net = net
+        self.metric = mx.metric.Accuracy()
+        self.seen = 0
+        self.__name__ = "evaluation (argmax accuracy)"
+
+    def __call__(self, data: Any, label: Any) -> None:
+        from gluonbench._mx import nd
+
+        self.metric.update(preds=nd.argmax(self.net(data), axis=1), labels=label)
+        self.seen += int(data.shape[0])
+
+    @property
+    def accuracy(self) -> float:
+        return float(self.metric.get()[1]) if self.seen else float("nan")
+
+
 # -- the source stage ------------------------------------------------------------------------------
 
 
@@ -331,7 +379,7 @@ class Split(Copy):
     The batch is left where the loader put it (shared or pinned memory), with no host copy first (G4);
     the step's ``split_and_load`` runs after the timer's barrier, as users run it, and is timed by the step
     (``DataParallelStep.copy``) and moved into the ``copy`` figure afterwards
-    (:meth:`gluonbench.engine.scale.ScaleOut.finish`). ``ctx`` is the timer's context (the host with several
+    (:meth:`gluonbench.pipeline.scale.ScaleOut.finish`). ``ctx`` is the timer's context (the host with several
     devices).
     """
 

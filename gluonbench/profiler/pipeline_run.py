@@ -2,7 +2,7 @@
 
 :func:`pipeline_command` is the command ``gluonbench profile`` runs under its sampler:
 ``python -m gluonbench.profiler.pipeline_run RUN_SPEC_JSON``. That program trains the pipeline once (the
-sweep's run, :func:`gluonbench.engine.run.train_and_eval`, in its own process), with the profiler's step
+sweep's run, :func:`gluonbench.sweeprun.run.train_and_eval`, in its own process), with the profiler's step
 events: each step and the wait for its batch are marked, inside a ``train`` phase, so the rules see steps
 as they see them from a hooked script.
 """
@@ -72,7 +72,7 @@ def marked(batches: Iterable[Any]) -> Iterator[Any]:
 def main(argv: list[str]) -> int:
     import logging
 
-    from gluonbench.engine.run import RunSpec, seed_line, train_and_eval
+    from gluonbench.sweeprun.run import RunSpec, seed_line, train_and_eval
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     spec = RunSpec.from_dict(json.loads(argv[0]))

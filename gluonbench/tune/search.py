@@ -30,10 +30,10 @@ from typing import Any
 
 from gluonbench.engine.deadline import with_deadline
 from gluonbench.engine.measure import Record, Rounds, measure
-from gluonbench.engine.samples import check_labels, check_loss, check_samples
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg, example
 from gluonbench.pipeline import Pipeline, build_pipeline
+from gluonbench.pipeline.samples import check_labels, check_loss, check_samples
 from gluonbench.tune.model import (
     Confirmed,
     Point,
@@ -305,7 +305,7 @@ class _Search:
 
 
 def _check_inputs(dataset: Any, transform: Any, decode: Any, batch_size: Any, budget_s: Any, max_workers: Any) -> Any:
-    from gluonbench.engine.samples import as_dataset
+    from gluonbench.pipeline.samples import as_dataset
 
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise GluonbenchError(f"batch_size must be a whole number >= 1 (got {batch_size!r})")
@@ -366,12 +366,11 @@ def tune(
     from gluonbench.contexts import resolve_ctx
     from gluonbench.diagnosis.measure import measure_first_batch
     from gluonbench.diagnosis.probes import Context, by_name
-    from gluonbench.engine.loop import ModelStep
-    from gluonbench.engine.run import utc_now
-    from gluonbench.engine.samples import checked_step
-    from gluonbench.env import environment, usable_cores
+    from gluonbench.env import environment, usable_cores, utc_now
     from gluonbench.pipeline.emulate import describe, emulated_step, seconds_per_batch, step_ms
     from gluonbench.pipeline.net import prepare_net, restore_net
+    from gluonbench.pipeline.samples import checked_step
+    from gluonbench.pipeline.stages import ModelStep
     from gluonbench.workloads.mnist import seed_loss, seed_net
 
     dataset = _check_inputs(dataset, transform, decode, batch_size, budget_s, max_workers)

@@ -193,7 +193,7 @@ class PipelineSpec:
             raise GluonbenchError(f"{what}: close must be a function of no argument (got {type(self.close).__name__})")
 
     def to_workload(self) -> Workload:
-        """This pipeline as the :class:`Workload` record the engine trains."""
+        """This pipeline as the :class:`Workload` record a sweep run trains."""
         init = self.init
         return Workload(
             name=self.name,

@@ -357,7 +357,7 @@ class ScaleOut:
     def make_step(self, net: Any, init: Any, make_loss: Any, learning_rate: float) -> Any:
         """Initialise ``net`` on the contexts, build the Trainer on the kvstore; return the step callable."""
         from gluonbench._mx import gluon
-        from gluonbench.engine.loop import ModelStep
+        from gluonbench.pipeline.stages import ModelStep
 
         net.collect_params().initialize(init, ctx=self.contexts, force_reinit=True)
         optimizer = ("sgd", {"learning_rate": learning_rate})

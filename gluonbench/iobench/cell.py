@@ -36,7 +36,7 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.engine.measure import Epochs, measure
-from gluonbench.engine.run import utc_now
+from gluonbench.env import utc_now
 from gluonbench.monitor import SystemMonitor
 from gluonbench.pipeline import build_pipeline
 from gluonbench.workloads.spec import PipelineSpec

@@ -1,7 +1,7 @@
 """One run = one loader setting: train (timed per step), evaluate, record.
 
-:func:`train_and_eval` runs in the current process; :mod:`gluonbench.engine.isolation`
-runs it in a child process with a timeout. Both return a :class:`RunResult`.
+:func:`train_and_eval` runs in the current process; :func:`gluonbench.sweeprun.child.run_isolated` runs it in a
+child process with a timeout (through :mod:`gluonbench.engine.isolation`). Both return a :class:`RunResult`.
 """
 
 from __future__ import annotations
@@ -15,34 +15,19 @@ from typing import Any
 
 import numpy as np
 
-from gluonbench.engine.loop import EvalStep
+from gluonbench.engine.child import ProgressFile
 from gluonbench.engine.measure import Epochs, measure
-from gluonbench.engine.scale import ScaleOut
 from gluonbench.engine.watchdog import StallWatchdog
 from gluonbench.env import utc_now
 from gluonbench.errors import GluonbenchError
 from gluonbench.knobs import knob_default
 from gluonbench.monitor import SystemMonitor
+from gluonbench.pipeline.scale import ScaleOut
+from gluonbench.pipeline.stages import EvalStep
 
 log = logging.getLogger(__name__)
 
 FAULT_ENV = "GLUONBENCH_INJECT_FAULT"
-PROGRESS_ENV = "GLUONBENCH_PROGRESS_FILE"
-
-
-class _ProgressFile:
-    """Lets a parent process follow the training steps of a child (at most 4 writes a second)."""
-
-    def __init__(self) -> None:
-        self.path = os.environ.get(PROGRESS_ENV)
-        self.last = 0.0
-
-    def __call__(self, steps: int, force: bool = False) -> None:
-        now = perf_counter()
-        if self.path and (force or now - self.last >= 0.25):
-            self.last = now
-            with open(self.path, "w") as f:
-                f.write(str(steps))
 
 
 @dataclass(frozen=True)
@@ -197,7 +182,7 @@ def _maybe_inject_fault(spec: RunSpec, phase: str) -> None:
 
 DiagnoseRun = Callable[["RunSpec", Any, Any], dict[str, Any]]
 """``diagnose(spec, workload, ctx) -> extra``: the diagnosis a spec with ``diagnose`` asks for after training
-(:func:`gluonbench.diagnosis.sweep.diagnose_run`). The caller passes it in: the engine sits below the diagnosis."""
+(:func:`gluonbench.diagnosis.sweep.diagnose_run`). The caller passes it in: the sweep run sits below the diagnosis."""
 
 
 def train_and_eval(
@@ -253,7 +238,7 @@ def _train_and_eval(
     try:
         net = workload.make_net()
         init = workload.initializer()
-        # one device: the seed's step; several devices or a kvstore: the data-parallel step (engine/scale.py)
+        # one device: the seed's step; several devices or a kvstore: the data-parallel step (pipeline/scale.py)
         step = scale.make_step(net, init, workload.make_loss, workload.learning_rate)
         pipeline = workload_pipeline(
             workload, spec, scale.loop_ctx, step, batch_size=scale.loader_batch(spec.batch_size)
@@ -273,7 +258,7 @@ def _train_and_eval(
                 .with_loader(shuffle=False, num_workers=eval_workers, batch_size=spec.batch_size)
                 .open()
             )
-        report = _ProgressFile()
+        report = ProgressFile()
 
         def after_step(done: int) -> None:
             if done == 1:
