@@ -203,6 +203,21 @@ def sweep(
         return _sweep_locked(store, settings, sizes, resume is not None, on_result, on_progress, profile)
 
 
+def check_resume(resume: str | Path) -> SweepSettings:
+    """The checks of ``sweep(resume=...)`` that need no MXNet, for a command's first line to come after them: the
+    folder's ``sweep.json`` is there and valid, no file gluonbench writes there is a link, no other sweep holds
+    the folder, and :func:`check_before_start` on its settings. Returns the saved settings; :func:`sweep`
+    reads and checks them again."""
+    store = RunStore(resume)
+    settings = SweepSettings.from_dict(store.read_settings()["settings"])
+    check_types(settings)
+    settings.check()
+    store.refuse_links()
+    store.check_unlocked()
+    check_before_start(settings)
+    return settings
+
+
 def _nearest_existing(path: Path) -> Path | None:
     """``path`` itself or the nearest of its parents that exists (None if none does)."""
     return next((p for p in (path, *path.parents) if p.exists()), None)

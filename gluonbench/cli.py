@@ -1064,6 +1064,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _pipeline_first(settings)
     if settings is not None:
         api.check_before_start(settings, args.out, create=False)  # what needs no MXNet: before the first line
+    else:
+        api.check_resume(args.resume)  # the folder, its sweep.json and its lock: before the first line
     progress = Progress("sweep", _planned_runs(settings), "run")
     progress.start(_sweep_plan(settings, args.resume))
     state: dict[str, Any] = {"bar": None, "last": 0}

@@ -87,14 +87,14 @@ PLAN_LINE = re.compile(r"^(sweep|diagnose|tune|io): |^profile: running ")
 """the first line of a long command (what is about to run), see gluonbench.console"""
 
 
-def assert_one_clear_line(proc: subprocess.CompletedProcess, *needles: str, plan: bool = True) -> None:
+def assert_one_clear_line(proc: subprocess.CompletedProcess, *needles: str, plan: bool = False) -> None:
     """Bad input: exit 2, no traceback, exactly one line on stderr, naming each of ``needles``.
 
-    ``plan``: a long command's first line (what it is about to run, gluonbench.console) may precede the error
-    line: it is printed within 2 s, before the checks that import MXNet or gluoncv (a GPU context, a zoo
-    model), reach the network (an S3 endpoint) or still run inside the API call (the sweep's input checks,
-    ``--resume``). ``plan=False``: the bad value is one ``api.check_before_start`` finds (no MXNet, network
-    or measurement needed): the error must be the only line.
+    By default the error must be the only line: bad input is refused before a long command's first line
+    (what it is about to run, gluonbench.console; ``api.check_before_start``, ``api.check_resume``).
+    ``plan=True``, only for a value that cannot be judged without importing MXNet or gluoncv (a GPU context, a
+    zoo model) or reaching the network (an S3 endpoint): that first line, printed within 2 s so a user is not
+    left waiting in silence, may precede the error line.
     """
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
