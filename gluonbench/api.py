@@ -270,6 +270,11 @@ def check_before_start(settings: Any, out: str | Path | None = None, create: boo
     most = max(most, getattr(settings, "max_workers", 0) or 0, getattr(settings, "eval_workers", 0) or 0)
     if hasattr(settings, "thread_pool") and hasattr(settings, "batch_size"):  # a statvfs, no MXNet
         check_loader_shm(getattr(settings, "options", None), settings.batch_size, most, settings.thread_pool)
+    hostfile = getattr(settings, "hostfile", None)
+    if hostfile:  # a dist sweep's ssh hosts: read and checked line by line, no MXNet
+        from gluonbench.distributed.settings import parse_hostfile
+
+        parse_hostfile(hostfile)
     work_dir = getattr(settings, "work_dir", None)
     if work_dir:  # made later, by the command, once the rest is checked: a refusal leaves nothing behind
         _probe_mkdir(check_out(work_dir, "work_dir"), "work_dir")

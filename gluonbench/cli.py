@@ -581,7 +581,7 @@ def _add_profile(sub: Any) -> None:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     from gluonbench.profiler.rules import parse_overrides
-    from gluonbench.profiler.session import ProfileSettings, run_command
+    from gluonbench.profiler.session import ProfileSettings, check_command, run_command
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     name = args.name
@@ -616,6 +616,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     ).check()
     from gluonbench.api import make_out
 
+    check_command(cmd)  # before the first line: a command that cannot start is the one line (run_command checks again)
     make_out(settings.out)  # before the first line: a bad --out is the one line
     print(
         f"profile: running {' '.join(cmd) or '(no command)'} with system metrics every {args.interval} ms; it ends "

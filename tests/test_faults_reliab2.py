@@ -50,9 +50,7 @@ def test_a_diagnosis_measured_but_not_saved_gives_the_speed_up_it_measured(tmp_p
                 shutil.rmtree(folder)
                 folder.write_text("not a folder")
 
-        settings = DiagnoseSettings(
-            workload="synthetic", budget_s=budget, json_path=str(folder / "d.json"), ctx="cpu"
-        )
+        settings = DiagnoseSettings(workload="synthetic", budget_s=budget, json_path=str(folder / "d.json"), ctx="cpu")
         with pytest.raises(NotSavedError) as err:
             run_diagnosis(settings, on_progress=take_the_folder_away)
         d = err.value.result
