@@ -203,6 +203,21 @@ def sweep(
         return _sweep_locked(store, settings, sizes, resume is not None, on_result, on_progress, profile)
 
 
+def check_resume(resume: str | Path) -> SweepSettings:
+    """The checks of ``sweep(resume=...)`` that need no MXNet, for a command's first line to come after them: the
+    folder's ``sweep.json`` is there and valid, no file gluonbench writes there is a link, no other sweep holds
+    the folder, and :func:`check_before_start` on its settings. Returns the saved settings; :func:`sweep`
+    reads and checks them again."""
+    store = RunStore(resume)
+    settings = SweepSettings.from_dict(store.read_settings()["settings"])
+    check_types(settings)
+    settings.check()
+    store.refuse_links()
+    store.check_unlocked()
+    check_before_start(settings)
+    return settings
+
+
 def _nearest_existing(path: Path) -> Path | None:
     """``path`` itself or the nearest of its parents that exists (None if none does)."""
     return next((p for p in (path, *path.parents) if p.exists()), None)
@@ -255,6 +270,11 @@ def check_before_start(settings: Any, out: str | Path | None = None, create: boo
     most = max(most, getattr(settings, "max_workers", 0) or 0, getattr(settings, "eval_workers", 0) or 0)
     if hasattr(settings, "thread_pool") and hasattr(settings, "batch_size"):  # a statvfs, no MXNet
         check_loader_shm(getattr(settings, "options", None), settings.batch_size, most, settings.thread_pool)
+    hostfile = getattr(settings, "hostfile", None)
+    if hostfile:  # a dist sweep's ssh hosts: read and checked line by line, no MXNet
+        from gluonbench.distributed.settings import parse_hostfile
+
+        parse_hostfile(hostfile)
     work_dir = getattr(settings, "work_dir", None)
     if work_dir:  # made later, by the command, once the rest is checked: a refusal leaves nothing behind
         _probe_mkdir(check_out(work_dir, "work_dir"), "work_dir")

@@ -581,7 +581,7 @@ def _add_profile(sub: Any) -> None:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     from gluonbench.profiler.rules import parse_overrides
-    from gluonbench.profiler.session import ProfileSettings, run_command
+    from gluonbench.profiler.session import ProfileSettings, check_command, run_command
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     name = args.name
@@ -616,6 +616,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     ).check()
     from gluonbench.api import make_out
 
+    check_command(cmd)  # before the first line: a command that cannot start is the one line (run_command checks again)
     make_out(settings.out)  # before the first line: a bad --out is the one line
     print(
         f"profile: running {' '.join(cmd) or '(no command)'} with system metrics every {args.interval} ms; it ends "
@@ -1064,6 +1065,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _pipeline_first(settings)
     if settings is not None:
         api.check_before_start(settings, args.out, create=False)  # what needs no MXNet: before the first line
+    else:
+        api.check_resume(args.resume)  # the folder, its sweep.json and its lock: before the first line
     progress = Progress("sweep", _planned_runs(settings), "run")
     progress.start(_sweep_plan(settings, args.resume))
     state: dict[str, Any] = {"bar": None, "last": 0}

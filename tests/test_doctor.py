@@ -156,9 +156,12 @@ def test_idx_data_has_no_decode_ceiling(tmp_path, cache, mnist_dir):
 def test_preflight_is_under_a_second_and_reports_what_the_doctor_reports():
     from gluonbench import api
 
-    start = time.monotonic()
+    start, cpu = time.monotonic(), time.process_time()
     checks = api.preflight(None, "cpu", 2 * 1024, 64)
-    assert time.monotonic() - start < 1.0
+    # under a second of work (CPU time: what the checks cost, whatever else runs on the cores), and it never
+    # waits on anything (wall time, bounded loosely enough for a machine busy with other jobs)
+    assert time.process_time() - cpu < 1.0
+    assert time.monotonic() - start < 10.0
     names = [c.name for c in checks]
     assert names == ["cores", "memory", "shm", "threads", "data fs"]
     assert next(c for c in checks if c.name == "cores").status == "fail"  # 2048 workers on any machine here

@@ -153,8 +153,9 @@ def test_diagnose_json_to_an_unwritable_place_fails_before_measuring(tmp_path, c
             (tmp_path / "missing" / "d.json", "does not exist"),
         ]:
             t0 = time.monotonic()
-            proc = cli("diagnose", "--budget", "30", "--json", str(target))
+            proc = cli("diagnose", "--budget", "120", "--json", str(target))
             assert_one_clear_line(proc, needle)
-            assert time.monotonic() - t0 < 15, "checked before the 30 s measurement"
+            # half the budget: a machine busy with other jobs slows the start-up, never to a whole measurement
+            assert time.monotonic() - t0 < 60, "checked before the 120 s measurement"
     finally:
         release(tmp_path / "locked")

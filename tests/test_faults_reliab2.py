@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -37,20 +38,27 @@ def test_a_diagnosis_measured_but_not_saved_gives_the_speed_up_it_measured(tmp_p
     from gluonbench.config import DiagnoseSettings
     from gluonbench.report.store import NotSavedError
 
-    folder = tmp_path / "keep"
-    folder.mkdir()
+    # a busy machine may leave a probe without a block in 3 s (a speed-up of "?", no interval): every attempt must
+    # still be refused with the result in its line; the figures are checked on one that measured them, with the
+    # budget doubled as the inconclusive advice says
+    for attempt, budget in enumerate((3, 6, 12)):
+        folder = tmp_path / f"keep{attempt}"
+        folder.mkdir()
 
-    def take_the_folder_away(*_):  # while measuring, the output folder turns into a file: saving fails
-        if folder.is_dir():
-            shutil.rmtree(folder)
-            folder.write_text("not a folder")
+        def take_the_folder_away(*_, folder=folder):  # while measuring, the output folder turns into a file
+            if folder.is_dir():
+                shutil.rmtree(folder)
+                folder.write_text("not a folder")
 
-    settings = DiagnoseSettings(workload="synthetic", budget_s=3, json_path=str(folder / "d.json"), ctx="cpu")
-    with pytest.raises(NotSavedError) as err:
-        run_diagnosis(settings, on_progress=take_the_folder_away)
-    d = err.value.result
-    message = str(err.value)
-    assert "but not saved" in message and f"verdict: {d.verdict}" in message
+        settings = DiagnoseSettings(workload="synthetic", budget_s=budget, json_path=str(folder / "d.json"), ctx="cpu")
+        with pytest.raises(NotSavedError) as err:
+            run_diagnosis(settings, on_progress=take_the_folder_away)
+        d = err.value.result
+        message = str(err.value)
+        assert "but not saved" in message and f"verdict: {d.verdict}" in message
+        assert "with a perfect input pipeline" in message and "\n" not in message
+        if all(math.isfinite(x) for x in (d.speedups["input"], *d.speedup_ci["input"][:2])):
+            break
     assert f"{d.speedups['input']:.2f}x" in message and "faster" in message  # the verdict's reading, not shares
     lo, hi = d.speedup_ci["input"][:2]
     assert f"[{lo:.2f}, {hi:.2f}]" in message
@@ -78,11 +86,13 @@ def test_labels_outside_the_nets_classes_are_refused_before_training(labels, nee
     t0 = time.monotonic()
     with pytest.raises(GluonbenchError) as err:
         if command == "diagnose":
-            gluonbench.diagnose(dataset, batch_size=64, budget_s=2)
+            gluonbench.diagnose(dataset, batch_size=64, budget_s=120)
         else:
-            gluonbench.tune(dataset, batch_size=64, budget_s=10)
+            gluonbench.tune(dataset, batch_size=64, budget_s=120)
     assert needle in str(err.value) and "0..9" in str(err.value) and "\n" not in str(err.value)
-    assert time.monotonic() - t0 < 5  # refused before any training (a budget is 2-10 s)
+    # refused before any training: well within the 120 s budget it would otherwise have used (a bound that a
+    # machine busy with other jobs cannot reach: checking the labels takes well under a second on a quiet one)
+    assert time.monotonic() - t0 < 60
 
 
 def test_labels_inside_the_classes_or_a_loss_without_classes_are_accepted():

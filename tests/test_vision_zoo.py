@@ -159,10 +159,15 @@ def test_short_sweep_with_a_gluoncv_model(cli, jpeg_dir, tmp_path, no_leaks):
 def test_diagnosis_with_a_gluoncv_model_attributes_decode_and_augment_to_preprocessing(jpeg_dir, no_leaks):
     from gluonbench import api
 
-    d = api.diagnose_workload(
-        "imagefolder", 8, 0, "cpu", 6.0,
-        data_dir=str(jpeg_dir), options={"model": "mobilenetv2_0.25", "image_size": 32, "preset": "imagenet"},
-    )  # fmt: skip
+    # a machine busy with other jobs may leave a probe without a finished block in 6 s: measure again with the
+    # budget doubled (what is checked below is what the probes swap and that each measured, not how fast)
+    for budget in (6.0, 12.0, 24.0):
+        d = api.diagnose_workload(
+            "imagefolder", 8, 0, "cpu", budget,
+            data_dir=str(jpeg_dir), options={"model": "mobilenetv2_0.25", "image_size": 32, "preset": "imagenet"},
+        )  # fmt: skip
+        if all(p.blocks for p in d.probes.values() if p.same_as is None):
+            break
     assert d.verdict in ("preprocessing", "disk_io", "gpu_io", "inconclusive")
     assert list(d.probes) == list(NAMES)
     assert d.probes["no_preprocess"].same_as is None, "decode + preset are the stages the probe removes"

@@ -302,16 +302,34 @@ class RunStore:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-                raise GluonbenchError(
-                    f"{self.path} is in use by another gluonbench sweep (pid {holder}); "
-                    "wait for it to finish, then --resume"
-                ) from None
+                raise self._in_use(fd) from None
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
             yield
         finally:
             os.close(fd)  # releases the lock
+
+    def _in_use(self, fd: int) -> GluonbenchError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        return GluonbenchError(
+            f"{self.path} is in use by another gluonbench sweep (pid {holder}); wait for it to finish, then --resume"
+        )
+
+    def check_unlocked(self) -> None:
+        """Fail with :meth:`lock`'s line when another sweep holds this folder now; takes and keeps nothing (a
+        check before a command's first line; :meth:`lock` decides)."""
+        try:
+            fd = open_nofollow(self.path / LOCK, os.O_RDONLY)
+        except OSError:
+            return  # no lock file (never locked), or one :meth:`lock` reports itself
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise self._in_use(fd) from None
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     def reserve(self, records: int) -> None:
         """Reserve disk space for ``records`` more lines of ``runs.jsonl`` (size unchanged).
