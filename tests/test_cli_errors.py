@@ -90,6 +90,10 @@ def test_help_has_examples(cli):
         (["tune", "--data-dir", "/nonexistent", "--budget", "10"], ["--data-dir /nonexistent lacks"]),
         (["diagnose", "--dataset", "imagefolder", "--budget", "5"], ["imagefolder needs a data set"]),
         (["tune", "--source", "file", "--uri", "/nonexistent", "--budget", "10"], ["/nonexistent does not exist"]),
+        (["sweep", "--resume", "/nonexistent/run"], ["/nonexistent/run has no sweep.json"]),
+        (["profile", "--", "no-such-program-xyz"], ["command not found: no-such-program-xyz"]),
+        (["profile", "--"], ["no command to profile"]),
+        (["sweep", "--kvstore", "dist_sync", "--launcher", "ssh", "--hostfile", "/nonexistent"], ["--hostfile"]),
     ],
 )
 def test_bad_values_that_need_no_measuring_come_before_the_first_line(cli, args, needles):

@@ -59,9 +59,14 @@ def test_a_diagnosis_measured_but_not_saved_gives_the_speed_up_it_measured(tmp_p
         assert "with a perfect input pipeline" in message and "\n" not in message
         if all(math.isfinite(x) for x in (d.speedups["input"], *d.speedup_ci["input"][:2])):
             break
-    assert f"{d.speedups['input']:.2f}x" in message and "faster" in message  # the verdict's reading, not shares
-    lo, hi = d.speedup_ci["input"][:2]
-    assert f"[{lo:.2f}, {hi:.2f}]" in message
+    # the verdict's reading, not shares: the figures it measured, or "?" where even 12 s gave none (a busy machine)
+    gain, (lo, hi) = d.speedups["input"], d.speedup_ci["input"][:2]
+    if not math.isfinite(gain):
+        assert "would be ? faster" in message, message
+    else:
+        assert f"{gain:.2f}x" in message and "faster" in message, message
+        if math.isfinite(lo) and math.isfinite(hi):
+            assert f"[{lo:.2f}, {hi:.2f}]" in message, message
 
 
 @pytest.mark.parametrize(
