@@ -116,13 +116,6 @@ class ProbeSet:
     settled_s: float | None = None
     """elapsed seconds at the end of the round from which ``settled`` held to the end (time to verdict)"""
 
-    def converged(self, rel_ci: float, min_blocks: int, names: tuple[str, ...] = NAMES) -> bool:
-        return all(
-            len(self.probes[n].blocks) >= min_blocks and self.probes[n].rel_half_width <= rel_ci
-            for n in names
-            if n in self.probes and self.probes[n].same_as is None
-        )
-
 
 def _result(name: str, removes: str, batch_size: int, rec: Record) -> ProbeResult:
     last = max(rec.per_round, default=0)

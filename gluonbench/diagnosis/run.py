@@ -224,7 +224,7 @@ def diagnose(
     )
 
     def settled(ps: ProbeSet) -> bool:
-        return _classify(ps, thresholds).verdict != "inconclusive"
+        return _classify(ps.probes, thresholds).verdict != "inconclusive"
 
     t0 = perf_counter()
     try:
@@ -236,14 +236,14 @@ def diagnose(
             # stop early only on shares paired over enough rounds: blocks of one round are not independent
             done=lambda ps: (
                 len(paired_rounds(ps.probes)) >= PAIRED_MIN_ROUNDS
-                and _classify(ps, thresholds).precise(thresholds.share_precision)
+                and _classify(ps.probes, thresholds).precise(thresholds.share_precision)
             ),
         )
     finally:
         nd.waitall()
         restore_net(net, saved)
     elapsed = perf_counter() - t0
-    verdict = _classify(probes, thresholds)
+    verdict = _classify(probes.probes, thresholds)
     setting = Setting(
         batch_size=batch_size,
         num_workers=num_workers,
@@ -254,29 +254,11 @@ def diagnose(
         hybridized=bool(getattr(net, "_active", False)) if isinstance(net, gluon.HybridBlock) else None,
         budget_s=float(budget_s),
     )
-    probe_dicts = {k: p.to_dict() for k, p in probes.probes.items()}
-    advice = advise(verdict, probe_dicts, setting)
     result = Diagnosis(
-        verdict=verdict.verdict,
-        shares=verdict.shares,
-        stages=verdict.substages,
-        stage_ci=verdict.substage_ci,
-        share_ci=verdict.share_ci,
+        **_reading(verdict, probes.probes, setting),
         pipeline=pipeline.stages(),
         probes=probes.probes,
-        recommendations=render(advice),
-        advice=[r.to_dict() for r in advice],
-        evidence=evidence(probe_dicts, setting),
-        speedups=verdict.speedups,
-        speedup_ci=verdict.speedup_ci,
-        input_saved=verdict.input_saved,
-        input_saved_ci=verdict.input_saved_ci,
-        overlap=verdict.overlap,
-        secondary=verdict.secondary,
-        input_bound=verdict.input_bound,
-        wait_frac=verdict.wait_frac,
-        notes=verdict.notes,
-        analysis=verdict.to_dict(),
+        evidence=evidence({k: p.to_dict() for k, p in probes.probes.items()}, setting),
         setting=setting.to_dict(),
         thresholds=thresholds.to_dict(),
         elapsed_s=elapsed,
@@ -291,19 +273,47 @@ def diagnose(
     return result
 
 
-def _classify(ps: ProbeSet, thresholds: Thresholds) -> Verdict:
-    # the step-time split is built when the measurement ends; while it runs only the verdict is asked for
-    wait = ps.probes["full"].split.get("wait_frac", math.nan) if ps.probes["full"].split else math.nan
+def _classify(probes: dict[str, ProbeResult], thresholds: Thresholds) -> Verdict:
+    """The verdict from probe results, while measuring (no step split yet) or from stored records."""
+    full = probes["full"]
+    wait = full.split.get("wait_frac", math.nan) if full.split else math.nan
+    measured = {n: p for n, p in probes.items() if p.same_as is None}
     return attribute(
-        paired_timings(ps.probes),
-        wait_frac=wait,
-        converged=ps.converged(
-            thresholds.rel_ci, thresholds.min_blocks, tuple(n for n in PROBE_NAMES if n != "loader_only")
+        paired_timings(probes),
+        wait_frac=math.nan if wait is None else wait,
+        converged=all(
+            len(p.blocks) >= thresholds.min_blocks and p.rel_half_width <= thresholds.rel_ci
+            for n, p in measured.items()
+            if n != "loader_only"
         ),
         thresholds=thresholds,
-        enough_data=all(len(p.blocks) >= thresholds.min_blocks for p in ps.probes.values() if p.same_as is None),
-        gains=probe_gains(ps.probes),
+        enough_data=all(len(p.blocks) >= thresholds.min_blocks for p in measured.values()),
+        gains=probe_gains(probes),
     )
+
+
+def _reading(v: Verdict, probes: dict[str, ProbeResult], setting: Setting) -> dict[str, Any]:
+    """The :class:`Diagnosis` fields that are read from the verdict: one reading for diagnose and reassess."""
+    advice = advise(v, {k: p.to_dict() for k, p in probes.items()}, setting)
+    return {
+        "verdict": v.verdict,
+        "shares": v.shares,
+        "stages": v.substages,
+        "stage_ci": v.substage_ci,
+        "share_ci": v.share_ci,
+        "speedups": v.speedups,
+        "speedup_ci": v.speedup_ci,
+        "input_saved": v.input_saved,
+        "input_saved_ci": v.input_saved_ci,
+        "overlap": v.overlap,
+        "secondary": v.secondary,
+        "input_bound": v.input_bound,
+        "wait_frac": v.wait_frac,
+        "notes": v.notes,
+        "analysis": v.to_dict(),
+        "recommendations": render(advice),
+        "advice": [r.to_dict() for r in advice],
+    }
 
 
 def reassess(d: Diagnosis, thresholds: Thresholds | None = None) -> Diagnosis:
@@ -316,46 +326,8 @@ def reassess(d: Diagnosis, thresholds: Thresholds | None = None) -> Diagnosis:
     if thresholds is None:
         names = {f for f in Thresholds.__dataclass_fields__}
         thresholds = Thresholds(**{k: v for k, v in (d.thresholds or {}).items() if k in names})
-    probes = d.probes
-    measured = {n: p for n, p in probes.items() if p.same_as is None}
-    converged = all(
-        len(p.blocks) >= thresholds.min_blocks and p.rel_half_width <= thresholds.rel_ci
-        for n, p in measured.items()
-        if n != "loader_only"
-    )
-    full = probes.get("full")
-    wait = (full.split or {}).get("wait_frac", math.nan) if full is not None else math.nan
-    v = attribute(
-        paired_timings(probes),
-        wait_frac=math.nan if wait is None else wait,
-        converged=converged,
-        thresholds=thresholds,
-        enough_data=all(len(p.blocks) >= thresholds.min_blocks for p in measured.values()),
-        gains=probe_gains(probes),
-    )
-    setting = Setting(**d.setting)
-    probe_dicts = {k: p.to_dict() for k, p in probes.items()}
-    advice = advise(v, probe_dicts, setting)
     return replace(
-        d,
-        verdict=v.verdict,
-        shares=v.shares,
-        stages=v.substages,
-        stage_ci=v.substage_ci,
-        share_ci=v.share_ci,
-        speedups=v.speedups,
-        speedup_ci=v.speedup_ci,
-        input_saved=v.input_saved,
-        input_saved_ci=v.input_saved_ci,
-        overlap=v.overlap,
-        secondary=v.secondary,
-        input_bound=v.input_bound,
-        wait_frac=v.wait_frac,
-        notes=v.notes,
-        analysis=v.to_dict(),
-        recommendations=render(advice),
-        advice=[r.to_dict() for r in advice],
-        thresholds=thresholds.to_dict(),
+        d, **_reading(_classify(d.probes, thresholds), d.probes, Setting(**d.setting)), thresholds=thresholds.to_dict()
     )
 
 
