@@ -6,6 +6,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +19,13 @@ import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# a suite started in the background by a non-interactive shell (`bash .ci/run &`, a CI runner's step)
+# inherits SIGINT ignored, and every gluonbench process a test starts would inherit that too: the Ctrl-C
+# tests would then wait for a command that never hears its Ctrl-C. Python's own handler here makes the
+# processes started from this one get SIGINT's default action back (a handler does not survive exec).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # processes started by this test session carry this mark, so the leak check below ignores
 # processes of other sessions on a shared machine (another engineer's test run, say)
