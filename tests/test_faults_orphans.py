@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -47,8 +48,8 @@ def _running_under(folder: Path) -> list[int]:
 
 def test_sweep_killed_with_sigkill_leaves_no_child_worker_or_temp_folder(tmp_path, no_leaks):
     """kill -9 of the sweep: the run's child, its DataLoader workers and /tmp/gluonbench-run-* all go."""
-    # a short TMPDIR: the loader's workers talk over an AF_UNIX socket made there, whose path may be at most
-    # 107 bytes (under pytest-xdist, tmp_path/tmp/gluonbench-run-*/... is longer: "AF_UNIX path too long")
+    # a short TMPDIR, so the run's processes use the run's own folder in it as their TMPDIR (a longer one gets a
+    # short folder under /tmp instead: test_a_long_tmpdir_still_gives_the_workers_a_socket)
     tmp = Path(tempfile.mkdtemp(prefix="gb-orphans-"))
     env = dict(os.environ, TMPDIR=str(tmp), PYTHONUNBUFFERED="1")
     sweep = subprocess.Popen(
@@ -80,9 +81,30 @@ def test_sweep_killed_with_sigkill_leaves_no_child_worker_or_temp_folder(tmp_pat
         # and any process of the run that was not in the tree when it was read (its cmdline names the folder)
         _wait_for(lambda: not _running_under(tmp), 10, f"every process of the run under {tmp} to die")
         _wait_for(lambda: not list(tmp.glob("gluonbench-run-*")), 10, "the run's temporary folder to be removed")
+        # nothing else either: the workers' multiprocessing folders (pymp-*, their sockets) were in the run's
+        left = [p.name for p in tmp.iterdir()]
+        assert not left, f"left in TMPDIR after kill -9: {left}"
     finally:
         if sweep.poll() is None:
             sweep.kill()
             sweep.wait()
         with contextlib.suppress(OSError):
             tmp.rmdir()  # empty once the run removed its folder (asserted above)
+
+
+def test_a_long_tmpdir_still_gives_the_workers_a_socket(tmp_path, no_leaks):
+    """A TMPDIR too long for a worker's AF_UNIX socket path (107 bytes): the run's processes get a short private
+    one under /tmp instead, removed with the run; the sweep trains at 2 workers and leaves nothing behind."""
+    long_tmp = tmp_path / ("t" * 60) / ("u" * 60)
+    long_tmp.mkdir(parents=True)
+    before = set(Path("/tmp").glob("gluonbench-tmp-*"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gluonbench", "sweep", "--workers", "2", "--max-batches", "3", "--out", str(tmp_path / "out")],
+        cwd=REPO, env=dict(os.environ, TMPDIR=str(long_tmp)), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "AF_UNIX" not in proc.stderr
+    (runs,) = list((tmp_path / "out").glob("*/runs.jsonl"))
+    assert all(json.loads(line)["status"] == "ok" for line in runs.read_text().splitlines())
+    assert not list(long_tmp.iterdir())
+    assert not set(Path("/tmp").glob("gluonbench-tmp-*")) - before

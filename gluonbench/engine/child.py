@@ -78,8 +78,11 @@ def start_watchdog(lifeline_fd: int, tmp_dir: Path) -> None:
             pass
     except OSError:
         pass
+    end_run_group()  # first: no process of the run writes into the folders below once they are removed
     shutil.rmtree(tmp_dir, ignore_errors=True)
-    end_run_group()
+    own_tmp = os.environ.get("TMPDIR")  # the run's TMPDIR (engine.isolation.child_tmpdir): its sockets, pymp-*
+    if own_tmp and Path(own_tmp).name.startswith("gluonbench-tmp-"):
+        shutil.rmtree(own_tmp, ignore_errors=True)
     os.killpg(os.getpgrp(), signal.SIGKILL)  # anything left in the group, and this watchdog
     os._exit(0)  # pragma: no cover - the line above killed us
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,6 +39,7 @@ from gluonbench.engine.watchdog import shm_fixes
 from gluonbench.env import utc_now
 from gluonbench.names import arg
 from gluonbench.report.store import open_nofollow
+from gluonbench.scratch import owned_tempdir
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,26 @@ def clean_shm(before: set[str], pids: set[int]) -> list[str]:
     return removed
 
 
+SOCKET_ROOM = 40
+"""bytes a run's temp folder must leave for multiprocessing's ``/pymp-XXXXXXXX/listener-XXXXXXXX`` (a DataLoader
+worker's socket) within AF_UNIX's 107-byte path"""
+
+
+def child_tmpdir(run_dir: Path) -> Path:
+    """The ``TMPDIR`` of a run's child process, so that nothing its processes put there outlives the run.
+
+    The run's own folder (removed after the run, and by the child's watchdog after a kill -9 of the parent) when
+    a worker's socket path under it fits AF_UNIX's limit; else a short private folder under ``/tmp``, removed the
+    same ways (and by the next gluonbench start if both were killed); else the run folder all the same.
+    """
+    if len(os.fsencode(str(run_dir))) + SOCKET_ROOM <= 107:
+        return run_dir
+    try:
+        return owned_tempdir("tmp", root="/tmp")
+    except OSError:
+        return run_dir
+
+
 def _read_result(path: Path) -> str | None:
     try:
         text = path.read_text()
@@ -154,7 +176,10 @@ def run_child(
         result_path = Path(tmp) / "result.json"
         spec_path.write_text(json.dumps(spec))
         progress_path = Path(tmp) / "progress"
-        env = dict(os.environ, **{PROGRESS_ENV: str(progress_path), PARENT_ENV: str(os.getpid())})
+        child_tmp = child_tmpdir(Path(tmp))  # what the run's processes leave in TMPDIR goes with the run
+        env = dict(
+            os.environ, **{PROGRESS_ENV: str(progress_path), PARENT_ENV: str(os.getpid()), "TMPDIR": str(child_tmp)}
+        )
         # the lifeline: the child's watchdog reads end-of-file on it when this process dies, however it dies
         lifeline_r, lifeline_w = os.pipe()
         try:
@@ -198,6 +223,8 @@ def run_child(
             if removed:
                 log.warning("removed %d shared-memory segment(s) left by the run: %s", len(removed), ", ".join(removed))
             result_text = _read_result(result_path) if status == "ok" else None
+            if child_tmp != Path(tmp):
+                shutil.rmtree(child_tmp, ignore_errors=True)
             os.close(lifeline_w)  # the group is dead already: the watchdog went with it
         result = json.loads(result_text) if result_text is not None else None
         if result is None and status == "ok":
