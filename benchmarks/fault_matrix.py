@@ -27,6 +27,7 @@ Each case runs ``python -m gluonbench ...`` in a fresh folder (its own
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -596,13 +597,15 @@ def run_case(case: Case, fx: dict[str, Path], work: Path, silent: str, timeout: 
             deadline = time.monotonic() + timeout
             while len(me.children(recursive=True)) < 4 and time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.2)
-            os.kill(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
         elif case.kill_when:
             deadline = time.monotonic() + timeout
             while not list(folder.glob(case.kill_when)) and time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.1)
             time.sleep(0.5)
-            os.kill(proc.pid, signal.SIGKILL)  # the parent only, as `kill -9 PID` does: its children must follow
+            with contextlib.suppress(ProcessLookupError):  # it may have ended on its own first (a busy machine)
+                os.kill(proc.pid, signal.SIGKILL)  # the parent only, as `kill -9 PID` does: its children must follow
         _, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
