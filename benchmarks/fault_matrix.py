@@ -422,7 +422,7 @@ def reliability_cases() -> list[Case]:
              "", code=-9, kill_when="tmp/gluonbench-io-*/*", then=NEXT_START),
         Case("sweep:r21-kill-9-pipe", ["sweep", "--source", "pipe", "--uri", "{packed}", "--workers", "0",
              "--max-batches", "400", "--epochs", "3", "--out", "{case}/out"], "", code=-9,
-             kill_when="tmp/gluonbench-pipe-*/data/*", then=NEXT_START),
+             kill_when="out/*/logs/w0-r0.log", then=NEXT_START),
         Case("sweep:r21-kill-9-dist-job", ["sweep", "--workers", "0", "--max-batches", "400", "--kvstore", "dist_sync",
              "--hosts", "2", "--out", "{case}/out"], "", code=-9, kill_when="tmp/gluonbench-job-*", then=NEXT_START),
         Case("profile:r21-kill-9-setsid-grandchild", ["profile", "--out", "{case}/out", "--", sys.executable, "-c",
