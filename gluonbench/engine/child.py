@@ -27,6 +27,8 @@ import signal
 from pathlib import Path
 from time import perf_counter
 
+from gluonbench.scratch import PREFIX
+
 PR_SET_PDEATHSIG = 1
 PARENT_ENV = "GLUONBENCH_PARENT_PID"
 PROGRESS_ENV = "GLUONBENCH_PROGRESS_FILE"
@@ -81,7 +83,7 @@ def start_watchdog(lifeline_fd: int, tmp_dir: Path) -> None:
     end_run_group()  # first: no process of the run writes into the folders below once they are removed
     shutil.rmtree(tmp_dir, ignore_errors=True)
     own_tmp = os.environ.get("TMPDIR")  # the run's TMPDIR (engine.isolation.child_tmpdir): its sockets, pymp-*
-    if own_tmp and Path(own_tmp).name.startswith("gluonbench-tmp-"):
+    if own_tmp and Path(own_tmp).name.startswith(f"{PREFIX}tmp-"):  # child_tmpdir's owned_tempdir("tmp")
         shutil.rmtree(own_tmp, ignore_errors=True)
     os.killpg(os.getpgrp(), signal.SIGKILL)  # anything left in the group, and this watchdog
     os._exit(0)  # pragma: no cover - the line above killed us
