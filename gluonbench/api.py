@@ -19,7 +19,7 @@ from gluonbench.diagnosis import sweep as diagnosis_sweep
 from gluonbench.diagnosis.run import Diagnosis, diagnose, diagnose_workload
 from gluonbench.distributed import is_dist
 from gluonbench.env import command_line, environment
-from gluonbench.errors import GluonbenchError
+from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.names import arg
 from gluonbench.profiler.session import RunProfile
 from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, check_free_space, new_run_dir
@@ -55,10 +55,12 @@ def run_once(spec: RunSpec, workload=None) -> RunResult:
     return train_and_eval(spec, workload, diagnose=diagnosis_sweep.diagnose_run)
 
 
-def check_inputs(settings: SweepSettings) -> dict[str, int]:
+def check_inputs(settings: SweepSettings, reach: bool = True) -> dict[str, int]:
     """Fail fast, before any run: the context exists and the data set is there and valid.
 
-    Returns the split sizes (samples per split) of the data set.
+    Returns the split sizes (samples per split) of the data set. ``reach=False`` (the CLI, before its first
+    line) checks everything that neither downloads nor reaches a remote store; the sweep checks again, with
+    ``reach=True``, before its first run. A ``--pipeline`` factory is checked by the CLI on its own.
     """
     from gluonbench.contexts import parse_ctx
     from gluonbench.data import vision
@@ -66,7 +68,7 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
 
     if settings.pipeline:
         parse_ctx(settings.ctx)
-        return check_user_pipeline(settings)
+        return check_user_pipeline(settings) if reach else {}
     if settings.workload not in workload_names():
         raise GluonbenchError(f"unknown --dataset {settings.workload!r}; choose one of {', '.join(workload_names())}")
     parse_ctx(settings.ctx)
@@ -76,22 +78,36 @@ def check_inputs(settings: SweepSettings) -> dict[str, int]:
         max((*settings.workers, settings.eval_workers or 0)),
         settings.thread_pool,
     )
-    from gluonbench.workloads.vision_zoo import VISION_WORKLOADS, check_vision
+    from gluonbench.workloads.vision_zoo import VISION_WORKLOADS, check_options, check_vision
 
+    uri = settings.workload_options().get("uri") or settings.data_dir
+    remote = bool(uri and "://" in str(uri))
     if settings.run_workload() in VISION_WORKLOADS:
+        if remote and not reach:
+            opts = settings.workload_options()
+            check_options(
+                opts.get("model"), opts.get("preset", "imagenet"), opts.get("image_size"), opts.get("classes")
+            )
+            return {}
         return check_vision(settings.run_workload(), settings.workload_options(), settings.data_dir)
     if settings.workload in vision.SPECS:
-        folder = vision.locate(settings.workload, settings.data_dir, download=settings.download)
+        may_fetch = settings.download and settings.data_dir is None and not os.environ.get("GLUONBENCH_OFFLINE")
+        try:
+            folder = vision.locate(settings.workload, settings.data_dir, download=settings.download and reach)
+        except DataError:
+            if may_fetch and not reach:
+                return {}  # not here yet: downloaded as the sweep starts
+            raise
         return vision.validate(folder)
     if settings.workload == "synthetic":
-        from gluonbench.workloads.synthetic import check_options
+        from gluonbench.workloads.synthetic import check_options as check_synthetic
 
-        check_options(settings.options)
+        check_synthetic(settings.options)
         return {}
     if settings.workload == "source":
         from gluonbench.workloads.source import check_source
 
-        return check_source(settings.options, settings.data_dir)
+        return check_source(settings.options, settings.data_dir, deep=reach or not remote)
     return {}
 
 
@@ -263,6 +279,20 @@ def check_before_start(settings: Any, out: str | Path | None = None, create: boo
             from gluonbench.data.store import open_store
 
             open_store(str(uri)).list()  # DataError: the folder is missing, or a file
+        if options.get("endpoint_url"):  # its form (credentials, scheme), not whether it answers
+            from gluonbench.data.s3 import check_endpoint_url
+
+            check_endpoint_url(options["endpoint_url"])
+        model = getattr(settings, "model", None) or options.get("model")
+        if model:  # a zoo model needs gluoncv (and so MXNet) anyway: its name is checked before the first line
+            from gluonbench.workloads.vision_zoo import check_model
+
+            check_model(str(model))
+        hosts = getattr(settings, "hosts", None) or (1,)
+        if options.get("mode") == "pipe" and max(hosts) > 1 and uri and "://" not in str(uri):
+            from gluonbench.workloads.source import check_pipe_shards  # a local channel: listing it is cheap
+
+            check_pipe_shards(options, max(hosts), data_dir)
     workers = getattr(settings, "workers", 0)
     most = max((*workers,) if isinstance(workers, tuple | list) else (workers or 0,))
     most = max(most, getattr(settings, "max_workers", 0) or 0, getattr(settings, "eval_workers", 0) or 0)
@@ -279,7 +309,9 @@ def check_before_start(settings: Any, out: str | Path | None = None, create: boo
     if out is not None and create:
         make_out(out)
     elif out is not None:
-        check_out(out)
+        from gluonbench.report.store import RESERVE_PER_RECORD
+
+        check_free_space(check_out(out), arg("out"), need=RESERVE_PER_RECORD)  # room for one run's record
 
 
 def _probe_mkdir(path: Path, what: str) -> None:

@@ -1064,9 +1064,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         warn = _preflight(args, None, None, 0, 1, None, enabled=False)
     _pipeline_first(settings)
     if settings is not None:
-        api.check_before_start(settings, args.out, create=False)  # what needs no MXNet: before the first line
-    else:
-        api.check_resume(args.resume)  # the folder, its sweep.json and its lock: before the first line
+        api.check_before_start(settings, args.out, create=False)  # what needs no MXNet first: no import wait
+    # then the context, the data set and the workload's options (the folder, its sweep.json and its lock with
+    # --resume): bad input is one line, before the first; only a download or a remote store waits for the sweep
+    api.check_inputs(settings if settings is not None else api.check_resume(args.resume), reach=False)
     progress = Progress("sweep", _planned_runs(settings), "run")
     progress.start(_sweep_plan(settings, args.resume))
     state: dict[str, Any] = {"bar": None, "last": 0}

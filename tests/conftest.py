@@ -95,16 +95,13 @@ PLAN_LINE = re.compile(r"^(sweep|diagnose|tune|io): |^profile: running ")
 """the first line of a long command (what is about to run), see gluonbench.console"""
 
 
-def assert_one_clear_line(proc: subprocess.CompletedProcess, *needles: str, plan: bool = True) -> None:
+def assert_one_clear_line(proc: subprocess.CompletedProcess, *needles: str, plan: bool = False) -> None:
     """Bad input: exit 2, no traceback, exactly one line on stderr, naming each of ``needles``.
 
-    ``plan``: a long command's first line (what it is about to run, gluonbench.console) may precede the error
-    line. It should not (bad input is one line, before anything else), and for ``sweep --resume``, ``profile``
-    and ``--hostfile`` it no longer does; but the sweep still checks several inputs inside ``api.sweep``, after
-    that line (an unknown or missing data set, ``--endpoint-url``, a GPU context, the source's object count),
-    so the default stays lenient until those move before it (#21, see the branch busyproof's report).
-    ``plan=False``: the error must be the only line; pass it wherever that already holds.
-    """
+    Bad input is one line, before anything else: every input a command can check without the network is
+    checked before its first line (what it is about to run, gluonbench.console). ``plan=True`` lets that
+    line precede the error, for what is only found by reaching a remote store (a silent ``--endpoint-url``) or
+    by measuring (a stage that stalls past the budget)."""
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]

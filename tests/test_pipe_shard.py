@@ -156,8 +156,8 @@ def test_more_workers_than_objects_is_one_line(cli, channels, tmp_path, no_leaks
         "sweep", "--kvstore", "dist_sync", "--hosts", "2,7", "--workers", "0", "--source", "pipe",
         "--uri", str(channels["even"]), "--out", str(tmp_path),
     )  # fmt: skip
-    # the source's objects are counted inside the API, after the plan line (#21: not yet moved before it)
-    assert_one_clear_line(proc, "6 data object(s) for 7 workers", "--hosts", "--shard-size", plan=True)
+    # a local channel's objects are counted before the first line
+    assert_one_clear_line(proc, "6 data object(s) for 7 workers", "--hosts", "--shard-size", plan=False)
     assert not list(tmp_path.glob("*/runs.jsonl"))
 
 
