@@ -313,7 +313,9 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
         "diagnose_rank",
     ):
         if raw is None or str(raw).lower() in ("none", ""):
-            return None
+            if SweepSettings.__dataclass_fields__[name].default is None:  # an optional setting, unset
+                return None
+            raise GluonbenchError(f"{_flag(name, source)} must be a whole number (got {raw!r})")
         # TOML's true would be 1 and 64.9 would be 64: neither is what was meant, so both are refused
         if isinstance(raw, bool) or isinstance(raw, float) or (isinstance(raw, str) and len(raw.strip()) > 20):
             raise GluonbenchError(f"{_flag(name, source)} must be a whole number (got {raw!r})")

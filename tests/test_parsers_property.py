@@ -14,7 +14,7 @@ import string
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from gluonbench.errors import GluonbenchError  # noqa: E402
@@ -136,6 +136,7 @@ def test_rules(items):
 @FAST
 @given(st.text(max_size=200) | st.builds(lambda d: "[sweep]\n" + "\n".join(f"{k} = {json.dumps(v)}" for k, v in d.items()),
                                          st.dictionaries(_keys, json_values, max_size=4)))  # fmt: skip
+@example('[sweep]\ndevices = ""')  # found by this test: an empty required number passed as None
 def test_toml_configs(tmp_path_factory, text):
     from gluonbench.config import SweepSettings, coerce, load_toml
 

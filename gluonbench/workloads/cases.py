@@ -7,7 +7,11 @@ on any machine, and ``expected`` follows from the construction; a case with
 ``expected == ""`` (the seed's MNIST at 2 workers) has no verdict by construction.
 Either way the ground truth is the seed's rule measured by a plain training loop
 that overlaps like MXNet's (``benchmarks/ground_truth.py``): how much faster one
-reused batch trains than the full pipeline. The tests run the ``quick`` cases;
+reused batch trains than the full pipeline. The device-bound (``gpu_io``) cases are built so that the input
+costs a few per cent of the step, but on a small CPU machine the loader shares the cores with the model's
+operators: on 2 cores the plain loop has measured one reused batch 1.02-1.18x faster for them, run to run,
+which is either side of the 5 % line. For them ``expected`` is the intent, not a promise, and the plain
+loop decides. The tests run the ``quick`` cases;
 ``benchmarks/diagnose_accuracy.py`` runs them all against that ground truth.
 """
 
@@ -100,7 +104,7 @@ CASES: tuple[Case, ...] = (
         "synthetic-heavy-model",
         "gpu_io",
         "2 dense layers of 2048 units on cached 4 KiB files with no transform work, batch 32: compute-bound "
-        "(the input costs ~2 % of the step: reusing one batch gains nothing)",
+        "(the input costs ~2 % of the step when measured alone)",
         "synthetic",
         {"width": 2048, "depth": 2, "samples": 2048},
         batch_size=32,
