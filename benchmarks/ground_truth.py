@@ -93,8 +93,14 @@ def _paired(a: list[float], b: list[float]) -> tuple[float, float, float]:
     return median(ratios), lo, hi
 
 
-def measure(case: Case, dirs: dict[str, Any], seconds: float = 20.0, min_rounds: int = 8) -> GroundTruth:
-    """Train ``case`` with the plain loop on the CPU for about ``seconds`` and apply the seed's rule."""
+def measure(
+    case: Case, dirs: dict[str, Any], seconds: float = 20.0, min_rounds: int = 8, barrier: bool = False
+) -> GroundTruth:
+    """Train ``case`` with the plain loop on the CPU for about ``seconds`` and apply the seed's rule.
+
+    ``barrier``: wait for all work after each batch is fetched, before its step is dispatched, as gluonbench's
+    timer does (``engine/loop.py``), instead of keeping one step in flight: to see what that costs the overlap.
+    """
     from gluonbench._mx import autograd, gluon, mx, nd
     from gluonbench.pipeline.pipeline import close_loader
 
@@ -129,6 +135,8 @@ def measure(case: Case, dirs: dict[str, Any], seconds: float = 20.0, min_rounds:
         t0 = perf_counter()
         for _ in range(steps):
             data, label = next(batches)
+            if barrier:
+                nd.waitall()
             with autograd.record():
                 out = loss(net(data.as_in_context(ctx)), label.as_in_context(ctx))
             out.backward()
@@ -198,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=20.0, help="seconds of interleaved rounds per case (default 20)")
     p.add_argument("--mnist-dir", help="folder of the MNIST files (default: gluonbench's look-up, no download)")
     p.add_argument("--json", help="write every case's figures to this file")
+    p.add_argument(
+        "--barrier", action="store_true", help="wait for all work before each step, as gluonbench's timer does"
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     cases = [c for c in CASES if (c.quick or not args.quick) and (not args.only or c.name in args.only)]
@@ -207,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mnist_dir:
             dirs["mnist"] = args.mnist_dir
         for case in cases:
-            gt = measure(case, dirs, args.seconds)
+            gt = measure(case, dirs, args.seconds, barrier=args.barrier)
             print(line(gt), flush=True)
             out.append(gt.to_dict())
     if args.json:
