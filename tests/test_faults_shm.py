@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import assert_one_clear_line
@@ -136,3 +137,25 @@ def test_dev_shm_filling_up_mid_run_is_one_line_from_python(command, tmp_path):
         assert needle in line, (needle, line)
     assert "--workers" not in line  # from Python: the argument, not the flag
     assert time.monotonic() - t0 < 20 + 30 + 60  # within the budget + grace (+ start-up), never waiting it out
+
+
+def test_a_stopped_workers_unmapped_segment_is_removed_and_a_mapped_one_kept():
+    """close_loader's clean-up: a segment a stopped worker left (a batch in flight) goes; one this process maps
+    (a batch it still holds) stays for MXNet to free. Found beside a CPU hog: one mx_ segment outlived a run."""
+    import mmap
+
+    from gluonbench.pipeline.pipeline import drop_stray_segments
+
+    pid = 0x3FFFFFF0  # above Linux's pid_max: no live process owns these names
+    stray, held = Path(f"/dev/shm/mx_{pid:x}_a1"), Path(f"/dev/shm/mx_{pid:x}_b2")
+    other = Path(f"/dev/shm/mx_{pid + 1:x}_c3")
+    for p in (stray, held, other):
+        p.write_bytes(b"\0" * 4096)
+    try:
+        with open(held, "r+b") as f, mmap.mmap(f.fileno(), 4096) as mapping:
+            assert drop_stray_segments({pid}) == [stray.name]
+            assert mapping[0] == 0
+        assert not stray.exists() and held.exists() and other.exists()
+    finally:
+        for p in (stray, held, other):
+            p.unlink(missing_ok=True)

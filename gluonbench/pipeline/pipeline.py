@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -269,9 +271,36 @@ class Running:
 
 
 def close_loader(loader: Any) -> None:
-    """Stop a DataLoader's worker pool now rather than at garbage collection."""
+    """Stop a DataLoader's worker pool now rather than at garbage collection, and remove the shared-memory
+    segments its workers made that this process does not map (see :func:`drop_stray_segments`)."""
     pool = getattr(loader, "_worker_pool", None)
     if pool is not None:
+        pids = {pid for p in getattr(pool, "_pool", None) or () if (pid := getattr(p, "pid", None))}
         pool.terminate()
         pool.join()
         loader._worker_pool = None
+        drop_stray_segments(pids)
+
+
+def drop_stray_segments(pids: set[int]) -> list[str]:
+    """Remove MXNet's ``/dev/shm/mx_<pid hex>_*`` segments made by ``pids`` (stopped loader workers) that this
+    process does not map: a batch still in flight when its worker was stopped, which nobody would unlink. A
+    segment this process maps (a batch it holds) is left to MXNet. Returns the names removed."""
+    if not pids:
+        return []
+    try:
+        names = [n for n in os.listdir("/dev/shm") if n.startswith("mx_")]
+        mapped = open("/proc/self/maps").read() if names else ""
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        try:
+            owner = int(name.split("_")[1], 16)
+        except (IndexError, ValueError):
+            continue
+        if owner in pids and f"/dev/shm/{name}" not in mapped:
+            with contextlib.suppress(OSError):
+                os.unlink(f"/dev/shm/{name}")
+                removed.append(name)
+    return removed
