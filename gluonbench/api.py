@@ -257,12 +257,14 @@ def make_out(out: str | Path, what: str = "out") -> Path:
 
 
 def check_before_start(settings: Any, out: str | Path | None = None, create: bool = True) -> None:
-    """The checks a command makes before its first line: those that need neither MXNet (seconds to import) nor
-    the network nor a measurement: a local data set that is named but missing, an image workload with no data
-    set, ``/dev/shm`` too small for the workers, then the output folder (made when ``create``, as diagnose and
-    tune make it before measuring; else only checked, as a sweep makes its run folder once its inputs are
-    checked). Everything is checked again, with the rest, before measuring: this only makes bad input one line
-    with nothing printed before it."""
+    """The checks a command makes before its first line: those that need neither the network nor a measurement,
+    nor MXNet (seconds to import) unless the run needs it anyway: a local data set that is named but missing,
+    an image workload with no data set, the form of ``endpoint_url``, a zoo ``model`` name (gluoncv), a local
+    pipe channel with fewer objects than ``hosts``, ``/dev/shm`` too small for the workers, then the output
+    folder (made when ``create``, as diagnose and tune make it before measuring; else only checked, with room
+    for one run's record, as a sweep makes its run folder once its inputs are checked). Everything is checked
+    again, with the rest, before measuring: this only makes bad input one line with nothing printed before
+    it. The sweep's CLI then runs :func:`check_inputs` with ``reach=False`` before its first line too."""
     if not getattr(settings, "pipeline", None):  # a factory is checked by check_pipeline
         workload, data_dir = getattr(settings, "workload", None), getattr(settings, "data_dir", None)
         options = getattr(settings, "options", None) or {}

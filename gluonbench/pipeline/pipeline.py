@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from time import perf_counter
 from typing import Any
 
@@ -290,7 +291,7 @@ def drop_stray_segments(pids: set[int]) -> list[str]:
         return []
     try:
         names = [n for n in os.listdir("/dev/shm") if n.startswith("mx_")]
-        mapped = open("/proc/self/maps").read() if names else ""
+        mapped = Path("/proc/self/maps").read_text() if names else ""
     except OSError:
         return []
     removed = []
