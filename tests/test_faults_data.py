@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -73,7 +74,8 @@ def test_records_that_are_not_objects_are_skipped_with_one_warning(finished_swee
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "skipped 4 line(s)" in lines[0], lines
-    assert "| 1 |" in (run_dir / "summary.md").read_text()
+    # the 1-worker row is there, whichever count was fastest ("| 1 **best** |" when it won: timing decides)
+    assert re.search(r"^\| 1( \*\*best\*\*)? \|", (run_dir / "summary.md").read_text(), re.M)
 
 
 @pytest.mark.slow
