@@ -144,3 +144,48 @@ def kill_marked(token: str) -> int:
             except OSError:
                 pass
     return n
+
+
+SHM_DIR = Path("/dev/shm")
+_MX_SEGMENT = re.compile(r"mx_([0-9a-f]+)_[0-9a-f]+")
+
+
+def shm_entries() -> set[str]:
+    """The names in ``/dev/shm`` (empty where it cannot be read)."""
+    try:
+        return set(os.listdir(SHM_DIR))
+    except OSError:
+        return set()
+
+
+def mx_segment_owner(name: str) -> int | None:
+    """The pid that made MXNet's shared-memory segment ``mx_<pid hex>_<id hex>`` (a loader worker's batch), or
+    None for any other name."""
+    m = _MX_SEGMENT.fullmatch(name)
+    return int(m.group(1), 16) if m else None
+
+
+def remove_mx_segments(pids: set[int], names: set[str] | None = None, keep_mapped: bool = False) -> list[str]:
+    """Remove the MXNet segments among ``names`` (default: all of ``/dev/shm``) that one of ``pids`` made.
+
+    ``keep_mapped``: leave those this process maps (a batch it still holds, which MXNet will free). Returns
+    the names removed, sorted.
+    """
+    if not pids:
+        return []
+    names = shm_entries() if names is None else names
+    ours = sorted(n for n in names if mx_segment_owner(n) in pids)
+    if keep_mapped and ours:
+        try:
+            mapped = Path("/proc/self/maps").read_text()
+        except OSError:
+            return []
+        ours = [n for n in ours if f"{SHM_DIR / n}" not in mapped]
+    removed = []
+    for name in ours:
+        try:
+            (SHM_DIR / name).unlink()
+            removed.append(name)
+        except OSError:
+            pass
+    return removed

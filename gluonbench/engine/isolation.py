@@ -39,18 +39,9 @@ from gluonbench.engine.watchdog import shm_fixes
 from gluonbench.env import utc_now
 from gluonbench.names import arg
 from gluonbench.report.store import open_nofollow
-from gluonbench.scratch import owned_tempdir
+from gluonbench.scratch import owned_tempdir, remove_mx_segments, shm_entries
 
 log = logging.getLogger(__name__)
-
-SHM_DIR = Path("/dev/shm")
-
-
-def shm_entries() -> set[str]:
-    try:
-        return set(os.listdir(SHM_DIR))
-    except OSError:
-        return set()
 
 
 def _read_progress(path: Path) -> int:
@@ -89,21 +80,7 @@ def group_members(pgid: int) -> list[int]:
 
 def clean_shm(before: set[str], pids: set[int]) -> list[str]:
     """Remove MXNet segments created since ``before`` by one of ``pids``; return their names."""
-    removed = []
-    for name in sorted(shm_entries() - before):
-        if not name.startswith("mx_"):
-            continue
-        try:
-            owner = int(name.split("_")[1], 16)
-        except (IndexError, ValueError):
-            continue
-        if owner in pids:
-            try:
-                (SHM_DIR / name).unlink()
-                removed.append(name)
-            except OSError:
-                pass
-    return removed
+    return remove_mx_segments(pids, shm_entries() - before)
 
 
 SOCKET_ROOM = 40

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from time import perf_counter
 from typing import Any
 
@@ -26,6 +23,7 @@ from gluonbench.pipeline.stages import (
     cached_sample,
     copy_stage,
 )
+from gluonbench.scratch import remove_mx_segments
 
 Step = Callable[[Any, Any], Any]
 LoaderStage = Loader | Stream | HostBatch | DeviceBatch
@@ -287,21 +285,4 @@ def drop_stray_segments(pids: set[int]) -> list[str]:
     """Remove MXNet's ``/dev/shm/mx_<pid hex>_*`` segments made by ``pids`` (stopped loader workers) that this
     process does not map: a batch still in flight when its worker was stopped, which nobody would unlink. A
     segment this process maps (a batch it holds) is left to MXNet. Returns the names removed."""
-    if not pids:
-        return []
-    try:
-        names = [n for n in os.listdir("/dev/shm") if n.startswith("mx_")]
-        mapped = Path("/proc/self/maps").read_text() if names else ""
-    except OSError:
-        return []
-    removed = []
-    for name in names:
-        try:
-            owner = int(name.split("_")[1], 16)
-        except (IndexError, ValueError):
-            continue
-        if owner in pids and f"/dev/shm/{name}" not in mapped:
-            with contextlib.suppress(OSError):
-                os.unlink(f"/dev/shm/{name}")
-                removed.append(name)
-    return removed
+    return remove_mx_segments(pids, keep_mapped=True)
