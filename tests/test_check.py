@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, with_more_budget
 
 from gluonbench.check.gate import Figure, Snapshot, decide, load_baseline
 from gluonbench.errors import GluonbenchError
@@ -31,10 +31,11 @@ def baseline(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("check") / "baseline.json"
     # a busy machine (other jobs on the cores) can fit too few paired rounds in the budget: the command
     # refuses to save and says to raise --budget; the fixture does that (twice at most)
-    for budget in (int(BUDGET), 2 * int(BUDGET), 4 * int(BUDGET)):
-        proc = run_cli("check", "--pipeline", PIPE, "--save-baseline", str(path), "--budget", str(budget))
-        if proc.returncode == 0 or "raise --budget" not in proc.stderr:
-            break
+    proc = with_more_budget(
+        lambda budget: run_cli("check", "--pipeline", PIPE, "--save-baseline", str(path), "--budget", f"{budget:g}"),
+        (int(BUDGET), 2 * int(BUDGET), 4 * int(BUDGET)),
+        lambda proc: proc.returncode == 0 or "raise --budget" not in proc.stderr,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "baseline saved" in proc.stdout
     assert "\r" not in proc.stderr  # not a terminal: plain progress lines

@@ -4,7 +4,7 @@ import csv
 import json
 
 import pytest
-from conftest import assert_one_clear_line
+from conftest import assert_one_clear_line, with_more_budget
 
 from gluonbench.diagnosis.verdict import VERDICTS
 
@@ -13,8 +13,8 @@ def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli,
     out = tmp_path / "d.json"
     # a machine busy with other jobs can leave the CIs too wide in 8 s: retry with a doubled budget, as the
     # inconclusive advice says (a wrong verdict still fails)
-    for budget in ("8", "16", "32"):
-        proc = cli(
+    proc = with_more_budget(
+        lambda budget: cli(
             "diagnose",
             "--dataset",
             "synthetic",
@@ -27,12 +27,13 @@ def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli,
             "--data-dir",
             str(tmp_path / "cache"),
             "--budget",
-            budget,
+            f"{budget:g}",
             "--json",
             str(out),
-        )
-        if proc.returncode != 0 or "**Verdict: inconclusive**" not in proc.stdout:
-            break
+        ),
+        (8, 16, 32),
+        lambda proc: proc.returncode != 0 or "**Verdict: inconclusive**" not in proc.stdout,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     text = proc.stdout

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import assert_one_clear_line
+from conftest import assert_one_clear_line, with_more_budget
 
 
 @pytest.mark.parametrize(
@@ -41,11 +41,11 @@ def test_a_diagnosis_measured_but_not_saved_gives_the_speed_up_it_measured(tmp_p
     # a busy machine may leave a probe without a block in 3 s (a speed-up of "?", no interval): every attempt must
     # still be refused with the result in its line; the figures are checked on one that measured them, with the
     # budget doubled as the inconclusive advice says
-    for attempt, budget in enumerate((3, 6, 12)):
-        folder = tmp_path / f"keep{attempt}"
+    def attempt(budget: float):
+        folder = tmp_path / f"keep{budget:g}"
         folder.mkdir()
 
-        def take_the_folder_away(*_, folder=folder):  # while measuring, the output folder turns into a file
+        def take_the_folder_away(*_):  # while measuring, the output folder turns into a file
             if folder.is_dir():
                 shutil.rmtree(folder)
                 folder.write_text("not a folder")
@@ -53,12 +53,16 @@ def test_a_diagnosis_measured_but_not_saved_gives_the_speed_up_it_measured(tmp_p
         settings = DiagnoseSettings(workload="synthetic", budget_s=budget, json_path=str(folder / "d.json"), ctx="cpu")
         with pytest.raises(NotSavedError) as err:
             run_diagnosis(settings, on_progress=take_the_folder_away)
-        d = err.value.result
-        message = str(err.value)
+        d, message = err.value.result, str(err.value)
         assert "but not saved" in message and f"verdict: {d.verdict}" in message
         assert "with a perfect input pipeline" in message and "\n" not in message
-        if all(math.isfinite(x) for x in (d.speedups["input"], *d.speedup_ci["input"][:2])):
-            break
+        return d, message
+
+    d, message = with_more_budget(
+        attempt,
+        (3, 6, 12),
+        lambda r: all(math.isfinite(x) for x in (r[0].speedups["input"], *r[0].speedup_ci["input"][:2])),
+    )
     # the verdict's reading, not shares: the figures it measured, or "?" where even 12 s gave none (a busy machine)
     gain, (lo, hi) = d.speedups["input"], d.speedup_ci["input"][:2]
     if not math.isfinite(gain):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_one_clear_line
+from conftest import REPO, assert_one_clear_line, with_more_budget
 
 from gluonbench.diagnosis.probes import NAMES
 from gluonbench.errors import GluonbenchError
@@ -163,13 +163,19 @@ def test_diagnosis_with_a_gluoncv_model_attributes_decode_and_augment_to_preproc
 
     # a machine busy with other jobs may leave a probe without a finished block in 6 s: measure again with the
     # budget doubled (what is checked below is what the probes swap and that each measured, not how fast)
-    for budget in (6.0, 12.0, 24.0):
-        d = api.diagnose_workload(
-            "imagefolder", 8, 0, "cpu", budget,
-            data_dir=str(jpeg_dir), options={"model": "mobilenetv2_0.25", "image_size": 32, "preset": "imagenet"},
-        )  # fmt: skip
-        if all(p.blocks for p in d.probes.values() if p.same_as is None):
-            break
+    d = with_more_budget(
+        lambda budget: api.diagnose_workload(
+            "imagefolder",
+            8,
+            0,
+            "cpu",
+            budget,
+            data_dir=str(jpeg_dir),
+            options={"model": "mobilenetv2_0.25", "image_size": 32, "preset": "imagenet"},
+        ),
+        (6.0, 12.0, 24.0),
+        lambda d: all(p.blocks for p in d.probes.values() if p.same_as is None),
+    )
     assert d.verdict in ("preprocessing", "disk_io", "gpu_io", "inconclusive")
     assert list(d.probes) == list(NAMES)
     assert d.probes["no_preprocess"].same_as is None, "decode + preset are the stages the probe removes"
