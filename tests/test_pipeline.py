@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 
 import numpy as np
 import pytest
@@ -93,6 +94,48 @@ def test_measure_rounds_interleaves_pipelines_until_the_budget(small, no_leaks):
         assert len(rec.per_round) == rec.rounds and set(rec.per_round) <= set(range(1, m.rounds + 1))
         assert min(rec.blocks) <= min(rec.per_round.values()) <= max(rec.per_round.values()) <= max(rec.blocks)
     assert m.stop_reason == "budget", "a CI of +-0.0001 % is never reached: the budget ends it"
+
+
+def test_rounds_keep_loading_overlapped_with_the_step(no_leaks):
+    """A round is one pass of the timer: the next batch loads while the step computes, as in training (issue 17).
+
+    Reading sleeps 80 ms a batch (no CPU) while the step is MXNet engine work (a matrix product): overlapped, the
+    full pipeline takes about the longer of the two, not their sum. Timing each block in a pass of its own, as
+    the rounds once did, waited for each step before loading the next batch and gave the sum.
+    """
+    import time
+
+    from gluonbench._mx import gluon, mx, nd
+
+    class SlowReads(gluon.data.Dataset):
+        def __len__(self) -> int:
+            return 100_000
+
+        def __getitem__(self, i: int):
+            time.sleep(0.01)
+            return np.zeros(4, np.float32), np.int32(0)
+
+    w = nd.ones((800, 800))
+
+    def step(data, label):
+        nd.dot(w, w)  # queued on MXNet's engine; the loop's barrier waits for it
+
+    full = Pipeline(dataset=SlowReads(), loader=Loader(batch_size=8, shuffle=False), ctx=mx.cpu(), step=step)
+    host = (nd.zeros((8, 4)), nd.zeros(8))
+    m = measure(
+        {"full": full, "loader": full.without_step(), "model": full.with_host_batch(host)},
+        Rounds(budget_s=8.0, round_s=0.2, min_blocks=3, rel_ci=1e-6),
+    )
+    per_round = {k: r.per_round for k, r in m.records.items()}
+    assert statistics.median(per_round["loader"].values()) * 8 >= 0.075, per_round  # 8 reads of 10 ms
+    # round by round (the machine's speed moves between rounds, and each round's three figures share it):
+    # overlapped, full takes about max(loader, model); the sum, a ratio of 1, is what serial timing gave
+    common = set.intersection(*(set(v) for v in per_round.values()))
+    assert len(common) >= 3, per_round
+    to_sum = [per_round["full"][i] / (per_round["loader"][i] + per_round["model"][i]) for i in common]
+    to_max = [per_round["full"][i] / max(per_round["loader"][i], per_round["model"][i]) for i in common]
+    assert statistics.median(to_sum) <= 0.85, (to_sum, per_round)
+    assert statistics.median(to_max) >= 0.5, (to_max, per_round)
 
 
 def _t(ms: float, rel: float = 0.01) -> ProbeTiming:

@@ -60,6 +60,10 @@ DEFAULT_BUDGET_S = 60.0
 DEFAULT_MAX_SLOWDOWN = 0.05
 GATE_SHARE = 0.5
 """share of the budget for the full pipeline beside the ruler (the verdict's figure); the rest measures the stages"""
+GATE_ROUND_S = 0.0
+"""one block per pipeline per round: the most paired rounds in the budget. The baseline and today's check are
+measured alike, so what short rounds cost in accuracy cancels in their ratio (the diagnosis, which compares
+probes with each other, uses longer rounds)"""
 STAGE_MIN_ROUNDS = 3
 """paired rounds a stage's figure needs (the stages name a regression; the verdict itself needs PAIRED_MIN_ROUNDS)"""
 
@@ -243,11 +247,14 @@ def measure_snapshot(
         return lambda elapsed, _budget: on_progress(min(offset + elapsed, budget_s), budget_s)
 
     gate = measure(
-        {"full": pipeline, RULER: ruler_p}, Rounds(budget_s=gate_s), on_progress=progress(0.0), done=lambda _m: False
+        {"full": pipeline, RULER: ruler_p},
+        Rounds(budget_s=gate_s, round_s=GATE_ROUND_S),
+        on_progress=progress(0.0),
+        done=lambda _m: False,
     )
     probes = measure(
         {**{k: v for k, v in built.items() if k != "full"}, "full": pipeline, RULER: ruler_p},
-        Rounds(budget_s=stage_s, round_s=0.1),
+        Rounds(budget_s=stage_s, round_s=GATE_ROUND_S),
         on_progress=progress(gate.elapsed_s),
         done=lambda _m: False,
     )

@@ -61,6 +61,12 @@ class StepTimes:
         self.compute += other.compute
         self.samples += other.samples
 
+    def part(self, start: int, stop: int) -> StepTimes:
+        """Steps ``start`` to ``stop - 1``."""
+        return StepTimes(
+            self.wait[start:stop], self.copy[start:stop], self.compute[start:stop], self.samples[start:stop]
+        )
+
     def step(self, i: int) -> float:
         return self.wait[i] + self.copy[i] + self.compute[i]
 
@@ -120,6 +126,7 @@ def run_steps(
     max_steps: int | None = None,
     sync_copy: bool | None = None,
     on_step: Callable[[int], None] | None = None,
+    until: Callable[[int], bool] | None = None,
 ) -> StepTimes:
     """Run up to ``max_steps`` steps of ``step(data, label)`` over ``batches``.
 
@@ -128,6 +135,11 @@ def run_steps(
     context stands for ``copy_stage(ctx, step, sync_copy)`` (a plain copy there, or the split of a step that
     splits its batch). ``step=None`` measures the input pipeline alone (loader-only probe); the barrier still
     runs so async loader work is counted. ``sync_copy`` defaults to True on GPU contexts (see module docstring).
+
+    ``until(n)``, asked after each step ``n`` (1, 2, ...), ends the pass when it returns True. A pass ends with a
+    barrier that waits for its last step, so the next batch is not fetched while that step computes: measure
+    many steps in one pass (and split its :class:`StepTimes` afterwards), not one pass per few steps, or the
+    overlap of loading with compute that training has is lost.
     """
     from gluonbench._mx import nd
     from gluonbench.pipeline.stages import copy_stage
@@ -172,6 +184,8 @@ def run_steps(
         n += 1
         if on_step is not None:
             on_step(n)
+        if until is not None and until(n):
+            break
     t5 = perf_counter()
     nd.waitall()
     if n:
