@@ -65,7 +65,7 @@ def test_regression_exit_1_names_the_stage_and_writes_ci_outputs(baseline, tmp_p
         "--json", str(js), env={"CHECK_TEST_SLOW_PCT": "300", "GITHUB_STEP_SUMMARY": str(summary)},
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "REGRESSION" in proc.stdout and "the stage that got slower: preprocessing" in proc.stdout
+    assert "REGRESSION" in proc.stdout and "the stage that got slower: preprocessing" in proc.stdout, proc.stdout
     assert "\r" not in proc.stderr
     result = json.loads(js.read_text())
     assert result["outcome"] == "regression" and result["stage"] == "preprocessing" and result["slowdown"] > 1.05
