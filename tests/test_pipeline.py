@@ -122,15 +122,21 @@ def test_rounds_keep_loading_overlapped_with_the_step(no_leaks):
 
     full = Pipeline(dataset=SlowReads(), loader=Loader(batch_size=8, shuffle=False), ctx=mx.cpu(), step=step)
     host = (nd.zeros((8, 4)), nd.zeros(8))
-    m = measure(
-        {"full": full, "loader": full.without_step(), "model": full.with_host_batch(host)},
-        Rounds(budget_s=8.0, round_s=0.2, min_blocks=3, rel_ci=1e-6),
-    )
-    per_round = {k: r.per_round for k, r in m.records.items()}
+    pipelines = {"full": full, "loader": full.without_step(), "model": full.with_host_batch(host)}
+
+    def rounds(budget: float) -> dict[str, dict[int, float]]:
+        m = measure(pipelines, Rounds(budget_s=budget, round_s=0.2, min_blocks=3, rel_ci=1e-6))
+        return {k: r.per_round for k, r in m.records.items()}
+
+    def paired(per_round: dict[str, dict[int, float]]) -> set[int]:
+        return set.intersection(*(set(v) for v in per_round.values()))
+
+    # a busy machine (steps 2-3x longer) may fit fewer than 3 rounds of all three in 8 s: measure again for longer
+    per_round = with_more_budget(rounds, (8.0, 16.0, 32.0), lambda pr: len(paired(pr)) >= 3)
     assert statistics.median(per_round["loader"].values()) * 8 >= 0.075, per_round  # 8 reads of 10 ms
     # round by round (the machine's speed moves between rounds, and each round's three figures share it):
     # overlapped, full takes about max(loader, model); the sum, a ratio of 1, is what serial timing gave
-    common = set.intersection(*(set(v) for v in per_round.values()))
+    common = paired(per_round)
     assert len(common) >= 3, per_round
     to_sum = [per_round["full"][i] / (per_round["loader"][i] + per_round["model"][i]) for i in common]
     to_max = [per_round["full"][i] / max(per_round["loader"][i], per_round["model"][i]) for i in common]
