@@ -60,10 +60,22 @@ def test_regression_exit_1_names_the_stage_and_writes_ci_outputs(baseline, tmp_p
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     junit, js = tmp_path / "check.xml", tmp_path / "check.json"
-    proc = run_cli(
-        "check", "--pipeline", PIPE, "--baseline", str(baseline), "--budget", BUDGET, "--junit", str(junit),
-        "--json", str(js), env={"CHECK_TEST_SLOW_PCT": "300", "GITHUB_STEP_SUMMARY": str(summary)},
-    )  # fmt: skip
+
+    def check(budget: float):
+        return run_cli(
+            "check", "--pipeline", PIPE, "--baseline", str(baseline), "--budget", f"{budget:g}", "--junit",
+            str(junit), "--json", str(js), env={"CHECK_TEST_SLOW_PCT": "300", "GITHUB_STEP_SUMMARY": str(summary)},
+        )  # fmt: skip
+
+    def named(proc) -> bool:
+        # beside CPU hogs the stages may get too few paired rounds to be told apart: the regression is still
+        # found, and the line says what budget would name the stage; the test then takes that advice
+        if proc.returncode == 1 and "the stage that got slower" not in proc.stdout:
+            assert "too few paired rounds of the stages" in proc.stdout and "--budget " in proc.stdout, proc.stdout
+            return False
+        return True
+
+    proc = with_more_budget(check, (int(BUDGET), 2 * int(BUDGET), 4 * int(BUDGET)), named)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "REGRESSION" in proc.stdout and "the stage that got slower: preprocessing" in proc.stdout, proc.stdout
     assert "\r" not in proc.stderr

@@ -487,8 +487,12 @@ def decide(
     elif s > limit and lo > 1:
         outcome = "regression"
         stage = _slowest_stage(now, base, basis)
+        more = math.ceil(2 * now.budget_s)
         message = f"slower by {_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}), beyond the {t:.0%} allowed" + (
-            f"; the stage that got slower: {stage}" if stage else ""
+            f"; the stage that got slower: {stage}"
+            if stage
+            else "; too few paired rounds of the stages to name the one that got slower: a larger budget would "
+            f"({example(f'budget_s={more}', f'--budget {more}')})"
         )
     else:
         outcome = "inconclusive"
