@@ -138,10 +138,9 @@ def cli():
 
 
 def _mx_shm() -> set[str]:
-    try:
-        return {n for n in os.listdir("/dev/shm") if n.startswith(("mx_", "sem.mp-"))}
-    except OSError:
-        return set()
+    from gluonbench.scratch import shm_entries
+
+    return {n for n in shm_entries() if n.startswith(("mx_", "sem.mp-"))}
 
 
 def _ours(p: psutil.Process) -> bool:

@@ -257,8 +257,6 @@ class Rounds:
         rec.block_steps = k
         monitor = SystemMonitor(interval=self.monitor_interval).start()
         cpu: dict[str, float] = {}
-        t0 = perf_counter()
-
         end: dict[str, int] = {}
 
         def mark(n: int) -> None:
@@ -271,7 +269,7 @@ class Rounds:
             measured = n - skip
             if measured > 0 and measured % k == 0:
                 now = perf_counter()
-                if now - cpu.get("t", t0) >= round_s or now >= deadline:
+                if now - cpu["t"] >= round_s or now >= deadline:  # mark(skip) set it: measured > 0
                     end["n"] = n
                     cpu["end"] = tree_cpu_s()
             return False
