@@ -175,6 +175,35 @@ def test_failing_script_keeps_its_code_and_profile(cli, tmp_path, no_leaks):
     assert (prof / "report.html").is_file() and (prof / "rules.json").is_file()
 
 
+LEAVES_SEGMENTS = """
+import os, subprocess, sys
+
+def segment(pid):  # what MXNet's shm_open leaves when a process dies before the batch's receiver opens it
+    open(f"/dev/shm/mx_{pid:x}_0000beef", "wb").write(b"batch")
+
+segment(os.getpid())
+kid = "import os, time; open('/dev/shm/mx_%x_0000beef' % os.getpid(), 'wb'); print('made', flush=True); time.sleep(60)"
+kid = subprocess.Popen([sys.executable, "-c", kid], stdout=subprocess.PIPE)
+assert kid.stdout.readline().strip() == b"made"  # still running when the program exits
+segment(int(sys.argv[1]))  # named for a process outside the program's tree: not the program's to leave
+"""
+
+
+def test_segments_the_program_left_are_removed_and_only_those(cli, tmp_path):
+    script = tmp_path / "leaves.py"
+    script.write_text(LEAVES_SEGMENTS)
+    shm = Path("/dev/shm")
+    before = {p.name for p in shm.iterdir()}
+    try:
+        proc = cli("profile", "--out", str(tmp_path / "r"), "--", sys.executable, str(script), str(os.getpid()))
+        assert proc.returncode == 0, proc.stderr
+        left = {p.name for p in shm.iterdir() if p.name.startswith("mx_")} - before
+        assert left == {f"mx_{os.getpid():x}_0000beef"}, left  # the program's and its child's are gone
+        assert "removed 2 shared-memory segment(s) the program left" in proc.stderr, proc.stderr
+    finally:
+        (shm / f"mx_{os.getpid():x}_0000beef").unlink(missing_ok=True)
+
+
 def _gluonbench(args: list[str], tmp_path: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "gluonbench", "profile", "--interval", "100", "--out", str(tmp_path / "r"), "--", *args],

@@ -467,6 +467,7 @@ def decide(
             notes.append(f"{key} {base.env.get(key)} in the baseline, {now.env.get(key)} now")
 
     s, (lo, hi) = _slowdown(now.total, base.total, basis)
+    rows = _rows(now, base, basis, t)
     limit = 1 + t
     needed: float | None = None
     stage = None
@@ -486,12 +487,12 @@ def decide(
         )
     elif s > limit and lo > 1:
         outcome = "regression"
-        stage = _slowest_stage(now, base, basis)
+        stage, unnamed = _slower_stage(rows, base)
         more = math.ceil(2 * now.budget_s)
         message = f"slower by {_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}), beyond the {t:.0%} allowed" + (
             f"; the stage that got slower: {stage}"
             if stage
-            else "; too few paired rounds of the stages to name the one that got slower: a larger budget would "
+            else f"; {unnamed}: a larger budget would name the one that got slower "
             f"({example(f'budget_s={more}', f'--budget {more}')})"
         )
     else:
@@ -506,7 +507,6 @@ def decide(
             else f"it would take over {MAX_BUDGET_S:.0f} s: the change is too close to the threshold to resolve"
         )
         message = f"{_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}) is too noisy to tell against {t:.0%}; {settle}"
-    rows = _rows(now, base, basis, t)
     return CheckResult(
         outcome=outcome,
         exit_code=EXIT_CODES[outcome],
@@ -543,17 +543,19 @@ def _needed_budget(now: Snapshot, base: Snapshot, basis: str, s: float, limit: f
     return now.budget_s * (h_now**2 / room)
 
 
-def _slowest_stage(now: Snapshot, base: Snapshot, basis: str) -> str | None:
-    growth = {}
-    for name, fig in now.stages.items():
-        if name in base.stages:
-            a, b = fig.value(basis)[0], base.stages[name].value(basis)[0]
-            if math.isfinite(a) and math.isfinite(b):
-                growth[name] = a - b
-    if not growth:
-        return None
-    name = max(growth, key=lambda k: growth[k])
-    return name if growth[name] > 0 else None
+def _slower_stage(rows: list[Row], base: Snapshot) -> tuple[str | None, str]:
+    """The stage the table itself calls ``slower`` (the one whose cost grew most, if several), else why none is named.
+
+    Named from the rows, never from point figures alone: under load a stage got by subtraction can move
+    either way by more than the change, so a stage whose own interval is missing or wide is not named.
+    """
+    stages = [r for r in rows if r.name in base.stages]
+    slower = [r for r in stages if r.verdict == "slower"]
+    if slower:
+        return max(slower, key=lambda r: r.now - r.baseline).name, ""
+    if any(r.verdict == "n/a" for r in stages):
+        return None, "too few paired rounds of the stages to tell them apart"
+    return None, "no one stage is clearly slower at this budget (their intervals are wide, or the cost spread)"
 
 
 def _rows(now: Snapshot, base: Snapshot, basis: str, t: float) -> list[Row]:

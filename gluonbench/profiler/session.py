@@ -34,7 +34,7 @@ from gluonbench.profiler import hooks
 from gluonbench.profiler.data import META
 from gluonbench.profiler.formats import SystemWriter
 from gluonbench.report.store import atomic_write_text, new_run_dir
-from gluonbench.scratch import MARKER_ENV, kill_marked
+from gluonbench.scratch import MARKER_ENV, kill_marked, marked_pids, remove_mx_segments, shm_entries
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +229,7 @@ def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
     prof = Profiler(settings, _default_name(cmd))
     token = uuid.uuid4().hex  # marks the program's whole tree, also what leaves its group with setsid()
     env = dict(os.environ, **prof.env(), **{MARKER_ENV: token})
+    shm_before = shm_entries()
     try:
         child = subprocess.Popen(cmd, env=env, start_new_session=True)
     except OSError as exc:
@@ -247,11 +248,23 @@ def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
         interrupted = True
         code = _exit_code(_stop_group(child))
     finally:
+        tree = {child.pid, *marked_pids(token)}
         _kill_group(child.pid)
         kill_marked(token)
         watchdog.stdin.close()
         watchdog.wait()
-        result = prof.stop(code, interrupted)
+        try:
+            result = prof.stop(code, interrupted)
+        finally:
+            # MXNet segments the program's tree made and left (a DataLoader stopped mid-epoch leaves the batches
+            # its workers had prefetched): only those made during this run by a process seen in the tree
+            if prof.monitor is not None:
+                tree |= prof.monitor.pids_seen
+            removed = remove_mx_segments(tree, shm_entries() - shm_before)
+            if removed:
+                log.warning(
+                    "removed %d shared-memory segment(s) the program left: %s", len(removed), ", ".join(removed)
+                )
     return result
 
 
