@@ -129,19 +129,30 @@ def test_producer_dead_before_the_fifo(tmp_path, no_leaks):
 def test_hung_producer_times_out_the_consumer(blob_dir, tmp_path, no_leaks):
     ch = tmp_path / "ch"
     proc = producer(blob_dir, ch, "--open-timeout", "30")
-    channel = PipeChannel(ch, "train", framing="none", timeout=1.0)  # no producer handle: SageMaker's view
-    chunks = channel.chunks(0)
-    got = len(next(chunks))
-    os.kill(proc.pid, signal.SIGSTOP)
     try:
-        with pytest.raises(PipeError, match=r"no data on .* for 1 s"):
-            for chunk in chunks:
-                got += len(chunk)
+        # the producer is a new Python process, which on a busy machine can take seconds to make its FIFO: the
+        # timeout under test starts once the FIFO is there (waiting for it to appear has tests of its own)
+        deadline = time.monotonic() + 60
+        while not (ch / "train_0").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the producer made no FIFO"
+            time.sleep(0.05)
+        channel = PipeChannel(ch, "train", framing="none", timeout=3.0)  # no producer handle: SageMaker's view
+        chunks = channel.chunks(0)
+        got = len(next(chunks))
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(PipeError, match=r"no data on .* for 3 s"):
+                for chunk in chunks:
+                    got += len(chunk)
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        # the consumer closed the FIFO: the producer sees EPIPE, and with no later epoch it ends cleanly
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
     finally:
-        os.kill(proc.pid, signal.SIGCONT)
-    # the consumer closed the FIFO: the producer sees EPIPE, and with no later epoch it ends cleanly
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
+        if proc.poll() is None:  # a failed assertion above: the producer goes with the test
+            proc.kill()
+            proc.communicate()
 
 
 def test_consumer_that_stops_mid_epoch(blobs, blob_dir, tmp_path, no_leaks):
