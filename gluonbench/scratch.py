@@ -189,3 +189,8 @@ def remove_mx_segments(pids: set[int], names: set[str] | None = None, keep_mappe
         except OSError:
             pass
     return removed
+
+
+def clean_shm(before: set[str], pids: set[int]) -> list[str]:
+    """Remove the MXNet segments made since ``before`` (a :func:`shm_entries` listing) by one of ``pids``; their names."""
+    return remove_mx_segments(pids, shm_entries() - before)

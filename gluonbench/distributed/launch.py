@@ -35,13 +35,12 @@ from typing import Any
 from gluonbench.distributed.node import RESULT_MARK, encode_spec, set_pdeathsig
 from gluonbench.distributed.settings import parse_hostfile
 from gluonbench.engine.child import PROGRESS_ENV
-from gluonbench.engine.isolation import clean_shm, shm_entries
 from gluonbench.env import utc_now
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
 from gluonbench.pipeline.scale import LAUNCH_ENV, local_rank_gpus
 from gluonbench.report.store import open_nofollow
-from gluonbench.scratch import owned_tempdir
+from gluonbench.scratch import clean_shm, owned_tempdir, shm_entries
 from gluonbench.sweeprun.run import RunResult, RunSpec
 
 log = logging.getLogger(__name__)

@@ -95,7 +95,8 @@ def end_run_group() -> None:
     the parent would have removed after the run."""
     import time
 
-    from gluonbench.engine.isolation import clean_shm, group_members
+    from gluonbench.engine.isolation import group_members
+    from gluonbench.scratch import clean_shm
 
     me = os.getpid()
     pids = set(group_members(os.getpgrp())) - {me}

@@ -39,7 +39,7 @@ from gluonbench.engine.watchdog import shm_fixes
 from gluonbench.env import utc_now
 from gluonbench.names import arg
 from gluonbench.report.store import open_nofollow
-from gluonbench.scratch import owned_tempdir, remove_mx_segments, shm_entries
+from gluonbench.scratch import clean_shm, owned_tempdir, shm_entries
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +76,6 @@ def group_members(pgid: int) -> list[int]:
         except (ProcessLookupError, PermissionError):
             continue
     return members
-
-
-def clean_shm(before: set[str], pids: set[int]) -> list[str]:
-    """Remove MXNet segments created since ``before`` by one of ``pids``; return their names."""
-    return remove_mx_segments(pids, shm_entries() - before)
 
 
 SOCKET_ROOM = 40

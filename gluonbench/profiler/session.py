@@ -34,7 +34,7 @@ from gluonbench.profiler import hooks
 from gluonbench.profiler.data import META
 from gluonbench.profiler.formats import SystemWriter
 from gluonbench.report.store import atomic_write_text, new_run_dir
-from gluonbench.scratch import MARKER_ENV, kill_marked, marked_pids, remove_mx_segments, shm_entries
+from gluonbench.scratch import MARKER_ENV, clean_shm, kill_marked, marked_pids, shm_entries
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +260,7 @@ def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
             # its workers had prefetched): only those made during this run by a process seen in the tree
             if prof.monitor is not None:
                 tree |= prof.monitor.pids_seen
-            removed = remove_mx_segments(tree, shm_entries() - shm_before)
+            removed = clean_shm(shm_before, tree)
             if removed:
                 log.warning(
                     "removed %d shared-memory segment(s) the program left: %s", len(removed), ", ".join(removed)
