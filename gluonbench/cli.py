@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -1538,6 +1539,8 @@ def main(argv: list[str] | None = None) -> int:
     from gluonbench.scratch import sweep_stale
 
     sweep_stale()  # scratch folders of a gluonbench run killed with -9 (their owner is gone)
+    if os.path.realpath(tempfile.gettempdir()) != "/tmp":
+        sweep_stale("/tmp")  # where a run's TMPDIR goes when its own folder's path is too long for a socket
     try:
         return args.func(args)
     except GluonbenchError as exc:

@@ -49,10 +49,19 @@ def _wait_for(predicate, timeout: float = 60.0) -> bool:
 
 def _gluonbench(args: list[str], cwd: Path, tmpdir: Path) -> subprocess.Popen:
     env = dict(os.environ, TMPDIR=str(tmpdir), PYTHONPATH=str(REPO))
-    return subprocess.Popen(
-        [sys.executable, "-m", "gluonbench", *args], cwd=cwd, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+    with open(cwd / f"{args[0]}.stderr", "ab") as err:  # read back by _said when a test fails
+        return subprocess.Popen(
+            [sys.executable, "-m", "gluonbench", *args], cwd=cwd, env=env,
+            stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+        )  # fmt: skip
+
+
+def _said(cwd: Path, command: str) -> str:
+    """What a gluonbench command started by _gluonbench wrote to stderr (its last lines)."""
+    try:
+        return (cwd / f"{command}.stderr").read_text(errors="replace")[-2000:]
+    except OSError:
+        return ""
 
 
 def _next_start(cwd: Path, tmpdir: Path) -> None:
@@ -97,7 +106,9 @@ def test_io_killed_with_9_leaves_nothing_after_the_next_start(tmp_path):
     args = ["io", "--modes", "file", "--sizes", "small", "--layouts", "files", "--small", "200KB", "--large", "400KB",
             "--file-size", "20KB", "--epochs", "1", "--out", str(tmp_path / "out"), "--mnist-dir", str(MNIST)]  # fmt: skip
     proc = _gluonbench(args, tmp_path, tmpdir)
-    assert _wait_for(lambda: any(tmpdir.glob("gluonbench-io-*/*")), 120), "io never made its work folder"
+    assert _wait_for(lambda: any(tmpdir.glob("gluonbench-io-*/*")), 120), (
+        f"io never made its work folder: {_said(tmp_path, 'io')}"
+    )
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert list(tmpdir.glob("gluonbench-io-*"))  # killed: nothing could clean up yet
@@ -109,16 +120,26 @@ def test_io_killed_with_9_leaves_nothing_after_the_next_start(tmp_path):
 def test_pipe_sweep_killed_with_9_leaves_no_fifo_log_or_producer(tmp_path, packed_dir):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    args = ["sweep", "--source", "pipe", "--uri", str(packed_dir), "--workers", "0", "--max-batches", "400",
-            "--epochs", "3", "--out", str(tmp_path / "out")]  # fmt: skip
+    # the packed data is small: batches of 2 over many epochs keep a FIFO open for about a minute
+    args = ["sweep", "--source", "pipe", "--uri", str(packed_dir), "--workers", "0", "--batch-size", "2",
+            "--epochs", "200", "--out", str(tmp_path / "out")]  # fmt: skip
     proc = _gluonbench(args, tmp_path, tmpdir)
-    assert _wait_for(lambda: any(tmpdir.glob("gluonbench-pipe-*/data/*")), 120), "no FIFO was made"
+    # the run's child makes its pipe folder in its own TMPDIR: the run's gluonbench-run-* folder, or, where a
+    # worker's socket path would not fit there (pytest's long tmp_path), /tmp/gluonbench-tmp-PID.* (child_tmpdir)
+    run_tmps = [tmpdir, *Path("/tmp").glob(f"gluonbench-tmp-{proc.pid}.*")]
+
+    def fifo_made() -> bool:
+        run_tmps[1:] = Path("/tmp").glob(f"gluonbench-tmp-{proc.pid}.*")
+        return any(any(t.glob("**/gluonbench-pipe-*/data/*")) for t in run_tmps)
+
+    assert _wait_for(fifo_made, 120), f"no FIFO was made: {_said(tmp_path, 'sweep')}"
     producers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _environ_has(p, str(tmpdir))]
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert _wait_for(lambda: not any(_alive(int(p.name)) for p in producers), 20), "a process outlived the sweep"
     _next_start(tmp_path, tmpdir)
     assert not list(tmpdir.glob("gluonbench-*"))
+    assert not [t for t in run_tmps[1:] if t.exists()], "the run's TMPDIR under /tmp outlived the sweep"
 
 
 def _environ_has(proc: Path, text: str) -> bool:
