@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import raising_budget
 
 import gluonbench
 from gluonbench._mx import gluon, mx, nd
@@ -57,7 +58,10 @@ def test_g1_tune_with_deferred_net_on_second_cpu_context(no_leaks):
     """G1 for tune(): the same deferred net searched on cpu(1)."""
     net = small_net()
     net.initialize()
-    result = gluonbench.tune(Raw(256), to_float, net, batch_size=32, ctx=mx.cpu(1), budget_s=10, max_workers=1)
+    result = raising_budget(
+        lambda b: gluonbench.tune(Raw(256), to_float, net, batch_size=32, ctx=mx.cpu(1), budget_s=b, max_workers=1),
+        (10, 20, 40),
+    )
     assert result.samples_per_s > 0
     assert all(p.list_ctx() == [mx.cpu(0)] for p in net.collect_params().values())
 

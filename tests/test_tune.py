@@ -135,6 +135,29 @@ def test_a_crashing_setting_is_recorded_and_the_search_goes_on(no_leaks):
     assert any("failed" in s["reason"] for s in r.skipped)
 
 
+def test_a_confirmation_that_measures_nothing_says_raise_the_budget(no_leaks):
+    """Every setting runs but none gets past its warm-up (a 1.5 s step: the 3 s confirmation ends first, as
+    worker start-ups beside busy neighbours did): one line that says so and what budget to try, not the
+    old "see the evidence", which a caller from Python never gets."""
+    from time import perf_counter
+
+    from gluonbench.pipeline import build_pipeline
+    from gluonbench.pipeline.emulate import emulated_step
+    from gluonbench.tune.model import Setting
+    from gluonbench.tune.search import _Search
+
+    pipeline = build_pipeline(
+        {"dataset": _in_memory(64), "net": None}, ctx="cpu", step=emulated_step(1500, 8), batch_size=8
+    )
+    search = _Search(pipeline, Setting(0), 3.0, 1, 2, 5.0, None, perf_counter(), 10.0)
+    with pytest.raises(GluonbenchError) as info:
+        search.confirm([(Setting(0), "current"), (Setting(1), "one worker")])
+    message = str(info.value)
+    assert "no setting gave a measured block in the confirmation" in message, message
+    assert "for 2 settings" in message and "raise budget_s (e.g. budget_s=20)" in message, message
+    assert all(e.error == "no block measured within the budget (slow start-up?)" for e in search.evidence)
+
+
 def test_bad_input_api():
     import gluonbench
 

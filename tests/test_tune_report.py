@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import raising_budget
 
 from gluonbench.tune.model import Setting
 
@@ -20,7 +21,10 @@ def tuned():
 
     rng = np.random.default_rng(0)
     data = gluon.data.ArrayDataset(rng.random((512, 1, 28, 28), dtype=np.float32), rng.integers(0, 10, 512))
-    return gluonbench.tune(data, batch_size=64, ctx="cpu", budget_s=10, max_workers=2, emulate_step_ms=150)
+    return raising_budget(
+        lambda b: gluonbench.tune(data, batch_size=64, ctx="cpu", budget_s=b, max_workers=2, emulate_step_ms=150),
+        (10, 20, 40),
+    )
 
 
 def test_the_report_names_equivalent_settings_and_recommends_the_cheapest(tuned):

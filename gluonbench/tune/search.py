@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any
 
-from gluonbench.engine.deadline import with_deadline
+from gluonbench.engine.deadline import grace_s, with_deadline
 from gluonbench.engine.measure import Record, Rounds, measure
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg, example
@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[float, float, str], None]
 """``on_progress(elapsed_s, budget_s, current_best_text)``"""
+
+NO_BLOCK = "no block measured within the budget (slow start-up?)"
+"""the error of a setting that ran but never got past its warm-up to a measured block"""
 
 SHARES = {"first": 0.2, "search": 0.35}
 """budget shares: ceiling and first loaders; the search (thread pool included) up to 55 % in all; the
@@ -159,7 +162,7 @@ class _Search:
             )
             if not rec.blocks:
                 self.evidence[-1].status = "failed"
-                self.evidence[-1].error = "no block measured within the budget (slow start-up?)"
+                self.evidence[-1].error = NO_BLOCK
                 if setting is not None:
                     self.failed.add(setting.num_workers)
                     self.skipped.append({"what": name, "reason": "no block measured within its budget"})
@@ -289,13 +292,32 @@ class _Search:
         rate, ci = _rate(next(iter(recs.values())))
         return Point(workers, rate, ci, _cpu_cores(next(iter(recs.values()))))
 
+    def confirm_floor(self, n: int) -> float:
+        """The least the confirmation of ``n`` settings gets: each opens its workers, warms up over a few model
+        steps and needs a round of blocks; a small budget's share alone may not fit that. The overrun is
+        bounded by half the deadline's grace, so the whole call still ends within budget + grace."""
+        ceiling = next((e.samples_per_s for e in self.evidence if e.label == "ceiling" and e.samples_per_s), 0.0)
+        step_s = self.pipeline.batch_size / ceiling if ceiling and math.isfinite(ceiling) else 0.0
+        floor = n * (0.5 + 10 * step_s)
+        return max(3.0, min(floor, self.left() + 0.5 * grace_s(self.total_budget_s)))
+
     def confirm(self, cands: Sequence[tuple[Setting, str]]) -> list[Confirmed]:
         t0 = perf_counter()
         named = {f"full: {s.label}": (s, self.loader_pipeline(s)) for s, _ in cands}
         for s, why in cands:
             self.tried.append(f"full pipeline at {s.label} ({why})")
-        budget = max(3.0, self.left())
+        budget = max(self.confirm_floor(len(named)), self.left())
         recs = self.run("confirm", named, self.schedule(budget, rel_ci=0.03))
+        failed = [e for e in self.evidence if e.phase == "confirm" and e.status == "failed"]
+        if named and not recs and all(e.error == NO_BLOCK for e in failed):
+            # every setting opened and ran, but none got past its warm-up to a measured block: a busy
+            # machine or slow worker start-ups used the confirmation's time (failures raise their own line)
+            raise GluonbenchError(
+                f"no setting gave a measured block in the confirmation ({budget:.0f} s for {len(named)} "
+                f"setting{'s' if len(named) != 1 else ''}: a busy machine or slow worker start-up used it up); raise {arg('budget_s')} (e.g. "
+                + example(f"budget_s={2 * self.total_budget_s:g}", f"--budget {2 * self.total_budget_s:g}")
+                + ")"
+            )
         out = []
         for name, rec in recs.items():
             rate, ci = _rate(rec)
@@ -465,7 +487,8 @@ def tune(
             cands = candidates(search.points, ceiling, current, threads=threads, on_gpu=on_gpu)
             confirmed = search.confirm(cands)
             if not confirmed:
-                raise GluonbenchError("no candidate setting ran in the confirmation; see the evidence for failures")
+                why = next((e.error for e in search.evidence if e.phase == "confirm" and e.error), "no error recorded")
+                raise GluonbenchError(f"no candidate setting ran in the confirmation; the first failure: {why}")
             winner, tied = choose(confirmed)
             base = next((c for c in confirmed if c.setting == current), None)
             ceiling_ev = next(e for e in search.evidence if e.label == "ceiling")
