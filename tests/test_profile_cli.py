@@ -131,6 +131,24 @@ def test_hooks_record_steps_and_data_wait(cli, scripts, tmp_path, no_leaks):
     assert rules["InputBound"]["triggered"] and rules["InputBound"]["details"]["level"] == "high"
 
 
+@pytest.mark.parametrize(
+    "cmd, name",
+    [
+        (["python", "train.py", "--workers", "2"], "train"),
+        (["python3.11", "-u", "dir/my job.py"], "my-job"),
+        (["python", "-m", "pkg.train", "--epochs", "1"], "pkg.train"),
+        (["python", "-c", "import os\n" + "x = 1\n" * 200], "python-c"),  # code is no name (was 332 bytes)
+        (["/usr/bin/env"], "env"),
+        (["python", "-u"], "job"),
+        (["python", "x" * 300 + ".py"], "x" * 64),
+    ],
+)
+def test_the_default_run_name_is_short_and_says_what_ran(cmd, name):
+    from gluonbench.profiler.session import _default_name
+
+    assert _default_name(cmd) == name
+
+
 def test_hooks_are_noops_without_a_profile(scripts):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GLUONBENCH_PROFILE")}
     proc = subprocess.run([sys.executable, str(scripts["hooked"])], capture_output=True, text=True, env=env, cwd=REPO)

@@ -181,3 +181,51 @@ def test_profile_that_ends_normally_takes_a_setsid_grandchild_with_it(tmp_path):
     finally:
         if _alive(grandchild):
             os.kill(grandchild, signal.SIGKILL)
+
+
+SEGMENT_MAKERS = (
+    "import os, time\n"
+    "def segment(tag):\n"
+    "    name = f'/dev/shm/mx_{os.getpid():x}_{tag:x}'\n"
+    "    with open(name, 'wb') as f:\n"
+    "        f.write(b'x')\n"
+    "    with open(f'segment{tag}', 'w') as f:\n"
+    "        f.write(name)\n"
+    "if os.fork() == 0:\n"  # a loader worker that made a batch's segment and ended
+    "    segment(1)\n"
+    "    time.sleep(2)\n"
+    "    os._exit(0)\n"
+    "if os.fork() == 0:\n"  # one that left the group and lives on
+    "    os.setsid()\n"
+    "    segment(2)\n"
+    "    time.sleep(600)\n"
+    "    os._exit(0)\n"
+    "time.sleep(600)\n"
+)
+
+
+def test_profile_killed_with_9_leaves_no_segment_the_program_made(tmp_path):
+    """Segments named as MXNet names a worker's batch (``mx_<pid hex>_<id hex>``), made by the profiled program's
+    processes, one of them gone before the kill: the watchdog removes them; another process's is kept."""
+    proc = _gluonbench(
+        ["profile", "--out", str(tmp_path / "out"), "--", sys.executable, "-c", SEGMENT_MAKERS], tmp_path, tmp_path
+    )
+    made = [tmp_path / "segment1", tmp_path / "segment2"]
+    others = Path(f"/dev/shm/mx_{os.getpid():x}_{int(time.time()):x}")  # this test's: not the program's
+    try:
+        assert _wait_for(lambda: all(m.exists() and m.read_text() for m in made), 60), _said(tmp_path, "profile")
+        others.write_bytes(b"x")
+        segments = [Path(m.read_text()) for m in made]
+        time.sleep(3)  # the first maker has exited: only the watchdog's earlier look saw it
+        assert all(s.exists() for s in segments)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert _wait_for(lambda: not any(s.exists() for s in segments), 20), (
+            "a segment the program made outlived profile"
+        )
+        assert others.exists(), "profile's watchdog removed a segment the program did not make"
+    finally:
+        others.unlink(missing_ok=True)
+        for m in made:
+            if m.exists():
+                Path(m.read_text()).unlink(missing_ok=True)

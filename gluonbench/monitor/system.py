@@ -56,7 +56,10 @@ def _cpu_vector() -> list[tuple[float, float, float]]:
 
 
 SCAN_BUDGET = 0.003
-"""Most of the wall time the scans for new processes in the tree may cost."""
+"""Most of the time the scans for new processes in the tree may cost: the sampler thread's CPU time, which is
+what a scan takes from the measured code. Not wall time: on a busy machine a scan waits for a core, and a
+wall-time cost that counted the wait spaced the scans by seconds, so a short run's DataLoader workers were
+never seen."""
 
 MEMORY_BUDGET = 0.005
 """Most of the wall time the PSS readings may cost; the rest of a sample is far cheaper."""
@@ -139,12 +142,13 @@ class SystemMonitor:
         if memory is None:
             memory = now >= self._next_mem
         mem_total = mem_main = 0
-        # a scan for new descendants reads every process's stat file (milliseconds on a busy
-        # machine): spaced like PSS, to cost at most SCAN_BUDGET of wall time; always with memory
+        # a scan for new descendants reads every process's stat file (a couple of ms of CPU): spaced to
+        # cost at most SCAN_BUDGET of the sampler thread's CPU time; always with memory
         scan = memory or now >= self._next_scan
+        cpu0 = time.thread_time()
         procs = self._tree(scan)
         if scan:
-            self._next_scan = now + max(self.interval, (time.perf_counter() - now) / SCAN_BUDGET)
+            self._next_scan = now + max(self.interval, (time.thread_time() - cpu0) / SCAN_BUDGET)
         for p in procs:
             try:
                 with p.oneshot():

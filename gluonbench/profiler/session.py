@@ -44,20 +44,47 @@ GRACE_S = 10.0
 FLUSH_S = 10.0
 
 # kills the program's group, then every process carrying its marker (a grandchild that called setsid());
-# stdlib only, so it runs wherever the profiled program's Python does
+# stdlib only, so it runs wherever the profiled program's Python does. Until then it notes every marked pid
+# it sees (twice a second): when gluonbench itself died (kill -9: end of input without the word 'done'), it also
+# removes the MXNet segments those processes made and left in /dev/shm (``mx_<pid hex>_<id hex>``, made
+# since the run started), as run_command does on a normal exit
 WATCHDOG = (
-    "import os, signal, sys\n"
+    "import os, re, select, signal, sys\n"
     "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
     "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    "sys.stdin.buffer.read()\n"
-    "try:\n    os.killpg(int(sys.argv[1]), signal.SIGKILL)\n"
-    "except OSError:\n    pass\n"
-    "needle, me = sys.argv[2].encode(), os.getpid()\n"
-    "for _ in range(3):\n"
+    "group, needle, since = int(sys.argv[1]), sys.argv[2].encode(), float(sys.argv[3])\n"
+    "me = os.getpid()\n"
+    "def shm():\n"
+    "    try:\n        return set(os.listdir('/dev/shm'))\n"
+    "    except OSError:\n        return set()\n"
+    "def marked():\n"
+    "    found = set()\n"
     "    for e in os.listdir('/proc'):\n"
     "        try:\n"
     "            if e.isdigit() and int(e) != me and needle in open(f'/proc/{e}/environ', 'rb').read().split(b'\\0'):\n"
-    "                os.kill(int(e), signal.SIGKILL)\n"
+    "                found.add(int(e))\n"
+    "        except OSError:\n            pass\n"
+    "    return found\n"
+    "seen, told = {group}, b''\n"
+    "while True:\n"
+    "    seen |= marked()\n"
+    "    if select.select([0], [], [], 0.5)[0]:\n"
+    "        chunk = os.read(0, 4096)\n"
+    "        if not chunk:\n            break\n"
+    "        told += chunk\n"
+    "try:\n    os.killpg(group, signal.SIGKILL)\n"
+    "except OSError:\n    pass\n"
+    "for _ in range(3):\n"
+    "    for pid in marked():\n"
+    "        seen.add(pid)\n"
+    "        try:\n            os.kill(pid, signal.SIGKILL)\n"
+    "        except OSError:\n            pass\n"
+    "if told != b'done':\n"
+    "    for name in shm():\n"
+    "        m = re.fullmatch(r'mx_([0-9a-f]+)_[0-9a-f]+', name)\n"
+    "        try:\n"
+    "            if m and int(m.group(1), 16) in seen and os.lstat('/dev/shm/' + name).st_ctime >= since:\n"
+    "                os.unlink('/dev/shm/' + name)\n"
     "        except OSError:\n            pass\n"
 )
 
@@ -98,11 +125,22 @@ class ProfileResult:
 
 
 def _default_name(cmd: list[str]) -> str:
-    for word in cmd[1:] if Path(cmd[0]).name.startswith("python") else cmd:
+    """The run's name from the command: the script's stem, ``python -m``'s module, ``python-c`` for code given
+    with ``-c``, else the program's name; at most 64 characters of ``[A-Za-z0-9-_.]``."""
+    python = Path(cmd[0]).name.startswith("python")
+    words = cmd[1:] if python else cmd
+    if python and words[:1] == ["-c"]:
+        return "python-c"
+    for i, word in enumerate(words):
+        if python and word == "-m" and i + 1 < len(words):
+            return _safe_name(words[i + 1])
         if not word.startswith("-"):
-            stem = Path(word).stem
-            return "".join(c if c.isalnum() or c in "-_." else "-" for c in stem) or "job"
+            return _safe_name(Path(word).stem)
     return "job"
+
+
+def _safe_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)[:64] or "job"
 
 
 def check_command(cmd: list[str]) -> list[str]:
@@ -230,12 +268,13 @@ def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
     token = uuid.uuid4().hex  # marks the program's whole tree, also what leaves its group with setsid()
     env = dict(os.environ, **prof.env(), **{MARKER_ENV: token})
     shm_before = shm_entries()
+    since = time.time() - 1.0  # a segment older than the run is not the program's (a reused pid's); 1 s for clocks
     try:
         child = subprocess.Popen(cmd, env=env, start_new_session=True)
     except OSError as exc:
         raise GluonbenchError(f"cannot start {cmd[0]}: {exc.strerror}") from exc
     watchdog = subprocess.Popen(
-        [sys.executable, "-c", WATCHDOG, str(child.pid), f"{MARKER_ENV}={token}"],
+        [sys.executable, "-c", WATCHDOG, str(child.pid), f"{MARKER_ENV}={token}", str(since)],
         stdin=subprocess.PIPE,
         start_new_session=True,
     )
@@ -251,7 +290,11 @@ def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
         tree = {child.pid, *marked_pids(token)}
         _kill_group(child.pid)
         kill_marked(token)
-        watchdog.stdin.close()
+        try:
+            watchdog.stdin.write(b"done")  # a normal end: run_command cleans /dev/shm itself, with a warning
+            watchdog.stdin.close()
+        except OSError:  # the watchdog is gone (killed by someone): nothing to tell it
+            pass
         watchdog.wait()
         try:
             result = prof.stop(code, interrupted)
