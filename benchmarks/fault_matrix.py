@@ -715,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
         f"- Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
         f", {platform.platform()}",
         f"- Date (UTC): {datetime.now(UTC).isoformat(timespec='seconds')}; {elapsed:.0f} s for {len(outcomes)} cases "
-        f"({args.jobs} at a time; the machine was shared with other work)",
+        f"({args.jobs} at a time; load average {os.getloadavg()[0]:.1f} at the end)",
         "",
         f"**Handled well: {good} / {len(outcomes)} ({100 * good / max(len(outcomes), 1):.0f} %)** "
         "(one line on stderr naming the problem, exit 2 or the documented code, no traceback, nothing left behind)",
