@@ -1536,11 +1536,11 @@ def main(argv: list[str] | None = None) -> int:
     global _MAIN_PID
     _MAIN_PID = os.getpid()
     signal.signal(signal.SIGTERM, _raise_interrupt)
-    from gluonbench.scratch import sweep_stale
+    from gluonbench.scratch import SHORT_ROOT, sweep_stale
 
     sweep_stale()  # scratch folders of a gluonbench run killed with -9 (their owner is gone)
-    if os.path.realpath(tempfile.gettempdir()) != "/tmp":
-        sweep_stale("/tmp")  # where a run's TMPDIR goes when its own folder's path is too long for a socket
+    if os.path.realpath(tempfile.gettempdir()) != SHORT_ROOT:
+        sweep_stale(SHORT_ROOT)  # where a run's TMPDIR goes when its own folder's path is too long for a socket
     try:
         return args.func(args)
     except GluonbenchError as exc:

@@ -147,7 +147,11 @@ def kill_marked(token: str) -> int:
 
 
 SHM_DIR = Path("/dev/shm")
-_MX_SEGMENT = re.compile(r"mx_([0-9a-f]+)_[0-9a-f]+")
+MX_SEGMENT_PATTERN = r"mx_([0-9a-f]+)_[0-9a-f]+"
+"""the name of MXNet's shared-memory segment: ``mx_<pid hex>_<id hex>`` (also handed to profile's watchdog)"""
+_MX_SEGMENT = re.compile(MX_SEGMENT_PATTERN)
+SHORT_ROOT = "/tmp"
+"""where a run's scratch goes when the folder it was given makes socket paths too long (swept at each start)"""
 
 
 def shm_entries() -> set[str]:

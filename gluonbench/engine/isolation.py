@@ -39,7 +39,7 @@ from gluonbench.engine.watchdog import shm_fixes
 from gluonbench.env import utc_now
 from gluonbench.names import arg
 from gluonbench.report.store import open_nofollow
-from gluonbench.scratch import clean_shm, owned_tempdir, shm_entries
+from gluonbench.scratch import SHORT_ROOT, clean_shm, owned_tempdir, shm_entries
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def child_tmpdir(run_dir: Path) -> Path:
     if len(os.fsencode(str(run_dir))) + SOCKET_ROOM <= 107:
         return run_dir
     try:
-        return owned_tempdir("tmp", root="/tmp")
+        return owned_tempdir("tmp", root=SHORT_ROOT)
     except OSError:
         return run_dir
 

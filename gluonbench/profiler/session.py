@@ -34,7 +34,15 @@ from gluonbench.profiler import hooks
 from gluonbench.profiler.data import META
 from gluonbench.profiler.formats import SystemWriter
 from gluonbench.report.store import atomic_write_text, new_run_dir
-from gluonbench.scratch import MARKER_ENV, clean_shm, kill_marked, marked_pids, shm_entries
+from gluonbench.scratch import (
+    MARKER_ENV,
+    MX_SEGMENT_PATTERN,
+    SHM_DIR,
+    clean_shm,
+    kill_marked,
+    marked_pids,
+    shm_entries,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +52,18 @@ GRACE_S = 10.0
 FLUSH_S = 10.0
 
 # kills the program's group, then every process carrying its marker (a grandchild that called setsid());
-# stdlib only, so it runs wherever the profiled program's Python does. Until then it notes every marked pid
-# it sees (twice a second): when gluonbench itself died (kill -9: end of input without the word 'done'), it also
-# removes the MXNet segments those processes made and left in /dev/shm (``mx_<pid hex>_<id hex>``, made
-# since the run started), as run_command does on a normal exit
+# stdlib only, so it runs wherever the profiled program's Python does (hence its own copy of
+# scratch.marked_pids). Until then it notes every marked pid it sees (twice a second): when gluonbench itself
+# died (kill -9: end of input without the word 'done'), it also removes the MXNet segments those processes
+# made and left in /dev/shm (scratch.MX_SEGMENT_PATTERN, made since the run started), as run_command does on
+# a normal exit. argv: group pid, marker, start time, /dev/shm, the segment pattern
 WATCHDOG = (
     "import os, re, select, signal, sys\n"
     "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
     "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     "group, needle, since = int(sys.argv[1]), sys.argv[2].encode(), float(sys.argv[3])\n"
+    "shm_dir, segment = sys.argv[4], re.compile(sys.argv[5])\n"
     "me = os.getpid()\n"
-    "def shm():\n"
-    "    try:\n        return set(os.listdir('/dev/shm'))\n"
-    "    except OSError:\n        return set()\n"
     "def marked():\n"
     "    found = set()\n"
     "    for e in os.listdir('/proc'):\n"
@@ -80,11 +87,14 @@ WATCHDOG = (
     "        try:\n            os.kill(pid, signal.SIGKILL)\n"
     "        except OSError:\n            pass\n"
     "if told != b'done':\n"
-    "    for name in shm():\n"
-    "        m = re.fullmatch(r'mx_([0-9a-f]+)_[0-9a-f]+', name)\n"
+    "    try:\n        names = os.listdir(shm_dir)\n"
+    "    except OSError:\n        names = []\n"
+    "    for name in names:\n"
+    "        m = segment.fullmatch(name)\n"
+    "        path = os.path.join(shm_dir, name)\n"
     "        try:\n"
-    "            if m and int(m.group(1), 16) in seen and os.lstat('/dev/shm/' + name).st_ctime >= since:\n"
-    "                os.unlink('/dev/shm/' + name)\n"
+    "            if m and int(m.group(1), 16) in seen and os.lstat(path).st_ctime >= since:\n"
+    "                os.unlink(path)\n"
     "        except OSError:\n            pass\n"
 )
 
@@ -274,7 +284,16 @@ def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
     except OSError as exc:
         raise GluonbenchError(f"cannot start {cmd[0]}: {exc.strerror}") from exc
     watchdog = subprocess.Popen(
-        [sys.executable, "-c", WATCHDOG, str(child.pid), f"{MARKER_ENV}={token}", str(since)],
+        [
+            sys.executable,
+            "-c",
+            WATCHDOG,
+            str(child.pid),
+            f"{MARKER_ENV}={token}",
+            str(since),
+            str(SHM_DIR),
+            MX_SEGMENT_PATTERN,
+        ],
         stdin=subprocess.PIPE,
         start_new_session=True,
     )
