@@ -1,11 +1,12 @@
-"""On a GPU machine: does ``gluonbench.doctor.fatbin`` predict which GPU code runs on this GPU?
+"""On a GPU machine: does ``gluonbench.gpucode`` predict which GPU code runs on this GPU?
 
 Builds one small CUDA library per code mix with ``nvcc`` (SASS only for older architectures like MXNet's
-wheels; PTX; SASS for this GPU), reads each with :func:`~gluonbench.doctor.fatbin.cuda_code`, predicts
-with :meth:`~gluonbench.doctor.fatbin.CudaCode.runs_on` for the compute capability NVML reports, then
+wheels; PTX; SASS for this GPU), reads each with :func:`~gluonbench.gpucode.cuda_code`, predicts
+with :meth:`~gluonbench.gpucode.CudaCode.runs_on` for the compute capability NVML reports, then
 loads the library and launches its kernel: the prediction and CUDA's answer must agree. ``--lib`` also
 reads a library (e.g. an MXNet wheel's ``libmxnet.so``) and prints what ``gluonbench doctor`` would say
-on this GPU. Needs nvcc, an NVIDIA GPU and nvidia-ml-py; writes ``OUT/gpu_arch_probe-<UTC>.md``.
+on this GPU; the compute capability the CUDA driver gives (what every GPU command checks) must be
+NVML's. Needs nvcc, an NVIDIA GPU and nvidia-ml-py; writes ``OUT/gpu_arch_probe-<UTC>.md``.
 
     python benchmarks/gpu_arch_probe.py --out results/doctor
     python benchmarks/gpu_arch_probe.py --lib site-packages/mxnet/libmxnet.so --out results/doctor
@@ -24,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gluonbench.doctor.checks import arch_problem, nvml_gpus
-from gluonbench.doctor.fatbin import cuda_code
+from gluonbench.doctor.checks import nvml_gpus
+from gluonbench.gpucode import arch_problem, cuda_code, cuda_device
 
 KERNEL = r"""
 #include <cstdio>
@@ -70,6 +71,7 @@ def main() -> int:
     finally:
         pynvml.nvmlShutdown()
     cc = gpus[0]["cc"]
+    driver_view = cuda_device(0)  # what contexts.parse_ctx asks: the CUDA driver's device 0
     nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     rows, wrong = [], 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -99,6 +101,7 @@ def main() -> int:
         "",
         f"- GPU: {gpus[0]['name']} (compute capability {cc // 10}.{cc % 10}), driver {driver}; {nvcc}",
         f"- host: {platform.node()}, Python {platform.python_version()}",
+        f"- the CUDA driver's device 0 (`gluonbench.gpucode.cuda_device(0)`): {driver_view}",
         f"- command: `python benchmarks/gpu_arch_probe.py {' '.join(sys.argv[1:])}`",
         "",
         "| code in the library | read by `cuda_code` | predicted on this GPU | CUDA's answer (rc, message) | agree |",
@@ -120,7 +123,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"gpu_arch_probe-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.md").write_text(text)
-    return 1 if wrong else 0
+    return 1 if wrong or driver_view is None or driver_view["cc"] != cc else 0
 
 
 if __name__ == "__main__":

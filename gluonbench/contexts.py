@@ -3,8 +3,8 @@
 MXNet treats ``cpu(0)``, ``cpu(1)``, ... as distinct devices, each with its own worker queue, and copies
 between them for real: ``cpu:1`` runs a GPU's device code paths (a copy stage, the host batch waited
 for apart from the step) on a machine without one. :func:`check_ctx` reads the text without MXNet;
-:func:`parse_ctx` returns the MXNet context (and refuses a GPU MXNet does not see); :func:`ctx_text` is
-the inverse.
+:func:`parse_ctx` returns the MXNet context (and refuses a GPU MXNet does not see, or one that no code in
+``libmxnet.so`` runs on: :mod:`gluonbench.gpucode`); :func:`ctx_text` is the inverse.
 """
 
 from __future__ import annotations
@@ -52,6 +52,11 @@ def parse_ctx(spec: str, what: str | None = None) -> Any:
         )
     if index >= available:
         raise GluonbenchError(f"{name} {spec}: only {available} GPU(s) visible (gpu:0..gpu:{available - 1})")
+    from gluonbench.gpucode import gpu_problem
+
+    problem = gpu_problem(index)
+    if problem:
+        raise GluonbenchError(f"{name} {spec}: {problem}")
     return mx.gpu(index)
 
 

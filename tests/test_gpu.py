@@ -146,3 +146,15 @@ def test_g9_nvml_map_and_the_gpus_this_process_uses():
         assert sorted(r.index for r in sampler.read([os.getpid()])) == sorted(used)
     finally:
         sampler.close()
+
+
+def test_every_gpu_here_runs_mxnet_code():
+    # the check every GPU command makes (contexts.parse_ctx, --gpus): on a GPU this suite runs on, it passes
+    from gluonbench.gpucode import cuda_device, gpu_problem, mxnet_cuda_code
+
+    code = mxnet_cuda_code()
+    assert code is not None, "MXNet sees a GPU, so libmxnet.so must hold GPU code"
+    for i in range(num_gpus()):
+        device = cuda_device(i)
+        assert device is not None and code.runs_on(device["cc"]), (device, code.describe())
+        assert gpu_problem(i) is None

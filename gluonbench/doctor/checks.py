@@ -15,16 +15,14 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psutil
 
 from gluonbench.contexts import check_ctx
 from gluonbench.errors import GluonbenchError
+from gluonbench.gpucode import arch_problem, mxnet_cuda_code
 from gluonbench.names import arg
-
-if TYPE_CHECKING:
-    from gluonbench.doctor.fatbin import CudaCode
 
 log = logging.getLogger(__name__)
 
@@ -538,42 +536,6 @@ def nvml_gpus(nvml: Any, count: int) -> list[dict[str, Any]]:
         major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
         out.append({"index": i, "name": name.decode() if isinstance(name, bytes) else name, "cc": major * 10 + minor})
     return out
-
-
-def mxnet_cuda_code() -> CudaCode | None:
-    """The GPU code in the loaded ``libmxnet.so`` (None for a CPU build, or when the file cannot be read)."""
-    from gluonbench._mx import mx
-    from gluonbench.doctor.fatbin import cuda_code  # here: `python -m gluonbench.doctor.fatbin` runs it as __main__
-
-    try:
-        lib = mx.libinfo.find_lib_path()[0]
-        return cuda_code(lib)
-    except (OSError, ValueError, IndexError, RuntimeError) as exc:
-        log.debug("could not read libmxnet.so's GPU code: %s", exc)
-        return None
-
-
-def arch_problem(code: CudaCode, gpus: list[dict[str, Any]]) -> str | None:
-    """The one-line fix when a GPU finds no kernel it can run in ``code``; None when every GPU does."""
-    bad = [g for g in gpus if not code.runs_on(g["cc"])]
-    if not bad:
-        return None
-    g = bad[0]
-    which = f"GPU {g['index']} ({g['name']}, sm_{g['cc']})" + (f" and {len(bad) - 1} more" if len(bad) > 1 else "")
-    return (
-        f"{which} cannot run MXNet's kernels (its GPU operators fail with 'no kernel image is available'): "
-        f"train on GPUs of compute capability {code.supported()}{_examples(code)} "
-        f"or build MXNet from source for sm_{g['cc']}"
-    )
-
-
-AWS_GPUS = {"V100 (p3)": 70, "T4 (g4dn)": 75, "A100 (p4d)": 80, "A10G (g5)": 86, "L4 (g6)": 89, "H100 (p5)": 90}
-"""compute capabilities of the GPUs of AWS's instance families, for the examples in :func:`arch_problem`"""
-
-
-def _examples(code: CudaCode) -> str:
-    fits = [name for name, cc in AWS_GPUS.items() if code.runs_on(cc)]
-    return f" ({', '.join(fits)})" if fits else ""
 
 
 def check_gpu(s: DoctorSettings) -> Check:

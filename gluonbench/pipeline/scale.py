@@ -468,6 +468,7 @@ def local_rank_gpus(
 def device_contexts(ctx: Any, devices: int = 1, gpus: Any = None) -> list[Any]:
     """The contexts of a run: ``gpus`` by index, else ``devices`` contexts of ``ctx``'s kind."""
     from gluonbench._mx import mx, num_gpus
+    from gluonbench.gpucode import gpu_problem
 
     if gpus:
         have = num_gpus()
@@ -477,6 +478,10 @@ def device_contexts(ctx: Any, devices: int = 1, gpus: Any = None) -> list[Any]:
                 f"{arg('gpus')} {','.join(map(str, gpus))}: MXNet sees {have} GPU(s); "
                 + ("install a CUDA wheel (mxnet-cu112) and check nvidia-smi" if have == 0 else f"use 0..{have - 1}")
             )
+        for g in gpus:
+            problem = gpu_problem(int(g))
+            if problem:
+                raise GluonbenchError(f"{arg('gpus')} {','.join(map(str, gpus))}: {problem}")
         return [mx.gpu(int(g)) for g in gpus]
     if devices == 1:
         return [ctx]
@@ -484,6 +489,10 @@ def device_contexts(ctx: Any, devices: int = 1, gpus: Any = None) -> list[Any]:
         have = num_gpus()
         if ctx.device_id + devices > have:
             raise GluonbenchError(f"{arg('devices')} {devices} from {ctx}: MXNet sees only {have} GPU(s)")
+        for i in range(devices):
+            problem = gpu_problem(ctx.device_id + i)
+            if problem:
+                raise GluonbenchError(f"{arg('devices')} {devices} from {ctx}: {problem}")
         return [mx.gpu(ctx.device_id + i) for i in range(devices)]
     return [mx.cpu(ctx.device_id + i) for i in range(devices)]
 

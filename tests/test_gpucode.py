@@ -1,4 +1,4 @@
-"""The CUDA architectures in a library (``gluonbench.doctor.fatbin``) and the doctor's line for a GPU it cannot run on.
+"""The CUDA architectures in a library (``gluonbench.gpucode``) and the doctor's line for a GPU it cannot run on.
 
 The ELF files here are built byte by byte in the layout nvcc writes (checked against nvcc 13's output
 on an H100: ``results/doctor/gpu_arch_probe-*.md``); the CPU build of MXNet installed here is read as is.
@@ -15,8 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gluonbench.doctor.checks import arch_problem, mxnet_cuda_code
-from gluonbench.doctor.fatbin import FATBIN_MAGIC, KIND_PTX, KIND_SASS, CudaCode, cuda_code
+from gluonbench.gpucode import FATBIN_MAGIC, KIND_PTX, KIND_SASS, CudaCode, arch_problem, cuda_code, mxnet_cuda_code
 
 
 def _entry(kind: int, arch: int, payload: bytes) -> bytes:
@@ -146,7 +145,7 @@ def test_the_module_prints_each_library_and_exits_2_on_a_bad_one(tmp_path):
     path = _lib(tmp_path, [MXNET_WHEEL])
     (tmp_path / "bad").write_text("hello")
     proc = subprocess.run(
-        [sys.executable, "-m", "gluonbench.doctor.fatbin", str(path), str(tmp_path / "bad")],
+        [sys.executable, "-m", "gluonbench.gpucode", str(path), str(tmp_path / "bad")],
         capture_output=True,
         text=True,
         timeout=120,
@@ -157,3 +156,22 @@ def test_the_module_prints_each_library_and_exits_2_on_a_bad_one(tmp_path):
         in proc.stdout
     )
     assert proc.stderr.strip() == f"{tmp_path / 'bad'}: not an ELF file"
+
+
+def test_a_gpu_command_on_a_gpu_without_mxnet_code_gets_the_line(monkeypatch):
+    from gluonbench import gpucode
+
+    h100 = {"index": 3, "name": "NVIDIA H100 80GB HBM3", "cc": 90}
+    monkeypatch.setattr(gpucode, "cuda_device", lambda index: dict(h100, index=index))
+    monkeypatch.setattr(gpucode, "mxnet_cuda_code", lambda: CudaCode((50, 60, 70, 80, 86), (), 197))
+    assert gpucode.gpu_problem(3).startswith("GPU 3 (NVIDIA H100 80GB HBM3, sm_90) cannot run MXNet's kernels")
+    monkeypatch.setattr(gpucode, "cuda_device", lambda index: {"index": index, "name": "A100", "cc": 80})
+    assert gpucode.gpu_problem(0) is None
+
+
+def test_without_a_cuda_driver_there_is_no_device_and_nothing_to_refuse():
+    # this machine has no NVIDIA driver: libcuda.so.1 does not load
+    from gluonbench.gpucode import cuda_device, gpu_problem
+
+    assert cuda_device(0) is None
+    assert gpu_problem(0) is None

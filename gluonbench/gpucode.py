@@ -1,5 +1,8 @@
 """Which GPUs an MXNet build runs on: the CUDA architectures compiled into ``libmxnet.so``.
 
+Used by ``gluonbench doctor`` (its ``gpu`` check) and by :func:`gluonbench.contexts.parse_ctx`, so every
+command given a GPU that MXNet has no kernels for refuses with one line before any work starts.
+
 A CUDA library carries its GPU code in the ELF section ``.nv_fatbin``: fat binaries, each a list of
 entries that are either machine code (SASS) for one architecture or PTX, which the driver compiles for
 the GPU at hand. A GPU runs the library's kernels only when an entry fits it: SASS of the same major
@@ -11,17 +14,25 @@ Measured on the released wheels (``results/doctor/mxnet_gpu_archs.md``): ``mxnet
 ``mxnet-cu117`` 1.9.1 carry SASS for sm_50, sm_60, sm_70, sm_80 and sm_86 and no PTX, so they run on
 Maxwell to Ada GPUs (V100, A100, A10G, L4) and on no Hopper GPU (H100, H200).
 
-Standard library only: it reads headers with ``seek`` and never loads the library (900 MB for mxnet-cu117).
+:func:`cuda_code` reads headers with ``seek`` and never loads the library (900 MB for mxnet-cu117);
+:func:`cuda_device` asks the CUDA driver (``libcuda``, as MXNet's own
+``get_cuda_compute_capability``), so ``gpu(N)`` is MXNet's GPU N, ``CUDA_VISIBLE_DEVICES`` included.
 
-    python -m gluonbench.doctor.fatbin /path/to/libmxnet.so     # prints the architectures
+    python -m gluonbench.gpucode /path/to/libmxnet.so     # prints the architectures
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import logging
 import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
 
 FATBIN_SECTION = b".nv_fatbin"
 FATBIN_MAGIC = 0xBA55ED50
@@ -163,6 +174,71 @@ def cuda_code(path: str | Path) -> CudaCode | None:
     if not fatbins:
         return None
     return CudaCode(tuple(sorted(sass)), tuple(sorted(ptx)), fatbins)
+
+
+@functools.cache
+def mxnet_cuda_code() -> CudaCode | None:
+    """The GPU code in MXNet's ``libmxnet.so`` (None for a CPU build, or when the file cannot be read)."""
+    from gluonbench._mx import mx
+
+    try:
+        return cuda_code(mx.libinfo.find_lib_path()[0])
+    except (OSError, ValueError, IndexError, RuntimeError) as exc:
+        log.debug("could not read libmxnet.so's GPU code: %s", exc)
+        return None
+
+
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 75, 76
+
+
+@functools.cache
+def cuda_device(index: int) -> dict[str, Any] | None:
+    """``{"index", "name", "cc"}`` of CUDA device ``index`` as the driver numbers it (``CUDA_VISIBLE_DEVICES``
+    applied, as MXNet's ``gpu(index)``); ``cc`` is ``major * 10 + minor``. None without a driver or such a device."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    device, major, minor = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    name = ctypes.create_string_buffer(256)
+    if cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(device), index):
+        return None
+    if cuda.cuDeviceGetAttribute(ctypes.byref(major), CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device):
+        return None
+    if cuda.cuDeviceGetAttribute(ctypes.byref(minor), CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device):
+        return None
+    cuda.cuDeviceGetName(name, len(name), device)
+    return {"index": index, "name": name.value.decode(errors="replace") or "?", "cc": major.value * 10 + minor.value}
+
+
+AWS_GPUS = {"V100 (p3)": 70, "T4 (g4dn)": 75, "A100 (p4d)": 80, "A10G (g5)": 86, "L4 (g6)": 89, "H100 (p5)": 90}
+"""compute capabilities of the GPUs of AWS's instance families, for the examples in :func:`arch_problem`"""
+
+
+def arch_problem(code: CudaCode, gpus: list[dict[str, Any]]) -> str | None:
+    """The one-line fix when a GPU (``{"index", "name", "cc"}``) finds no kernel it can run in ``code``;
+    None when every GPU does."""
+    bad = [g for g in gpus if not code.runs_on(g["cc"])]
+    if not bad:
+        return None
+    g = bad[0]
+    which = f"GPU {g['index']} ({g['name']}, sm_{g['cc']})" + (f" and {len(bad) - 1} more" if len(bad) > 1 else "")
+    fits = [name for name, cc in AWS_GPUS.items() if code.runs_on(cc)]
+    examples = f" ({', '.join(fits)})" if fits else ""
+    return (
+        f"{which} cannot run MXNet's kernels (its GPU operators fail with 'no kernel image is available'): "
+        f"train on GPUs of compute capability {code.supported()}{examples} "
+        f"or build MXNet from source for sm_{g['cc']}"
+    )
+
+
+def gpu_problem(index: int) -> str | None:
+    """:func:`arch_problem` for MXNet's ``gpu(index)``; None when it runs MXNet's code or either side is unknown."""
+    device = cuda_device(index)
+    code = mxnet_cuda_code() if device is not None else None
+    if device is None or code is None:
+        return None
+    return arch_problem(code, [device])
 
 
 def main(argv: list[str] | None = None) -> int:
