@@ -211,3 +211,26 @@ def test_run_rules_reports_are_json(tmp_path):
     json.dumps([r.to_dict() for r in reports])
     for r in reports:
         assert set(r.to_dict()) >= {"triggered", "violations", "datapoints", "parameters", "recommendation", "reason"}
+
+
+def test_batch_size_advice_defers_to_a_cpu_bottleneck(tmp_path):
+    # one saturated core of 16 (a single-threaded input pipeline), an idle GPU: the CPU's mean is low, so
+    # BatchSize fires as Debugger's does; its advice must not call the CPU lightly used and send the user
+    # to a larger batch while CPUBottleneck says the CPU cannot feed the GPU (seen on an H100 machine)
+    def one_core_busy(i):
+        row = cpu_gpu(2, 0, gpu_mem=3, cores=16)
+        row[("cpu", "cpu15", "CPUUtilization")] = 100.0
+        return row
+
+    reports = {r.rule: r for r in run_rules(load(write_system(tmp_path / "busy", 1100, one_core_busy)))}
+    assert reports["CPUBottleneck"].triggered and reports["BatchSize"].triggered
+    advice = reports["BatchSize"].recommendation
+    assert "CPUBottleneck" in advice and "input pipeline is the limit" in advice
+    assert not advice.startswith("CPU, GPU and GPU memory are all lightly used")
+    # alone (all cores lightly used), BatchSize keeps Debugger's advice
+    alone = {
+        r.rule: r
+        for r in run_rules(load(write_system(tmp_path / "light", 1100, lambda i: cpu_gpu(20, 30, gpu_mem=20))))
+    }
+    assert not alone["CPUBottleneck"].triggered
+    assert alone["BatchSize"].recommendation.startswith("CPU, GPU and GPU memory are all lightly used")

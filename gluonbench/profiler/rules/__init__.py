@@ -54,9 +54,30 @@ def parse_overrides(items: list[str] | None) -> dict[str, dict[str, Any]]:
 
 
 def run_rules(data: Any, overrides: dict[str, dict[str, Any]] | None = None) -> list[RuleReport]:
-    """Every rule on ``data`` (a :class:`~gluonbench.profiler.data.ProfileData`)."""
+    """Every rule on ``data`` (a :class:`~gluonbench.profiler.data.ProfileData`), their advice made consistent
+    (:func:`reconcile`)."""
     overrides = overrides or {}
-    return [cls(**overrides.get(name, {})).evaluate(data) for name, cls in RULES.items()]
+    return reconcile([cls(**overrides.get(name, {})).evaluate(data) for name, cls in RULES.items()])
 
 
-__all__ = ["RULES", "Rule", "RuleReport", "parse_overrides", "run_rules"]
+BATCH_SIZE_WHEN_CPU_BOUND = (
+    "GPU and GPU memory are lightly used and so is the CPU on average over its cores, but CPUBottleneck found "
+    "a core saturated while the GPU idled: the input pipeline is the limit. Follow CPUBottleneck's advice "
+    "first (spread preprocessing over more cores); until then a larger batch only makes each step wait longer "
+    "for its input."
+)
+
+
+def reconcile(reports: list[RuleReport]) -> list[RuleReport]:
+    """Each rule judges alone, as Debugger's do, and fires as they would; where two that fired read the
+    machine differently, the advice of the one that would mislead says so. BatchSize averages the CPU over
+    its cores: a single-threaded input pipeline on a 16-core GPU machine reads as an idle CPU (measured on an
+    H100 machine: ``results/gpu/gpu_monitor_probe-*.md``), while CPUBottleneck sees the saturated core."""
+    by_name = {r.rule: r for r in reports}
+    batch, cpu = by_name.get("BatchSize"), by_name.get("CPUBottleneck")
+    if batch is not None and cpu is not None and batch.triggered and cpu.triggered:
+        batch.recommendation = BATCH_SIZE_WHEN_CPU_BOUND
+    return reports
+
+
+__all__ = ["RULES", "Rule", "RuleReport", "parse_overrides", "reconcile", "run_rules"]
