@@ -19,11 +19,9 @@ compat.require_distutils()
 try:
     import mxnet as mx
     from mxnet import autograd, gluon, nd
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise GluonbenchError(
-        f"cannot import mxnet ({exc}): pip install 'mxnet==1.9.1' 'numpy<1.27' "
-        "(GPU: mxnet-cu112 or another mxnet-cu1xx wheel instead of mxnet)"
-    ) from exc
+except Exception as exc:  # pragma: no cover - depends on the environment
+    # not only ImportError: a dependency MXNet imports can fail in any way (a scipy for numpy 2: AttributeError)
+    raise GluonbenchError(compat.mxnet_import_hint(exc)) from exc
 
 __all__ = ["autograd", "gluon", "mx", "nd", "num_gpus"]
 

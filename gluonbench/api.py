@@ -64,14 +64,22 @@ def check_inputs(settings: SweepSettings, reach: bool = True) -> dict[str, int]:
     """
     from gluonbench.contexts import parse_ctx
     from gluonbench.data import vision
+    from gluonbench.pipeline.scale import device_contexts
     from gluonbench.workloads import workload_names
 
+    def check_devices() -> None:
+        # --gpus names MXNet's GPUs itself (its errors name --gpus, as the user wrote it); else --ctx
+        if settings.gpus:
+            device_contexts(None, gpus=settings.gpus)
+        else:
+            parse_ctx(settings.ctx)
+
     if settings.pipeline:
-        parse_ctx(settings.ctx)
+        check_devices()
         return check_user_pipeline(settings) if reach else {}
     if settings.workload not in workload_names():
         raise GluonbenchError(f"unknown --dataset {settings.workload!r}; choose one of {', '.join(workload_names())}")
-    parse_ctx(settings.ctx)
+    check_devices()
     check_loader_shm(
         settings.options,
         settings.batch_size,

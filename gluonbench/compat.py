@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 import warnings
 
@@ -84,3 +85,38 @@ def apply() -> None:
     """Both shims, cheaply: nothing here imports MXNet or distutils itself."""
     restore_numpy_aliases()
     provide_distutils()
+
+
+SCIPY_FOR_NUMPY_1 = "scipy<1.16"
+"""the newest scipy line that still takes numpy 1.x (1.15: numpy >= 1.23.5, < 2.5), which MXNet 1.9.1 needs"""
+
+
+def mxnet_import_hint(exc: BaseException) -> str:
+    """One line naming why ``import mxnet`` failed and the fix.
+
+    MXNet imports scipy when it finds one; a scipy built for numpy 2 fails inside that import under the
+    numpy 1.x that MXNet needs (seen on a GPU machine whose image has scipy 1.18: "module 'numpy' has no
+    attribute 'long'"), which no pin of mxnet or numpy fixes.
+    """
+    import traceback
+
+    import numpy as np
+
+    files = [frame.filename for frame in traceback.extract_tb(exc.__traceback__)]
+    in_scipy = any(f"{os.sep}scipy{os.sep}" in f for f in files)
+    if in_scipy and int(np.__version__.split(".")[0]) < 2:
+        try:
+            from importlib.metadata import version
+
+            scipy = f"scipy {version('scipy')}"
+        except Exception:
+            scipy = "the installed scipy"
+        return (
+            f"cannot import mxnet: MXNet imports scipy, and {scipy} needs numpy >= 2, which MXNet 1.9.1 cannot "
+            f"use (numpy {np.__version__} here; {type(exc).__name__}: {exc}): pip install '{SCIPY_FOR_NUMPY_1}', "
+            "or install gluonbench in a fresh virtual environment"
+        )
+    return (
+        f"cannot import mxnet ({type(exc).__name__}: {exc}): pip install 'mxnet==1.9.1' 'numpy<1.27' "
+        "(GPU: mxnet-cu112 or another mxnet-cu1xx wheel instead of mxnet)"
+    )

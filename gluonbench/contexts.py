@@ -44,15 +44,16 @@ def parse_ctx(spec: str, what: str | None = None) -> Any:
     kind, index = check_ctx(spec, name)
     if kind == "cpu":
         return mx.cpu(index)
+    from gluonbench.gpucode import gpu_problem, missing_gpu_advice
+
     available = num_gpus()
     if available == 0:
         raise GluonbenchError(
-            f"{name} {spec}: MXNet sees no GPU (CPU wheel, or no driver); install a CUDA wheel "
-            f"such as mxnet-cu112 and check nvidia-smi, or use {name} cpu"
+            f"{name} {spec}: MXNet sees no GPU (CPU wheel, or no driver): {missing_gpu_advice(index)}; "
+            f"or use {name} cpu"
         )
     if index >= available:
         raise GluonbenchError(f"{name} {spec}: only {available} GPU(s) visible (gpu:0..gpu:{available - 1})")
-    from gluonbench.gpucode import gpu_problem
 
     problem = gpu_problem(index)
     if problem:

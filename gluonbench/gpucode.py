@@ -241,6 +241,61 @@ def gpu_problem(index: int) -> str | None:
     return arch_problem(code, [device])
 
 
+WHEELS: dict[str, tuple[tuple[int, int], CudaCode]] = {
+    # name: (its CUDA, its GPU code), newest first; read from the 1.9.1 wheels on PyPI on 2026-11-24
+    # (results/doctor/mxnet_gpu_archs.md)
+    "mxnet-cu117": ((11, 7), CudaCode((50, 60, 70, 80, 86), (), 197)),
+    "mxnet-cu112": ((11, 2), CudaCode((50, 60, 70, 80, 86), (), 198)),
+    "mxnet-cu110": ((11, 0), CudaCode((50, 60, 70, 80), (), 198)),
+    "mxnet-cu102": ((10, 2), CudaCode((30, 50, 60, 70, 75), (), 198)),
+}
+"""MXNet 1.9.1's CUDA wheels: the CUDA each needs and the GPU code each carries"""
+
+
+def cuda_driver_version() -> tuple[int, int] | None:
+    """The newest CUDA the installed driver supports (``cuDriverGetVersion``); None without a driver."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    version = ctypes.c_int()
+    if cuda.cuDriverGetVersion(ctypes.byref(version)):
+        return None
+    return version.value // 1000, (version.value % 1000) // 10
+
+
+def wheel_advice(ccs: list[int], driver: tuple[int, int] | None) -> str:
+    """What to install so MXNet runs on GPUs of compute capabilities ``ccs`` under a driver for CUDA ``driver``:
+    the newest 1.9.1 wheel whose code runs on all of them and whose CUDA the driver supports, or why none does."""
+    runs = [(name, cuda) for name, (cuda, code) in WHEELS.items() if all(code.runs_on(cc) for cc in ccs)]
+    fits = [(name, cuda) for name, cuda in runs if driver is None or cuda <= driver]
+    if fits:
+        name, cuda = fits[0]
+        drv = f" <= the driver's {driver[0]}.{driver[1]}" if driver else ""
+        on = ", ".join(f"sm_{cc}" for cc in sorted(set(ccs)))
+        return f"pip install {name}==1.9.1 (CUDA {cuda[0]}.{cuda[1]}{drv}; its GPU code runs on {on})"
+    if runs:
+        need = min(cuda for _, cuda in runs)
+        return (
+            f"the driver supports CUDA {driver[0]}.{driver[1]}, older than the {need[0]}.{need[1]} of every MXNet wheel "
+            "that runs on this GPU: update the NVIDIA driver"
+        )
+    newest = max(max(code.sass) for _, code in WHEELS.values())
+    return (
+        f"no MXNet 1.9.1 wheel has GPU code for sm_{max(ccs)} (they stop at sm_{newest}, with no PTX): "
+        f"build MXNet from source for sm_{max(ccs)}, or use GPUs of compute capability "
+        f"{WHEELS['mxnet-cu117'][1].supported()}"
+    )
+
+
+def missing_gpu_advice(index: int = 0) -> str:
+    """The fix to give when MXNet sees no GPU: the wheel for the driver's GPU ``index``, or the generic one."""
+    device = cuda_device(index)
+    if device is None:
+        return "install the NVIDIA driver (nvidia-smi must list the GPU) and an mxnet-cuXXX wheel"
+    return wheel_advice([device["cc"]], cuda_driver_version())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the GPU code of each library named; exit 2 on a file that cannot be read."""
     status = 0

@@ -1,5 +1,7 @@
 """Bad input: one line on stderr naming the problem and the fix, exit 2, no traceback."""
 
+import os
+
 import pytest
 from conftest import assert_one_clear_line
 
@@ -99,3 +101,24 @@ def test_help_has_examples(cli):
 def test_bad_values_that_need_no_measuring_come_before_the_first_line(cli, args, needles):
     """#22: a long command's first line ("diagnose: timing ...") is not printed for input it can refuse at once."""
     assert_one_clear_line(cli(*args), *needles, plan=False)
+
+
+def test_mxnet_that_fails_inside_a_scipy_for_numpy_2_is_one_line(cli, tmp_path):
+    # seen on a GPU machine whose image has scipy 1.18 (numpy >= 2) beside the numpy 1.26 MXNet needs: MXNet's
+    # import of scipy.sparse failed with AttributeError, which `sweep` showed as a traceback and the doctor
+    # answered with "pip install mxnet==1.9.1". Here a scipy that fails the same way stands first on the path.
+    fake = tmp_path / "site"
+    (fake / "scipy" / "sparse").mkdir(parents=True)
+    (fake / "scipy" / "__init__.py").write_text("")
+    (fake / "scipy" / "sparse" / "__init__.py").write_text(
+        "raise AttributeError(\"module 'numpy' has no attribute 'long'\")\n"
+    )
+    (fake / "scipy-1.18.1.dist-info").mkdir()
+    (fake / "scipy-1.18.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: scipy\nVersion: 1.18.1\n")
+    path = os.pathsep.join([str(fake), os.environ.get("PYTHONPATH", "")])
+    proc = cli("sweep", "--ctx", "gpu:0", "--max-batches", "1", "--out", str(tmp_path), env={"PYTHONPATH": path})
+    assert_one_clear_line(proc, "scipy 1.18.1 needs numpy >= 2", "pip install 'scipy<1.16'", "no attribute 'long'")
+    doctor = cli("doctor", "--no-ceilings", env={"PYTHONPATH": path})
+    assert doctor.returncode == 1 and "Traceback" not in doctor.stderr
+    assert "[fail] mxnet build: MXNet does not import -> cannot import mxnet: MXNet imports scipy" in doctor.stdout
+    assert "[fail] gpu: MXNet does not import, so its GPUs cannot be checked" in doctor.stdout

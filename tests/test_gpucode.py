@@ -175,3 +175,35 @@ def test_without_a_cuda_driver_there_is_no_device_and_nothing_to_refuse():
 
     assert cuda_device(0) is None
     assert gpu_problem(0) is None
+
+
+@pytest.mark.parametrize(
+    ("ccs", "driver", "said"),
+    [
+        ([70], (12, 2), "pip install mxnet-cu117==1.9.1 (CUDA 11.7 <= the driver's 12.2; its GPU code runs on sm_70)"),
+        ([86], (11, 4), "pip install mxnet-cu112==1.9.1 (CUDA 11.2 <= the driver's 11.4; its GPU code runs on sm_86)"),
+        ([80, 70, 80], None, "pip install mxnet-cu117==1.9.1 (CUDA 11.7; its GPU code runs on sm_70, sm_80)"),
+        ([37], (12, 0), "pip install mxnet-cu102==1.9.1 (CUDA 10.2 <= the driver's 12.0; its GPU code runs on sm_37)"),
+        (
+            [86],
+            (10, 2),
+            "the driver supports CUDA 10.2, older than the 11.0 of every MXNet wheel that runs on this GPU",
+        ),
+        ([90], (13, 0), "no MXNet 1.9.1 wheel has GPU code for sm_90 (they stop at sm_86, with no PTX): build MXNet"),
+    ],
+)
+def test_the_wheel_to_install_for_the_gpu_and_driver(ccs, driver, said):
+    from gluonbench.gpucode import wheel_advice
+
+    assert wheel_advice(ccs, driver).startswith(said)
+
+
+def test_the_wheel_table_is_what_the_wheels_carry():
+    # the table's code mixes are the ones measured (results/doctor/mxnet_gpu_archs.md); none runs on Hopper
+    from gluonbench.gpucode import WHEELS
+
+    text = (Path(__file__).resolve().parents[1] / "results/doctor/mxnet_gpu_archs.md").read_text()
+    for name, (_cuda, code) in WHEELS.items():
+        row = next(line for line in text.splitlines() if line.startswith(f"| {name} |"))
+        assert f"{code.describe()}; {code.fatbins} fat binaries" in row, (name, row)
+        assert not code.runs_on(90)

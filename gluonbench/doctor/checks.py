@@ -19,9 +19,10 @@ from typing import Any
 
 import psutil
 
+from gluonbench.compat import mxnet_import_hint
 from gluonbench.contexts import check_ctx
 from gluonbench.errors import GluonbenchError
-from gluonbench.gpucode import arch_problem, mxnet_cuda_code
+from gluonbench.gpucode import arch_problem, missing_gpu_advice, mxnet_cuda_code, wheel_advice
 from gluonbench.names import arg
 
 log = logging.getLogger(__name__)
@@ -394,17 +395,17 @@ def check_features(s: DoctorSettings) -> Check:
         return Check(
             "mxnet build",
             FAIL,
-            f"MXNet does not import ({type(exc).__name__}: {exc})",
-            "pip install mxnet==1.9.1 (or the mxnet-cuXXX wheel for your CUDA)",
+            "MXNet does not import",
+            str(exc) if isinstance(exc, GluonbenchError) else mxnet_import_hint(exc),
         )
     figure = ", ".join(f"{k} {'on' if v else 'off'}" for k, v in feats.items())
-    kind, _ = parse_ctx(s.ctx)
+    kind, index = parse_ctx(s.ctx)
     if kind == "gpu" and not feats["CUDA"]:
         return Check(
             "mxnet build",
             FAIL,
             figure,
-            "this MXNet has no CUDA: pip install the mxnet-cuXXX wheel that matches your driver",
+            f"this MXNet has no CUDA: {missing_gpu_advice(index)}",
             feats,
         )
     if kind == "gpu" and not feats["CUDNN"]:
@@ -542,8 +543,10 @@ def check_gpu(s: DoctorSettings) -> Check:
     """Driver and CUDA versions, the GPUs MXNet sees against NVML's, whether MXNet has kernels for them, pinned memory."""
     kind, index = parse_ctx(s.ctx)
     nvml = _nvml()
-    from gluonbench._mx import mx
-
+    try:
+        from gluonbench._mx import mx
+    except GluonbenchError as exc:  # "mxnet build" says why, with the fix; here only what it stops
+        return Check("gpu", FAIL, "MXNet does not import, so its GPUs cannot be checked", str(exc))
     try:
         mx_gpus = mx.context.num_gpus()
     except Exception:
@@ -577,7 +580,7 @@ def check_gpu(s: DoctorSettings) -> Check:
             "gpu",
             FAIL,
             figure,
-            f"MXNet sees no GPU: install the mxnet-cuXXX wheel for CUDA <= {drv_cuda} (pip install mxnet-cu112)",
+            "MXNet sees no GPU: " + wheel_advice([g["cc"] for g in gpus], (cuda_drv // 1000, (cuda_drv % 1000) // 10)),
             d,
         )
     if wheel and tuple(int(x) for x in wheel.split(".")) > tuple(int(x) for x in drv_cuda.split(".")):

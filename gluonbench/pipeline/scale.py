@@ -468,7 +468,7 @@ def local_rank_gpus(
 def device_contexts(ctx: Any, devices: int = 1, gpus: Any = None) -> list[Any]:
     """The contexts of a run: ``gpus`` by index, else ``devices`` contexts of ``ctx``'s kind."""
     from gluonbench._mx import mx, num_gpus
-    from gluonbench.gpucode import gpu_problem
+    from gluonbench.gpucode import gpu_problem, missing_gpu_advice
 
     if gpus:
         have = num_gpus()
@@ -476,7 +476,7 @@ def device_contexts(ctx: Any, devices: int = 1, gpus: Any = None) -> list[Any]:
         if missing:
             raise GluonbenchError(
                 f"{arg('gpus')} {','.join(map(str, gpus))}: MXNet sees {have} GPU(s); "
-                + ("install a CUDA wheel (mxnet-cu112) and check nvidia-smi" if have == 0 else f"use 0..{have - 1}")
+                + (missing_gpu_advice(int(gpus[0])) if have == 0 else f"use 0..{have - 1}")
             )
         for g in gpus:
             problem = gpu_problem(int(g))
