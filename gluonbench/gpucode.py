@@ -7,7 +7,7 @@ A CUDA library carries its GPU code in the ELF section ``.nv_fatbin``: fat binar
 entries that are either machine code (SASS) for one architecture or PTX, which the driver compiles for
 the GPU at hand. A GPU runs the library's kernels only when an entry fits it: SASS of the same major
 architecture and no newer minor one (sm_80 code runs on an sm_86 GPU, not on an sm_90 one), or PTX of
-the same or an older architecture. Otherwise every GPU operator fails with CUDA's "no kernel image is
+the same or an older architecture. Otherwise its kernels fail to launch with CUDA's "no kernel image is
 available for execution on the device".
 
 Measured on the released wheels (``results/doctor/mxnet_gpu_archs.md``): ``mxnet-cu112`` and
