@@ -15,7 +15,6 @@ NVML's. Needs nvcc, an NVIDIA GPU and nvidia-ml-py; writes ``OUT/gpu_arch_probe-
 from __future__ import annotations
 
 import argparse
-import ctypes
 import platform
 import subprocess
 import sys
@@ -95,7 +94,6 @@ def main() -> int:
             rows.append(
                 (label, described, "runs" if predicted else "no kernel", rc_text, "yes" if predicted == ran else "NO")
             )
-    _ = ctypes  # the probe loads each library in its own process
     lines = [
         f"# gpu_arch_probe: {datetime.now(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}",
         "",

@@ -192,12 +192,20 @@ CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABI
 
 
 @functools.cache
+def _libcuda() -> ctypes.CDLL | None:
+    """The CUDA driver library (``libcuda.so.1``), or None where there is no NVIDIA driver."""
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+
+
+@functools.cache
 def cuda_device(index: int) -> dict[str, Any] | None:
     """``{"index", "name", "cc"}`` of CUDA device ``index`` as the driver numbers it (``CUDA_VISIBLE_DEVICES``
     applied, as MXNet's ``gpu(index)``); ``cc`` is ``major * 10 + minor``. None without a driver or such a device."""
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
+    cuda = _libcuda()
+    if cuda is None:
         return None
     device, major, minor = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
     name = ctypes.create_string_buffer(256)
@@ -254,9 +262,8 @@ WHEELS: dict[str, tuple[tuple[int, int], CudaCode]] = {
 
 def cuda_driver_version() -> tuple[int, int] | None:
     """The newest CUDA the installed driver supports (``cuDriverGetVersion``); None without a driver."""
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
+    cuda = _libcuda()
+    if cuda is None:
         return None
     version = ctypes.c_int()
     if cuda.cuDriverGetVersion(ctypes.byref(version)):

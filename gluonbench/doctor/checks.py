@@ -568,7 +568,8 @@ def check_gpu(s: DoctorSettings) -> Check:
         gpus = nvml_gpus(nvml, count)
     finally:
         nvml.nvmlShutdown()
-    drv_cuda = f"{cuda_drv // 1000}.{(cuda_drv % 1000) // 10}"
+    drv = (cuda_drv // 1000, (cuda_drv % 1000) // 10)
+    drv_cuda = f"{drv[0]}.{drv[1]}"
     wheel = wheel_cuda()
     d = {"nvml_gpus": count, "mxnet_gpus": mx_gpus, "driver": driver, "driver_cuda": drv_cuda, "wheel_cuda": wheel}
     d["gpus"] = gpus
@@ -580,10 +581,10 @@ def check_gpu(s: DoctorSettings) -> Check:
             "gpu",
             FAIL,
             figure,
-            "MXNet sees no GPU: " + wheel_advice([g["cc"] for g in gpus], (cuda_drv // 1000, (cuda_drv % 1000) // 10)),
+            "MXNet sees no GPU: " + wheel_advice([g["cc"] for g in gpus], drv),
             d,
         )
-    if wheel and tuple(int(x) for x in wheel.split(".")) > tuple(int(x) for x in drv_cuda.split(".")):
+    if wheel and tuple(int(x) for x in wheel.split(".")) > drv:
         return Check(
             "gpu",
             FAIL,
