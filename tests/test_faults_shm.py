@@ -67,7 +67,7 @@ def test_a_stalled_loader_fails_the_run_in_seconds(tmp_path, no_leaks):
 
 
 FILL_MID_RUN = """
-import sys, threading, time
+import os, sys, threading, time
 import psutil
 import gluonbench
 from gluonbench.data import vision
@@ -83,13 +83,17 @@ def fill_once_the_workers_run():
     while not me.children(recursive=True):  # a loader's worker process: the measurement is on
         time.sleep(0.1)
     time.sleep(1.0)
-    try:  # ENOSPC, even on open: the loader's batches filled it first (a busy machine), which is the point
-        with open("/dev/shm/gb-test-fill", "wb") as f:  # a tmpfs of this mount namespace only
-            while True:
-                f.write(b"x" * 65536)
-                f.flush()
-    except OSError:
-        pass
+    # keep /dev/shm (a tmpfs of this mount namespace only) full for the rest of the run: ENOSPC, even on open
+    # (the loader's batches filled it first), means try again, so what the loader frees is taken at once.
+    # Giving up at the first ENOSPC let the loader free its space and finish the run (2 in 15 runs, quiet)
+    fd = None
+    while True:
+        try:
+            if fd is None:
+                fd = os.open("/dev/shm/gb-test-fill", os.O_WRONLY | os.O_CREAT, 0o600)
+            os.write(fd, b"x" * 65536)
+        except OSError:
+            time.sleep(0.01)
 
 
 threading.Thread(target=fill_once_the_workers_run, daemon=True).start()
