@@ -10,9 +10,11 @@ pipeline, and the seed's rule on it), then runs ``diagnose`` on the same case, a
 Prints one line per case and the targets:
 
 * the verdict agrees with the seed's rule on every case (``gpu_io`` only when reusing one batch
-  gains nothing; otherwise the input stage whose removal gains the most); a case whose ground truth
-  is ``unclear`` (its CI straddles the 5 % line on this machine) fails the run: rerun it quieter;
-* time to a verdict on the seed's MNIST pipeline <= 30 s.
+  gains nothing; the input stage whose removal gains the most when the gain's CI lies above the 5 %
+  line). A case whose plain loop gains beyond the noise with a CI across the line sits *at the line* on
+  this machine: the diagnosis agrees when it says so too (``inconclusive``, reading ``at_line``). A case
+  whose ground truth is ``unclear`` (too noisy to read) fails the run: rerun it quieter;
+* time to a verdict on the seed's MNIST pipeline <= 30 s (not applicable where that case sits at the line).
 
 Exit status 1 if a target is missed. Timings are of this machine: run it on a quiet one.
 
@@ -42,13 +44,20 @@ from gluonbench.workloads.cases import CASES, build
 MNIST_TARGET_S = 30.0
 
 
+def reading(d) -> str:
+    """The diagnosis in the ground truth's words: its verdict, or ``at_line`` for an inconclusive one at the line."""
+    if d.verdict != "inconclusive":
+        return d.verdict
+    return "at_line" if (d.analysis or {}).get("reuse") == "at_line" else "inconclusive"
+
+
 def _line(name: str, truth: str, d, setup_s: float) -> str:
     gain = d.speedups.get("input", float("nan"))
     lo, hi = d.speedup_ci.get("input", [float("nan")] * 2)
-    mark = "ok " if d.verdict == truth else "WRONG"
+    mark = "ok " if reading(d) == truth else "WRONG"
     settled = f"{d.settled_s:5.1f}" if d.settled_s is not None else "    -"
     return (
-        f"{name:48s} {truth:13s} {d.verdict:13s} {mark:5s} reused batch {gain:.2f}x [{lo:.2f}, {hi:.2f}]  "
+        f"{name:48s} {truth:13s} {reading(d):13s} {mark:5s} reused batch {gain:.2f}x [{lo:.2f}, {hi:.2f}]  "
         f"verdict@{settled} s  ran {d.elapsed_s:5.1f} s ({d.stop_reason}) setup {setup_s:4.1f} s"
     )
 
@@ -68,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     truth_s = args.truth_seconds or (12.0 if args.quick else 30.0)
     cases = [c for c in CASES if (c.quick or not args.quick) and (not args.only or c.name in args.only)]
 
-    records, right, unclear, mnist_times = [], 0, [], []
+    records, right, unclear, at_line, mnist_times = [], 0, [], [], []
     with tempfile.TemporaryDirectory(prefix="gluonbench-cases-") as tmp:
         dirs = {"synthetic": args.cache or tmp}
         if args.mnist_dir:
@@ -81,11 +90,13 @@ def main(argv: list[str] | None = None) -> int:
             kwargs = build(case, dirs)
             setup = perf_counter() - t0
             d = gluonbench.diagnose(ctx="cpu", budget_s=budget, **kwargs)
-            right += d.verdict == gt.seed_rule
+            right += reading(d) == gt.seed_rule
             if gt.seed_rule == "unclear":
                 unclear.append(case.name)
             print(_line(case.name, gt.seed_rule, d, setup), flush=True)
-            if case.workload == "mnist" and case.net is None and not case.pretransformed:
+            if gt.seed_rule == "at_line":
+                at_line.append(case.name)
+            elif case.workload == "mnist" and case.net is None and not case.pretransformed:
                 ok = d.verdict != "inconclusive" and d.settled_s is not None and d.settled_s <= MNIST_TARGET_S
                 mnist_times.append((case.name, d.settled_s, ok))
             records.append(
@@ -103,8 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"accuracy: {right}/{len(cases)} verdicts agree with the seed's rule measured by the plain loop"
         + (f"; ground truth unclear on {', '.join(unclear)} (rerun on a quieter machine)" if unclear else "")
+        + (f"; at the line on this machine: {', '.join(at_line)}" if at_line else "")
         + f"  [{'PASS' if accuracy_ok else 'FAIL'}: every case agrees]"
     )
+    for name in at_line:
+        print(f"time to verdict, {name}: not applicable (the case sits at the line here)")
     for name, settled, ok in mnist_times:
         shown = f"{settled:.1f} s" if settled is not None else "no verdict"
         print(f"time to verdict, {name}: {shown}  [{'PASS' if ok else 'FAIL'}: <= {MNIST_TARGET_S:g} s]")
@@ -125,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                     "right": right,
                     "cases": len(cases),
                     "unclear": unclear,
+                    "at_line": at_line,
                     "records": records,
                 },
                 indent=2,

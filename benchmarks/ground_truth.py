@@ -10,11 +10,18 @@ batch i+1, as in the seed's training scripts. Three inputs take turns, in interl
   step 1, "remove preprocessing"; the same as ``full`` without a transform);
 * ``reused``: one batch kept and trained on every step (the seed's step 2, "reload the same batch").
 
+A block is timed in steady state, as an epoch of hundreds of steps runs: from the end of its first
+iteration (which fetches a batch with no step computing meanwhile) to the dispatch of its last step (whose
+compute then finishes untimed). Timing the whole block instead adds one unoverlapped fetch to every block:
+on the seed's MNIST at 0 workers that overstated the full pipeline by 2-3 % of a step (2026-11-25).
+
 Each round's seconds per step give paired ratios (the median over rounds and its 95 % CI): the
 speed-up of one reused batch over the full pipeline, and of removing preprocessing. The seed's rule
-then reads: ``gpu_io`` when reusing one batch gains nothing (the CI under the 5 % line: a speed-up of
-1/(1-0.05), or 1 within the CI and the gain under the line), else the input stage whose removal gains
-the most time (``preprocessing`` or ``disk_io``), ``unclear`` when the CI straddles the line.
+then reads (the same reading as ``diagnose``'s verdict, ``gluonbench.diagnosis.verdict.read_reuse``):
+``gpu_io`` when reusing one batch gains nothing (the CI under the 5 % line: a speed-up of 1/(1-0.05), or 1
+within the CI and the gain under the line), the input stage whose removal gains the most time
+(``preprocessing`` or ``disk_io``) when the whole CI lies above the line, ``at_line`` when a gain beyond
+the noise has a CI across the line (the case sits at the line on this machine), ``unclear`` otherwise.
 
     python benchmarks/ground_truth.py --quick                      # the test suite's cases
     python benchmarks/ground_truth.py --only mnist-seed-0workers --seconds 40
@@ -36,6 +43,7 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.analysis.stats import median, median_ci
+from gluonbench.diagnosis.verdict import read_reuse
 from gluonbench.workloads.cases import CASES, Case, build
 
 LINE = 1.0 / (1.0 - 0.05)
@@ -70,16 +78,17 @@ class GroundTruth:
 def seed_rule(reuse: tuple[float, float, float], step_ms: dict[str, float]) -> str:
     """The seed's decision on the (ratio, low, high) speed-up of one reused batch: see the module docstring.
 
-    Of the input stages, the one whose removal saves the most time per step (``full - no_preprocess``
-    against ``no_preprocess - reused``) is named.
+    The same reading as ``diagnose``'s verdict (``gluonbench.diagnosis.verdict.read_reuse``). Of the input
+    stages, the one whose removal saves the most time per step (``full - no_preprocess`` against
+    ``no_preprocess - reused``) is named.
     """
-    g, lo, hi = reuse
-    if hi <= LINE or (lo <= 1.0 and g <= LINE):
+    reading = read_reuse(reuse, LINE)
+    if reading == "nothing":
         return "gpu_io"
-    if lo > 1.0 and g > LINE:
+    if reading == "gain":
         no_pre = step_ms.get("no_preprocess", step_ms["full"])
         return "preprocessing" if step_ms["full"] - no_pre >= no_pre - step_ms["reused"] else "disk_io"
-    return "unclear"
+    return "at_line" if reading == "at_line" else "unclear"
 
 
 def _forever(loader: Any) -> Iterator[tuple[Any, Any]]:
@@ -131,9 +140,17 @@ def measure(
     inputs["reused"] = reused()
 
     def run(batches: Iterator[tuple[Any, Any]], steps: int) -> float:
+        """Seconds per step in steady state: ``steps`` loop periods, timed from the end of a first iteration.
+
+        The edges of a block are left out, as an epoch of hundreds of steps hardly has them: the first
+        iteration fetches its batch with no step computing meanwhile, and the final wait finishes the last
+        step with nothing fetched meanwhile.
+        """
         prev = None
-        t0 = perf_counter()
-        for _ in range(steps):
+        t0 = 0.0
+        for i in range(steps + 1):
+            if i == 1:
+                t0 = perf_counter()
             data, label = next(batches)
             if barrier:
                 nd.waitall()
@@ -141,11 +158,12 @@ def measure(
                 out = loss(net(data.as_in_context(ctx)), label.as_in_context(ctx))
             out.backward()
             trainer.step(bs)
-            if prev is not None:
+            if prev is not None and not barrier:
                 prev.wait_to_read()  # one step in flight: the next batch loads while this one computes
             prev = out
-        nd.waitall()
-        return (perf_counter() - t0) / steps
+        seconds = perf_counter() - t0
+        nd.waitall()  # the last step finishes outside the timed periods
+        return seconds / steps
 
     try:
         # warm up every input (worker start-up, first-call allocations), then size the blocks to ~0.4 s
@@ -224,10 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
-    unclear = [g["case"] for g in out if g["seed_rule"] == "unclear"]
+    unclear = [g["case"] for g in out if g["seed_rule"] in ("unclear", "at_line")]
     print(
         f"ground truth: {len(out) - len(unclear)}/{len(out)} cases clear"
-        + (f" (unclear: {unclear})" if unclear else "")
+        + (f" (at the line or unclear: {unclear})" if unclear else "")
     )
     return 0 if not unclear else 1
 

@@ -71,8 +71,9 @@ verdict: the seed's rule, as speed-ups paired round by round with 95 % CIs:
                                              training would be 1.27x [1.21, 1.33] faster")
   preprocessing = full / no_preprocess      disk_io = no_preprocess / cached_batch (read, loader)
   gpu_io only when reusing one batch gains nothing (the input CI under the input_gain line, or 1
-  within it once converged); else the input stage whose removal gains the most; inconclusive when
-  the CIs cannot tell. The shares (the time each stage's removal saves) are printed too:
+  within it once converged); the input stage whose removal gains the most when the whole CI lies
+  above the line; inconclusive when the CIs cannot tell ("at the line": a gain beyond the noise
+  whose CI crosses the line). The shares (the time each stage's removal saves) are printed too:
   preprocessing = full - no_preprocess, disk_io = no_preprocess - cached_batch, gpu_io = cached_batch
   (copy = cached_batch - device_batch, compute = device_batch), each over the total, with intervals.
 thresholds (--threshold KEY=VALUE): rel_ci=0.05 (stop when every probe's median is known to

@@ -16,7 +16,10 @@ CLASSES = {
     "disk_io": (40.0, 39.8, 28.0, 27.0, 30.0),
     "gpu_io": (27.6, 27.4, 27.3, 27.2, 11.0),
     "inconclusive": (30.0, 29.0, 28.5, 28.0, 11.0),
+    # a gain beyond the noise of none whose CI crosses the 5 % line: inconclusive, at the line
+    "at_line": (30.0, 28.9, 28.8, 28.6, 11.0),
 }
+REL = {"inconclusive": 0.30, "at_line": 0.01}
 # a loader-heavy pipeline where the loader alone and the model alone cost the same and compete
 CONTENDED = (7.8, 7.8, 7.0, 4.7, 4.7)
 
@@ -80,6 +83,7 @@ def _diagnosis_text(v, probes, setting) -> str:
         "input_saved": v.input_saved,
         "input_saved_ci": v.input_saved_ci,
         "overlap": v.overlap,
+        "analysis": v.to_dict(),
         "probes": probes,
         "setting": setting.to_dict(),
         "recommendations": render(recs),
@@ -94,9 +98,9 @@ def _diagnosis_text(v, probes, setting) -> str:
 @pytest.mark.parametrize("ctx", ["cpu", "gpu:0"])
 @pytest.mark.parametrize("expected", list(CLASSES))
 def test_each_verdict_class_gets_advice_that_agrees_with_it(expected, ctx):
-    rel = 0.30 if expected == "inconclusive" else 0.005
-    v, probes = _case(CLASSES[expected], rel, noisy=expected == "inconclusive")
-    assert v.verdict == expected
+    v, probes = _case(CLASSES[expected], REL.get(expected, 0.005), noisy=expected in REL)
+    assert v.verdict == ("inconclusive" if expected == "at_line" else expected)
+    assert (v.reuse == "at_line") == (expected == "at_line"), v.speedup_ci
     setting = _setting(ctx)
     recs = advise(v, probes, setting)
     texts = render(recs)
@@ -110,7 +114,15 @@ def test_each_verdict_class_gets_advice_that_agrees_with_it(expected, ctx):
         assert not any(r.knob in ("num_workers", "transform", "thread_pool", "prefetch") for r in recs)
     elif expected == "inconclusive":
         assert v.input_bound == "unknown" and [r.stage for r in recs if r.kind == "fix"] == ["inconclusive"]
-        assert "keeps up" not in joined
+        assert "keeps up" not in joined and "At the line" not in joined
+    elif expected == "at_line":
+        # neither "keeps up" nor an input fix: how much is at stake, which stage, and how to settle it
+        assert v.input_bound == "unknown" and [r.stage for r in recs if r.kind == "fix"] == ["inconclusive"]
+        lo, hi = v.speedup_ci["input"]
+        assert 1.0 < lo < 1 / (1 - Thresholds().input_gain) < hi
+        assert texts[0].startswith("At the line: with a perfect input pipeline") and "preprocessing" in texts[0]
+        assert f"at most {1 - 1 / hi:.0%} of the step" in texts[0]
+        assert "keeps up" not in joined and "num_workers" not in joined
     else:
         assert v.input_bound in ("highly", "moderately")
         assert v.input_saved >= Thresholds().input_gain
@@ -129,6 +141,8 @@ def test_each_verdict_class_gets_advice_that_agrees_with_it(expected, ctx):
         assert "highly" not in doc and "moderately" not in doc
     if expected in ("preprocessing", "disk_io"):
         assert "training would be" in doc and "keeps up" not in doc
+    if expected == "at_line":
+        assert "inconclusive, at the line" in doc and "keeps up" not in doc
 
 
 def test_cpu_contention_and_balance_are_named_with_the_cpu_evidence():

@@ -570,6 +570,8 @@ RULES = {"preprocessing": _preprocessing, "disk_io": _disk, "gpu_io": _device}
 def advise(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[Recommendation]:
     """Recommendations for the verdict, then for each secondary stage; each cites the numbers behind it."""
     out: list[Recommendation] = []
+    if v.verdict == "inconclusive" and v.reuse == "at_line":
+        return _at_line(v, setting)
     if v.verdict == "inconclusive":
         rel = max(float(p.get("rel_half_width", 0.0) or 0.0) for p in probes.values())
         others = [other_load_pct(p.get("system") or {}) for p in probes.values()]
@@ -595,6 +597,32 @@ def advise(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting
         out += [replace(r, secondary=True) for r in recs[:3]]
     out += _overlap(v, probes, setting)
     return out
+
+
+def _at_line(v: Verdict, setting: Setting) -> list[Rec]:
+    """An inconclusive verdict at the line: a gain beyond the noise whose CI crosses the input_gain line."""
+    hi = (v.speedup_ci.get("input") or [math.nan, math.nan])[1]
+    most = max(("preprocessing", "disk_io"), key=lambda k: v.stage_s.get(k, 0.0))
+    stage = "preprocessing" if most == "preprocessing" else "reading and the loader"
+    budget = setting.budget_s
+    return [
+        Rec(
+            "inconclusive",
+            "finding",
+            f"At the line: {perfect_input_text(v)}, beyond the noise but across the input_gain line, so whether the "
+            f"input pipeline limits training is too close to call; it costs at most {1 - 1 / hi:.0%} of the step, "
+            f"most of it in {stage} (removing it: {speedup_text(v, most)}). Fixing the input pipeline gains that "
+            "much at most.",
+            substage=v.top_substage(most),
+        ),
+        Rec(
+            "inconclusive",
+            "fix",
+            f"To tell which side of the line it falls on, raise {arg('budget_s')} (e.g. "
+            f"{example(f'budget_s={2 * budget:g}', f'--budget {2 * budget:g}')}) on a quiet machine.",
+            knob="budget",
+        ),
+    ]
 
 
 def _overlap(v: Verdict, probes: Mapping[str, Mapping[str, Any]], s: Setting) -> list[Rec]:

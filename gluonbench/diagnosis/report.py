@@ -46,7 +46,12 @@ def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
     """The verdict by the seed's rule, its speed-ups, the shares, the input-bound label and the overlap."""
     out = []
     has_gains = bool(d.speedups)
-    if d.verdict == "inconclusive":
+    if d.verdict == "inconclusive" and (d.analysis or {}).get("reuse") == "at_line":
+        out.append(
+            f"**Verdict: inconclusive, at the line**: reusing one batch gains beyond the noise (a perfect input "
+            f"pipeline: {_gain(d, 'input')}) but its interval crosses the input_gain line: too close to call"
+        )
+    elif d.verdict == "inconclusive":
         out.append(
             "**Verdict: inconclusive** (the noise hides whether reusing one batch gains anything"
             + (f": a perfect input pipeline gains {_gain(d, 'input')})" if has_gains else ")")

@@ -233,11 +233,9 @@ def diagnose(
             plan,
             settled=settled,
             on_progress=on_progress,
-            # stop early only on shares paired over enough rounds: blocks of one round are not independent
-            done=lambda ps: (
-                len(paired_rounds(ps.probes)) >= PAIRED_MIN_ROUNDS
-                and _classify(ps.probes, thresholds).precise(thresholds.share_precision)
-            ),
+            # stop early only on shares paired over enough rounds (blocks of one round are not independent),
+            # and only once the input speed-up's CI lies on one side of the line: a close call uses the budget
+            done=lambda ps: len(paired_rounds(ps.probes)) >= PAIRED_MIN_ROUNDS and _finished(ps, thresholds),
         )
     finally:
         nd.waitall()
@@ -271,6 +269,12 @@ def diagnose(
     )
     log.info("diagnosis: %s %s in %.1f s", result.verdict, {k: round(v, 3) for k, v in result.shares.items()}, elapsed)
     return result
+
+
+def _finished(ps: ProbeSet, thresholds: Thresholds) -> bool:
+    """Every share known to ``share_precision`` and the verdict clear of the ``input_gain`` line."""
+    v = _classify(ps.probes, thresholds)
+    return v.clear and v.precise(thresholds.share_precision)
 
 
 def _classify(probes: dict[str, ProbeResult], thresholds: Thresholds) -> Verdict:

@@ -26,11 +26,13 @@ therefore reads the speed-ups (:func:`probe_gains`), each a ratio of seconds per
 
 With ``line = 1 / (1 - input_gain)`` (a perfect input pipeline saving ``input_gain`` of the step,
 TF's 5 %): ``gpu_io`` when reusing one batch gains nothing: the input speed-up's CI lies under the
-line, or (once the measurement converged) 1 lies within its CI or its gain is under the line.
-When the speed-up is beyond the noise (CI above 1) and above the line, the verdict is the input stage
-whose removal saves the most time (preprocessing or disk I/O: the chain's ratios compound, so the
-stage times, not the ratios, are compared). Otherwise ``inconclusive``. The other input stage, when
-its own gain is beyond the noise and saves at least ``input_gain`` of the step, is named secondary.
+line, or (once the measurement converged) 1 lies within its CI and its gain is under the line.
+When the whole CI lies above the line, the verdict is the input stage whose removal saves the most time
+(preprocessing or disk I/O: the chain's ratios compound, so the stage times, not the ratios, are
+compared). Otherwise ``inconclusive``: either the noise hides the gain, or the gain is beyond the noise
+but its CI crosses the line (*at the line*, :func:`read_reuse`: the input pipeline costs about
+``input_gain`` of the step, and which side it falls on is not known). The other input stage, when its
+own gain is beyond the noise and saves at least ``input_gain`` of the step, is named secondary.
 
 **Overlap and contention** (:func:`overlap`): the input pipeline alone (``loader_only``) and the model
 alone (the last chain probe, ``cached_batch`` or ``device_batch``) against ``full``. A loop that
@@ -202,6 +204,11 @@ class Verdict:
     input_saved_ci: list[float] = field(default_factory=list)
     overlap: dict[str, Any] = field(default_factory=dict)
     """the input pipeline alone vs the model alone vs the full pipeline (:func:`overlap`)"""
+    reuse: str = "noise"
+    """:func:`read_reuse` of the input speed-up: ``nothing``, ``gain``, ``at_line`` or ``noise``"""
+    clear: bool = False
+    """the input speed-up's whole CI lies on one side of the ``input_gain`` line (more data would not move the
+    verdict across it): what ``diagnose`` needs before it stops early"""
 
     def precise(self, within: float) -> bool:
         """True when every share's (headline and sub-stage) 95 % interval is within +-``within``."""
@@ -300,9 +307,8 @@ def attribute(
         for k in ("preprocessing", "disk_io")
         if k in gains
     }
-    # the seed's "no gain": the CI under the line, or, converged, 1 within the CI or the gain under the line
-    nothing = math.isfinite(g_hi) and (g_hi <= line or (converged and (g_lo <= 1.0 or g <= line)))
-    gain_real = math.isfinite(g_lo) and g_lo > 1.0 and g > line
+    reading = read_reuse((g, g_lo, g_hi), line, converged)
+    nothing, gain_real = reading == "nothing", reading == "gain"
     established = {
         "preprocessing": beyond.get("preprocessing", False),
         "disk_io": beyond.get("disk_io", False),
@@ -315,10 +321,16 @@ def attribute(
         verdict = "gpu_io"
         if g_hi > line:
             notes.append(
-                f"close call: a perfect input pipeline gains {_x(g)} [{_x(g_lo)}, {_x(g_hi)}], "
-                f"{'within the noise of none' if g_lo <= 1.0 else 'under the line'} (a {_x(line)} gain, "
-                f"input_gain={thresholds.input_gain:g}) after the measurement converged"
+                f"close call: a perfect input pipeline gains {_x(g)} [{_x(g_lo)}, {_x(g_hi)}], within the noise of "
+                f"none (the line: a {_x(line)} gain, input_gain={thresholds.input_gain:g}) after the measurement "
+                "converged"
             )
+    elif reading == "at_line":
+        notes.append(
+            f"at the line: a perfect input pipeline gains {_x(g)} [{_x(g_lo)}, {_x(g_hi)}], beyond the noise of none "
+            f"but across the line (a {_x(line)} gain, input_gain={thresholds.input_gain:g}): the input pipeline "
+            f"costs at most {1 - 1 / g_hi:.0%} of the step"
+        )
     elif gain_real:
         # the input stage whose removal saves the most time (the chain's ratios compound, so their sizes do not
         # compare: removing preprocessing first shrinks the step the rest is a ratio of)
@@ -394,7 +406,34 @@ def attribute(
         input_saved=saved,
         input_saved_ci=saved_ci,
         overlap=overlap(gains, thresholds, "device_batch" if measured.get("copy") else "cached_batch"),
+        reuse=reading,
+        clear=math.isfinite(g_lo) and math.isfinite(g_hi) and (g_hi <= line or g_lo > line),
     )
+
+
+READINGS = ("nothing", "gain", "at_line", "noise")
+
+
+def read_reuse(gain: tuple[float, float, float], line: float, converged: bool = True) -> str:
+    """The seed's rule on the speed-up of one reused batch, ``(ratio, 95 % CI low, high)``, against ``line``.
+
+    * ``nothing``: reusing one batch gains nothing (the seed's "performance does not improve", so GPU I/O): the
+      whole CI under the line, or, once the measurement ``converged``, 1 within the CI and the gain under the line;
+    * ``gain``: the whole CI above the line: the input pipeline limits training;
+    * ``at_line``: a gain beyond the noise of none whose CI crosses the line: too close to call;
+    * ``noise``: the CI is too wide to tell (or nothing was measured).
+
+    The one rule of ``diagnose``'s verdict, ``tune``'s "model fed" and the ground truth's plain loop
+    (``benchmarks/ground_truth.py``).
+    """
+    g, lo, hi = gain
+    if not all(math.isfinite(x) for x in gain):
+        return "noise"
+    if hi <= line or (converged and lo <= 1.0 and g <= line):
+        return "nothing"
+    if lo > line:
+        return "gain"
+    return "at_line" if lo > 1.0 else "noise"
 
 
 def _x(r: float) -> str:

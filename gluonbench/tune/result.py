@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gluonbench.analysis.stats import ratio_ci
-from gluonbench.diagnosis.verdict import Thresholds
+from gluonbench.diagnosis.verdict import Thresholds, read_reuse
 from gluonbench.names import arg, example
 from gluonbench.tune.model import Setting
 
@@ -136,18 +136,13 @@ class TuneResult:
         """``yes``, ``no`` or ``unclear`` by the seed's rule, the one ``diagnose``'s verdict uses.
 
         ``yes``: reusing one batch would gain nothing over the recommendation (the ceiling's speed-up CI
-        under the ``input_gain`` line, or 1 within it and the gain under the line); ``no``: the speed-up is
-        beyond the noise and above the line (the input pipeline still limits training); else ``unclear``.
+        under the ``input_gain`` line, or 1 within it and the gain under the line); ``no``: the whole CI
+        lies above the line (the input pipeline still limits training); else ``unclear``
+        (:func:`~gluonbench.diagnosis.verdict.read_reuse`).
         """
         g, (lo, hi) = self.ceiling_gain()
-        if not math.isfinite(g):
-            return "unclear"
-        line = 1.0 / (1.0 - Thresholds().input_gain)
-        if hi <= line or (lo <= 1.0 and g <= line):
-            return "yes"
-        if lo > 1.0 and g > line:
-            return "no"
-        return "unclear"
+        reading = read_reuse((g, lo, hi), 1.0 / (1.0 - Thresholds().input_gain))
+        return {"nothing": "yes", "gain": "no"}.get(reading, "unclear")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -196,7 +191,12 @@ class TuneResult:
                     "yes": f"it gains nothing beyond the noise or the {Thresholds().input_gain:.0%} line: the input pipeline "
                     "keeps the model fed",
                     "no": "the input pipeline still limits training (gluonbench diagnose names the stage)",
-                    "unclear": f"the noise hides whether that gain is real: raise {arg('budget_s')} to tell",
+                    "unclear": (
+                        f"beyond the noise but too close to the {Thresholds().input_gain:.0%} line to call: the input "
+                        f"pipeline costs at most {1 - 1 / hi:.0%} of the step"
+                        if lo > 1.0
+                        else f"the noise hides whether that gain is real: raise {arg('budget_s')} to tell"
+                    ),
                 }[fed]
             )
         if self.emulated:
