@@ -46,9 +46,7 @@ MNIST_TARGET_S = 30.0
 
 def reading(d) -> str:
     """The diagnosis in the ground truth's words: its verdict, or ``at_line`` for an inconclusive one at the line."""
-    if d.verdict != "inconclusive":
-        return d.verdict
-    return "at_line" if (d.analysis or {}).get("reuse") == "at_line" else "inconclusive"
+    return "at_line" if d.at_line else d.verdict
 
 
 def _line(name: str, truth: str, d, setup_s: float) -> str:

@@ -208,6 +208,7 @@ def test_emulation_settings():
         (1090.0, (1080.0, 1100.0), "yes"),  # the ceiling 1100 [1095, 1105]: 1.01x, nothing to gain
         (800.0, (790.0, 810.0), "no"),  # 1.38x: the input pipeline still limits training
         (1030.0, (850.0, 1150.0), "unclear"),  # 1.07x with a wide CI
+        (1045.0, (1040.0, 1050.0), "unclear"),  # 1.05x [1.04, 1.06]: beyond the noise, across the 5 % line
     ],
 )
 def test_tune_says_whether_the_model_is_fed_by_the_seeds_rule(rate, ci, fed):
@@ -230,4 +231,5 @@ def test_tune_says_whether_the_model_is_fed_by_the_seeds_rule(rate, ci, fed):
     text = r.to_text()
     assert f"model fed:   {fed}: one reused batch (the model ceiling) would train {1100 / rate:.2f}x" in text
     assert ("keeps the model fed" in text) == (fed == "yes")
+    assert ("too close to the 5% line to call" in text) == (fed == "unclear" and ci[0] > 1000), text
     assert r.to_dict()["keeps_model_fed"] == fed

@@ -235,3 +235,29 @@ def test_paired_timings_need_enough_rounds_with_every_probe():
     # results written before per-round values existed are read unpaired
     old = {n: {k: v for k, v in p.items() if k != "per_round"} for n, p in probes.items()}
     assert paired_timings(old) == chain_timings(old)
+
+
+def test_the_reused_batch_gain_is_read_one_way():
+    from gluonbench.diagnosis.verdict import read_reuse
+
+    line = 1 / 0.95
+    assert read_reuse((1.02, 1.01, 1.03), line) == "nothing"  # the whole CI under the line
+    assert read_reuse((1.03, 0.98, 1.09), line) == "nothing"  # converged: 1 within the CI, the gain under the line
+    assert read_reuse((1.03, 0.98, 1.09), line, converged=False) == "noise"
+    assert read_reuse((1.07, 0.98, 1.16), line) == "noise"  # 1 within the CI but the gain above the line
+    assert read_reuse((1.10, 1.06, 1.14), line) == "gain"  # the whole CI above the line
+    assert read_reuse((1.05, 1.03, 1.07), line) == "at_line"  # beyond the noise of none, across the line
+    assert read_reuse((1.06, 1.03, 1.09), line) == "at_line"
+    assert read_reuse((float("nan"),) * 3, line) == "noise"
+
+
+def test_a_gain_across_the_line_is_inconclusive_at_the_line_even_once_converged():
+    # 5 % faster with one reused batch, +-0.5 % per probe: beyond the noise, CI about [1.04, 1.06], across 1.053x
+    for converged in (False, True):
+        v = classify(t(105, 0.005), t(100, 0.005), t(100, 0.005), converged=converged)
+        assert v.verdict == "inconclusive" and v.reuse == "at_line" and not v.clear
+        assert v.input_bound == "unknown"
+        assert any(n.startswith("at the line") for n in v.notes)
+    # clear of the line on either side
+    assert classify(t(110, 0.005), t(100, 0.005), t(100, 0.005)).clear
+    assert classify(t(101, 0.005), t(100, 0.005), t(100, 0.005)).clear

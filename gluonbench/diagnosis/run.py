@@ -98,6 +98,11 @@ class Diagnosis:
     (+ ``_ci``), ``loader_vs_model`` (+ ``_ci``), ``slower_alone``, ``model_probe``"""
 
     @property
+    def at_line(self) -> bool:
+        """An inconclusive verdict at the line: reusing one batch gains beyond the noise, its CI across the line."""
+        return self.verdict == "inconclusive" and (self.analysis or {}).get("reuse") == "at_line"
+
+    @property
     def verdict_text(self) -> str:
         if self.verdict == "inconclusive":
             return "inconclusive"

@@ -35,6 +35,7 @@ def diagnose_run(spec: RunSpec, workload: Any, ctx: Any) -> dict[str, Any]:
     log.info("diagnosis at %d workers: %s %s", spec.workers, d.verdict, d.shares)
     return {
         "verdict": d.verdict,
+        "at_line": d.at_line,
         "shares": {k: round(v, 4) for k, v in d.shares.items()},
         "secondary": d.secondary,
         "input_bound": d.input_bound,

@@ -161,7 +161,8 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
             "",
             "From `gluonbench diagnose` at each worker count (`--diagnose`), by the seed's rule: how much faster one "
             "reused batch trains than the full pipeline (95 % interval); the verdict (`gpu_io` only when that gains "
-            "nothing, else the input stage whose removal gains the most); the time each stage's removal saves, as "
+            "nothing, the input stage whose removal gains the most when the whole interval lies above the 5 % line, "
+            "inconclusive otherwise: *at the line* when a gain beyond the noise crosses it); the time each stage's removal saves, as "
             "shares of the step; secondary stages; TF's input-bound label on the same reading.",
             "",
         ]
@@ -179,7 +180,7 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
                 [
                     r.workers,
                     reused,
-                    r.extra.get("verdict"),
+                    r.extra.get("verdict") + (" (at the line)" if r.extra.get("at_line") else ""),
                     _extra_cell(r.extra.get("shares", "")),
                     _extra_cell(r.extra.get("secondary", "")) or "-",
                     r.extra.get("input_bound", "-"),

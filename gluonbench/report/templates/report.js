@@ -456,14 +456,18 @@
     var order = list(data.probe_order).filter(function (k) { return probes[k]; });
     Object.keys(probes).forEach(function (k) { if (order.indexOf(k) < 0) { order.push(k); } });
     var shares = d.shares || {}, shareCi = d.share_ci || {};
-    if (d.verdict === "inconclusive") {
+    var gain = (d.speedups || {}).input, gainCi = list((d.speedup_ci || {}).input);
+    var gainText = isNum(gain) ? esc(gain.toFixed(2)) + "x" + (gainCi.length === 2 && isNum(gainCi[0]) && isNum(gainCi[1]) ?
+      " [" + esc(gainCi[0].toFixed(2)) + ", " + esc(gainCi[1].toFixed(2)) + "]" : "") : "";
+    if (d.verdict === "inconclusive" && (d.analysis || {}).reuse === "at_line") {
+      out.push(para("<b>Verdict: inconclusive, at the line</b> (reusing one batch gains beyond the noise, " + gainText +
+        ", but its interval crosses the input_gain line: too close to call)", "headline warn"));
+    } else if (d.verdict === "inconclusive") {
       out.push(para("<b>Verdict: inconclusive</b> (the noise exceeds the differences between the probes)", "headline warn"));
     } else if (d.verdict) {
-      var gain = (d.speedups || {}).input, gainCi = list((d.speedup_ci || {}).input);
       out.push(para("<b>Verdict: " + esc(d.verdict) + "</b>" +
         (isNum(gain) ? " (the seed's rule: with a perfect input pipeline, one batch reused, training would be " +
-          esc(gain.toFixed(2)) + "x" + (gainCi.length === 2 && isNum(gainCi[0]) && isNum(gainCi[1]) ?
-          " [" + esc(gainCi[0].toFixed(2)) + ", " + esc(gainCi[1].toFixed(2)) + "]" : "") + " faster)" : "") +
+          gainText + " faster)" : "") +
         (isNum(shares[d.verdict]) ? "; its removal saves " + esc(pct(shares[d.verdict])) +
         esc(pctCi(shareCi[d.verdict])) + " of the step time" : "") +
         (list(d.secondary).length ? "; secondary: " + esc(d.secondary.join(", ")) : "") +
