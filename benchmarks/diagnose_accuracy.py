@@ -4,8 +4,9 @@ For every pipeline of ``gluonbench.workloads.cases`` (real reads, real CPU work,
 compute; preprocessing, disk I/O and device-bound cases with 0 and 2 workers; in-memory loader-heavy
 pipelines with a light model and with a model costing about as much as the loader; the seed's MNIST
 at 0 and 2 workers) this first measures the ground truth with a plain training loop that overlaps
-like MXNet's (``benchmarks/ground_truth.py``: how much faster one reused batch trains than the full
-pipeline, and the seed's rule on it), then runs ``diagnose`` on the same case, and compares.
+like MXNet's (``benchmarks/ground_truth.py``, the seed's loop by default, ``--in-flight`` for one that
+keeps two steps queued: how much faster one reused batch trains than the full pipeline, and the seed's
+rule on it), then runs ``diagnose`` on the same case, and compares.
 
 Prints one line per case and the targets:
 
@@ -68,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mnist-dir", help="folder of the MNIST files (default: gluonbench's look-up, no download)")
     p.add_argument("--cache", help="folder for the synthetic files (default: a temporary folder)")
     p.add_argument("--only", action="append", default=[], help="run only this case (repeatable)")
+    p.add_argument(
+        "--in-flight",
+        action="store_true",
+        help="ground truth by a loop that keeps one step in flight (no per-step nd.waitall(), unlike the seed's)",
+    )
     p.add_argument("--out", help="write diagnose_accuracy-<UTC>.json with every diagnosis into this folder")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -82,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             dirs["mnist"] = args.mnist_dir
         print(f"{'case':48s} {'seed rule':13s} {'verdict':13s}", flush=True)
         for case in cases:
-            gt = ground_truth.measure(case, dirs, truth_s)
+            gt = ground_truth.measure(case, dirs, truth_s, barrier=not args.in_flight)
             print("  plain loop: " + ground_truth.line(gt), flush=True)
             t0 = perf_counter()
             kwargs = build(case, dirs)

@@ -1,9 +1,15 @@
 """Ground truth for ``diagnose``: the seed's rule measured by a plain training loop, no gluonbench engine.
 
 For each case of ``gluonbench.workloads.cases`` this trains the case's net with a plain Gluon loop
-(a DataLoader, ``autograd.record``, ``backward``, ``trainer.step``) that overlaps like MXNet's: it
-only waits for the *previous* step's loss, so the async engine computes step i while the loop fetches
-batch i+1, as in the seed's training scripts. Three inputs take turns, in interleaved rounds:
+(a DataLoader, ``autograd.record``, ``backward``, ``trainer.step``) that overlaps like MXNet's: the
+async engine computes step i while the loop fetches batch i+1. By default it is the seed's loop
+(SEEDS.md, 001: ``nd.waitall()`` before each step, after the batch is fetched), the loop gluonbench's
+sweep trains with and its timer runs. ``--in-flight`` instead only waits for the *previous* step's loss,
+so two steps can be queued at once: a loop that never synchronises per step. The two differ where a
+cheap input pipeline meets a compute-heavy model at 0 workers: on this 2-core VM (2026-11-25) the
+in-flight loop gained 1.06-1.07x from one reused batch on the two heavy-model cases (the fetch competes
+with the queued step for the cores), the seed's loop 1.00-1.01x, as ``diagnose`` found.
+Three inputs take turns, in interleaved rounds:
 
 * ``full``: the pipeline as given;
 * ``no_preprocess``: ``dataset[i]`` still read, the transform swapped for one ready sample (the seed's
@@ -103,12 +109,12 @@ def _paired(a: list[float], b: list[float]) -> tuple[float, float, float]:
 
 
 def measure(
-    case: Case, dirs: dict[str, Any], seconds: float = 20.0, min_rounds: int = 8, barrier: bool = False
+    case: Case, dirs: dict[str, Any], seconds: float = 20.0, min_rounds: int = 8, barrier: bool = True
 ) -> GroundTruth:
     """Train ``case`` with the plain loop on the CPU for about ``seconds`` and apply the seed's rule.
 
-    ``barrier``: wait for all work after each batch is fetched, before its step is dispatched, as gluonbench's
-    timer does (``engine/loop.py``), instead of keeping one step in flight: to see what that costs the overlap.
+    ``barrier`` (the seed's loop): wait for all work after each batch is fetched, before its step is dispatched,
+    as the seed's script and gluonbench's timer (``engine/loop.py``) do; False keeps one step in flight instead.
     """
     from gluonbench._mx import autograd, gluon, mx, nd
     from gluonbench.pipeline.pipeline import close_loader
@@ -225,7 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mnist-dir", help="folder of the MNIST files (default: gluonbench's look-up, no download)")
     p.add_argument("--json", help="write every case's figures to this file")
     p.add_argument(
-        "--barrier", action="store_true", help="wait for all work before each step, as gluonbench's timer does"
+        "--in-flight",
+        action="store_true",
+        help="keep one step in flight (wait only for the previous step's loss) instead of the seed's nd.waitall() "
+        "before each step",
     )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -236,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mnist_dir:
             dirs["mnist"] = args.mnist_dir
         for case in cases:
-            gt = measure(case, dirs, args.seconds, barrier=args.barrier)
+            gt = measure(case, dirs, args.seconds, barrier=not args.in_flight)
             print(line(gt), flush=True)
             out.append(gt.to_dict())
     if args.json:
