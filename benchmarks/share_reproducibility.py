@@ -123,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     timing = (
         "not applicable (at the line: no verdict to reach)"
         if at_line
-        else f"{'met' if ok_time else 'NOT MET'} (slowest {slowest:.1f} s)"
+        else f"{'met' if ok_time else 'NOT MET'} ("
+        + (f"slowest {slowest:.1f} s" if slowest < float("inf") else f"no verdict in {settled.count(None)} run(s)")
+        + ")"
     )
     lines.append(
         f"target: one verdict in every run: {'met' if ok_verdict else 'NOT MET'} ({', '.join(verdicts)}); "

@@ -345,3 +345,23 @@ def test_bad_samples_and_loss_are_blamed_right(dataset, kwargs, needle):
     for call, budget in ((gluonbench.diagnose, 10), (gluonbench.tune, 10)):
         with pytest.raises(GluonbenchError, match=needle):
             call(dataset, batch_size=4, ctx="cpu", budget_s=budget, **kwargs)
+
+
+def test_a_loader_whose_workers_hand_over_nothing_is_named_as_such(monkeypatch):
+    # 2026-11-25: a 2-worker MNIST diagnosis waited past its deadline for a batch that never came; the line
+    # must not claim that a step is slow when the workers may be stuck
+    import signal
+    import sys
+
+    from gluonbench.engine import watchdog
+    from gluonbench.engine.deadline import BudgetExceededError, Deadline
+
+    monkeypatch.setattr(watchdog, "shm_full", lambda: None)  # another test may be filling /dev/shm meanwhile
+
+    def recv():  # the name of the queue wait MXNet's loader blocks in
+        return sys._getframe()
+
+    with pytest.raises(BudgetExceededError) as err:
+        Deadline(5, "diagnose")._fire(signal.SIGALRM, recv())
+    assert err.value.stage == "loader (waiting for a batch from the workers)"
+    assert "no batch came from the loader's workers" in str(err.value) and "0 workers" in str(err.value)

@@ -154,6 +154,19 @@ def diagnosis_with_other_fields(folders: dict[str, Path], folder: Path) -> Path:
     return folder
 
 
+def diagnosis_at_the_line(folders: dict[str, Path], folder: Path) -> Path:
+    """The real diagnosis re-labelled as one at the line (a gain beyond the noise whose CI crosses the 5 % line)."""
+    folder.mkdir(exist_ok=True)
+    record = RunStore(folders["diagnosis"]).records()[-1]
+    d = record["diagnosis"]
+    d["verdict"], d["analysis"] = "inconclusive", {**(d.get("analysis") or {}), "reuse": "at_line"}
+    d["speedups"] = {**(d.get("speedups") or {}), "input": 1.05}
+    d["speedup_ci"] = {**(d.get("speedup_ci") or {}), "input": [1.03, 1.07]}
+    RunStore(folder).append(record)
+    rebuild(folder)
+    return folder
+
+
 def sweep_with_every_section(folders: dict[str, Path], folder: Path) -> Path:
     """The real sweep's records plus a failed run, per-count verdicts and a data-parallel step."""
     folder.mkdir(exist_ok=True)
@@ -253,6 +266,7 @@ def test_optional_sections_render_when_their_fields_are_there(driver, folders, t
             diagnosis_with_other_fields(folders, tmp_path / "d"),
             ["More fields of the diagnosis"],
         ),
+        "diagnosis-at-the-line": (diagnosis_at_the_line(folders, tmp_path / "a"), ["Pipeline", "Probe chain"]),
         "sweep-every-section": (
             sweep_with_every_section(folders, tmp_path / "s"),
             ["Failed runs", "Bottleneck per worker count", "Data-parallel step"],
@@ -271,7 +285,12 @@ def test_optional_sections_render_when_their_fields_are_there(driver, folders, t
             assert [link.rsplit("/", 3)[1:] for link in links] == [
                 ["profiles", f"20261123T2158Z-profile-w{w}-r0", "report.html"] for w in (0, 1)
             ]
-        if name.startswith("diagnosis"):
+        if name == "diagnosis-at-the-line":
+            assert (
+                "Verdict: inconclusive, at the line (reusing one batch gains beyond the noise, 1.050x [1.030, 1.070]"
+                in text
+            )
+        elif name.startswith("diagnosis"):
             assert "speedups" in text and "Sub-stages" not in text
         else:
             assert "SIGABRT" in text

@@ -188,18 +188,21 @@ def _split_text(v: Verdict, head: str, setting: Setting) -> str:
 Rec = Recommendation
 
 
-def speedup_text(v: Verdict, key: str) -> str:
-    """``1.27x [1.21, 1.33]``: a speed-up with its 95 % interval."""
+def speedup_text(v: Verdict, key: str, digits: int = 2) -> str:
+    """``1.27x [1.21, 1.33]``: a speed-up with its 95 % interval (``digits`` decimals)."""
     r = v.speedups.get(key, math.nan)
     lo, hi = (v.speedup_ci.get(key) or [math.nan, math.nan])[:2]
     if not math.isfinite(r):
         return "?"
-    return f"{r:.2f}x [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) and math.isfinite(hi) else f"{r:.2f}x"
+    f = f".{digits}f"
+    return f"{r:{f}}x [{lo:{f}}, {hi:{f}}]" if math.isfinite(lo) and math.isfinite(hi) else f"{r:{f}}x"
 
 
-def perfect_input_text(v: Verdict) -> str:
+def perfect_input_text(v: Verdict, digits: int = 2) -> str:
     """The seed's test in the words a user acts on."""
-    return f"with a perfect input pipeline (one batch reused) training would be {speedup_text(v, 'input')} faster"
+    return (
+        f"with a perfect input pipeline (one batch reused) training would be {speedup_text(v, 'input', digits)} faster"
+    )
 
 
 def _preprocessing(
@@ -603,17 +606,24 @@ def _at_line(v: Verdict, setting: Setting) -> list[Rec]:
     """An inconclusive verdict at the line: a gain beyond the noise whose CI crosses the input_gain line."""
     hi = (v.speedup_ci.get("input") or [math.nan, math.nan])[1]
     most = max(("preprocessing", "disk_io"), key=lambda k: v.stage_s.get(k, 0.0))
-    stage = "preprocessing" if most == "preprocessing" else "reading and the loader"
+    words = {"preprocessing": "preprocessing", "disk_io": "reading and the loader"}
+    if v.established.get(most):
+        where = f"most of it in {words[most]} (removing it: {speedup_text(v, most)})"
+    else:  # neither input stage alone gains beyond the noise: name both, claim neither
+        where = (
+            "no input stage alone gains beyond the noise ("
+            + "; ".join(f"removing {words[k]}: {speedup_text(v, k)}" for k in ("preprocessing", "disk_io"))
+            + ")"
+        )
     budget = setting.budget_s
     return [
         Rec(
             "inconclusive",
             "finding",
-            f"At the line: {perfect_input_text(v)}, beyond the noise but across the input_gain line, so whether the "
-            f"input pipeline limits training is too close to call; it costs at most {1 - 1 / hi:.0%} of the step, "
-            f"most of it in {stage} (removing it: {speedup_text(v, most)}). Fixing the input pipeline gains that "
-            "much at most.",
-            substage=v.top_substage(most),
+            f"At the line: {perfect_input_text(v, 3)}, beyond the noise but across the input_gain line, so whether the "
+            f"input pipeline limits training is too close to call; it costs at most {1 - 1 / hi:.0%} of the step: "
+            f"{where}. Fixing the input pipeline gains that much at most.",
+            substage=v.top_substage(most) if v.established.get(most) else None,
         ),
         Rec(
             "inconclusive",

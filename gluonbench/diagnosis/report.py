@@ -32,14 +32,14 @@ def stages_text(d: Any, setting: Setting | None) -> str:
     return ", ".join(parts)
 
 
-def _gain(d: Any, key: str) -> str:
+def _gain(d: Any, key: str, digits: int = 2) -> str:
     r = (d.speedups or {}).get(key)
     if r is None or not math.isfinite(r):
         return "?"
     ci = (d.speedup_ci or {}).get(key)
     if ci and len(ci) == 2 and all(isinstance(x, int | float) and math.isfinite(x) for x in ci):
-        return f"{r:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}]"
-    return f"{r:.2f}x"
+        return f"{r:.{digits}f}x [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    return f"{r:.{digits}f}x"
 
 
 def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
@@ -49,7 +49,7 @@ def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
     if d.verdict == "inconclusive" and (d.analysis or {}).get("reuse") == "at_line":
         out.append(
             f"**Verdict: inconclusive, at the line**: reusing one batch gains beyond the noise (a perfect input "
-            f"pipeline: {_gain(d, 'input')}) but its interval crosses the input_gain line: too close to call"
+            f"pipeline: {_gain(d, 'input', 3)}) but its interval crosses the input_gain line: too close to call"
         )
     elif d.verdict == "inconclusive":
         out.append(

@@ -129,9 +129,9 @@ class Thresholds:
     """the share of the full pipeline's step time a perfect input pipeline must save (1 - cached_batch/full)
     before reusing one batch counts as a gain (TF's 'moderately input-bound' line; a speed-up of 1/(1-this),
     1.053x); under it the verdict is gpu_io. Checked on the ground-truth cases (benchmarks/ground_truth.py,
-    a plain overlapped loop): on 2026-11-23 at load 9-10 on 2 cores the three device-bound cases gained
-    0.89-1.04x from one reused batch and every input-bound case 1.23x or more, so TF's 5 % separates them;
-    their CIs were wide (up to 1.39x), so rerun it on a quiet machine before moving the line"""
+    the seed's loop timed in steady state): on 2026-11-25 on a quiet 2-core VM the device-bound cases gained
+    1.00-1.02x from one reused batch, every input-bound case 1.44x or more, and the seed's MNIST at 0 workers
+    1.06x [1.05, 1.07] (at the line); TF's 5 % separates the two classes"""
 
     def __post_init__(self) -> None:
         # validated here, whoever builds it (--threshold, a config, Python); GluonbenchError: one line, exit 2
@@ -327,8 +327,8 @@ def attribute(
             )
     elif reading == "at_line":
         notes.append(
-            f"at the line: a perfect input pipeline gains {_x(g)} [{_x(g_lo)}, {_x(g_hi)}], beyond the noise of none "
-            f"but across the line (a {_x(line)} gain, input_gain={thresholds.input_gain:g}): the input pipeline "
+            f"at the line: a perfect input pipeline gains {g:.3f}x [{g_lo:.3f}x, {g_hi:.3f}x], beyond the noise of "
+            f"none but across the line (a {line:.3f}x gain, input_gain={thresholds.input_gain:g}): the input pipeline "
             f"costs at most {1 - 1 / g_hi:.0%} of the step"
         )
     elif gain_real:

@@ -100,6 +100,13 @@ class Deadline:
             full = shm_full()
             if full is not None:
                 raise BudgetExceededError(f"{stopped}: the loader stalled: {shm_full_text(full, SHM)}", stage)
+        if stage == "loader (waiting for a batch from the workers)":
+            raise BudgetExceededError(
+                f"{stopped}: the pipeline stalled in {stage}: no batch came from the loader's workers for the rest "
+                "of the budget, so a worker is stuck or one batch takes longer than that; run it again with 0 workers "
+                "to see the stage, or raise the budget",
+                stage,
+            )
         raise BudgetExceededError(
             f"{stopped}: the pipeline stalled in {stage}; one step of it takes longer than the "
             "budget, so fix that stage or raise the budget",

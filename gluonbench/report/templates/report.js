@@ -457,9 +457,10 @@
     Object.keys(probes).forEach(function (k) { if (order.indexOf(k) < 0) { order.push(k); } });
     var shares = d.shares || {}, shareCi = d.share_ci || {};
     var gain = (d.speedups || {}).input, gainCi = list((d.speedup_ci || {}).input);
-    var gainText = isNum(gain) ? esc(gain.toFixed(2)) + "x" + (gainCi.length === 2 && isNum(gainCi[0]) && isNum(gainCi[1]) ?
-      " [" + esc(gainCi[0].toFixed(2)) + ", " + esc(gainCi[1].toFixed(2)) + "]" : "") : "";
-    if (d.verdict === "inconclusive" && (d.analysis || {}).reuse === "at_line") {
+    var atLine = d.verdict === "inconclusive" && (d.analysis || {}).reuse === "at_line", digits = atLine ? 3 : 2;
+    var gainText = isNum(gain) ? esc(gain.toFixed(digits)) + "x" + (gainCi.length === 2 && isNum(gainCi[0]) && isNum(gainCi[1]) ?
+      " [" + esc(gainCi[0].toFixed(digits)) + ", " + esc(gainCi[1].toFixed(digits)) + "]" : "") : "";
+    if (atLine) {
       out.push(para("<b>Verdict: inconclusive, at the line</b> (reusing one batch gains beyond the noise, " + gainText +
         ", but its interval crosses the input_gain line: too close to call)", "headline warn"));
     } else if (d.verdict === "inconclusive") {
