@@ -307,7 +307,7 @@ def attribute(
         for k in ("preprocessing", "disk_io")
         if k in gains
     }
-    reading = read_reuse((g, g_lo, g_hi), line, converged)
+    reading = read_reuse((g, g_lo, g_hi), line, converged) if enough_data else "noise"
     nothing, gain_real = reading == "nothing", reading == "gain"
     established = {
         "preprocessing": beyond.get("preprocessing", False),
