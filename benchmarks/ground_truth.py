@@ -49,10 +49,10 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.analysis.stats import median, median_ci
-from gluonbench.diagnosis.verdict import read_reuse
+from gluonbench.diagnosis.verdict import Thresholds, read_reuse
 from gluonbench.workloads.cases import CASES, Case, build
 
-LINE = 1.0 / (1.0 - 0.05)
+LINE = Thresholds().line
 """a perfect input pipeline must save 5 % of the step (TF's moderately input-bound line) to count"""
 
 

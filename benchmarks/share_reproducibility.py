@@ -33,17 +33,14 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from diagnose_accuracy import reading
+
 import gluonbench
 from gluonbench.env import command_line, environment
 from gluonbench.report.store import atomic_write_text
 
 TOLERANCE = 0.05
 VERDICT_TARGET_S = 10.0
-
-
-def reading(d: gluonbench.Diagnosis) -> str:
-    """The verdict, or ``at_line`` for an inconclusive one at the line."""
-    return "at_line" if d.at_line else d.verdict
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,13 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     ok_verdict = len(verdicts) == 1 and verdicts[0] != "inconclusive"
     ok_shares = worst_gain <= TOLERANCE
     ok_time = at_line or slowest <= VERDICT_TARGET_S
-    timing = (
-        "not applicable (at the line: no verdict to reach)"
-        if at_line
-        else f"{'met' if ok_time else 'NOT MET'} ("
-        + (f"slowest {slowest:.1f} s" if slowest < float("inf") else f"no verdict in {settled.count(None)} run(s)")
-        + ")"
-    )
+    if at_line:
+        timing = "not applicable (at the line: no verdict to reach)"
+    elif slowest < float("inf"):
+        timing = f"{'met' if ok_time else 'NOT MET'} (slowest {slowest:.1f} s)"
+    else:
+        timing = f"NOT MET (no verdict in {settled.count(None)} run(s))"
     lines.append(
         f"target: one verdict in every run: {'met' if ok_verdict else 'NOT MET'} ({', '.join(verdicts)}); "
         f"every speed-up within +-{TOLERANCE * 100:.0f} % of the median: "

@@ -188,14 +188,23 @@ def _split_text(v: Verdict, head: str, setting: Setting) -> str:
 Rec = Recommendation
 
 
-def speedup_text(v: Verdict, key: str, digits: int = 2) -> str:
-    """``1.27x [1.21, 1.33]``: a speed-up with its 95 % interval (``digits`` decimals)."""
-    r = v.speedups.get(key, math.nan)
-    lo, hi = (v.speedup_ci.get(key) or [math.nan, math.nan])[:2]
-    if not math.isfinite(r):
+def speedup_text(v: Any, key: str, digits: int = 2) -> str:
+    """``1.27x [1.21, 1.33]``: a speed-up with its 95 % interval (``digits`` decimals).
+
+    ``v`` is a :class:`Verdict` or a diagnosis (one read back from JSON may hold None for a figure).
+    """
+
+    def number(x: Any) -> bool:
+        return isinstance(x, int | float) and math.isfinite(x)
+
+    r = (v.speedups or {}).get(key)
+    if not number(r):
         return "?"
+    ci = (v.speedup_ci or {}).get(key)
     f = f".{digits}f"
-    return f"{r:{f}}x [{lo:{f}}, {hi:{f}}]" if math.isfinite(lo) and math.isfinite(hi) else f"{r:{f}}x"
+    if ci and len(ci) == 2 and all(number(x) for x in ci):
+        return f"{r:{f}}x [{ci[0]:{f}}, {ci[1]:{f}}]"
+    return f"{r:{f}}x"
 
 
 def perfect_input_text(v: Verdict, digits: int = 2) -> str:

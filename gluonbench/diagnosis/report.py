@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from gluonbench.diagnosis.recommend import Setting, stage_name, substage_name
+from gluonbench.diagnosis.recommend import Setting, speedup_text, stage_name, substage_name
 from gluonbench.diagnosis.verdict import HEADLINE_OF, STAGES
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, roofline_text, where_when
@@ -32,16 +32,6 @@ def stages_text(d: Any, setting: Setting | None) -> str:
     return ", ".join(parts)
 
 
-def _gain(d: Any, key: str, digits: int = 2) -> str:
-    r = (d.speedups or {}).get(key)
-    if r is None or not math.isfinite(r):
-        return "?"
-    ci = (d.speedup_ci or {}).get(key)
-    if ci and len(ci) == 2 and all(isinstance(x, int | float) and math.isfinite(x) for x in ci):
-        return f"{r:.{digits}f}x [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
-    return f"{r:.{digits}f}x"
-
-
 def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
     """The verdict by the seed's rule, its speed-ups, the shares, the input-bound label and the overlap."""
     out = []
@@ -49,25 +39,25 @@ def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
     if d.verdict == "inconclusive" and (d.analysis or {}).get("reuse") == "at_line":
         out.append(
             f"**Verdict: inconclusive, at the line**: reusing one batch gains beyond the noise (a perfect input "
-            f"pipeline: {_gain(d, 'input', 3)}) but its interval crosses the input_gain line: too close to call"
+            f"pipeline: {speedup_text(d, 'input', 3)}) but its interval crosses the input_gain line: too close to call"
         )
     elif d.verdict == "inconclusive":
         out.append(
             "**Verdict: inconclusive** (the noise hides whether reusing one batch gains anything"
-            + (f": a perfect input pipeline gains {_gain(d, 'input')})" if has_gains else ")")
+            + (f": a perfect input pipeline gains {speedup_text(d, 'input')})" if has_gains else ")")
         )
     elif d.verdict == "gpu_io":
         name = stage_name(d.verdict, setting) if setting else d.verdict
         out.append(
             f"**Verdict: {name.split(':')[0]}** (`gpu_io`): reusing one batch gains nothing beyond the noise"
-            + (f" (a perfect input pipeline: {_gain(d, 'input')})" if has_gains else "")
+            + (f" (a perfect input pipeline: {speedup_text(d, 'input')})" if has_gains else "")
             + "; the input pipeline keeps up and training runs at its peak for this batch size"
         )
     else:
         out.append(
             f"**Verdict: {d.verdict}** ({stage_name(d.verdict, setting) if setting else d.verdict})"
             + (
-                f": with a perfect input pipeline training would be {_gain(d, 'input')} faster; removing "
+                f": with a perfect input pipeline training would be {speedup_text(d, 'input')} faster; removing "
                 f"{'preprocessing' if d.verdict == 'preprocessing' else 'reading and the loader'} gains the most"
                 if has_gains
                 else ""
@@ -76,10 +66,10 @@ def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
     if has_gains:
         sub = ""
         if (d.stages or {}).get("read") is not None and "read" in (d.speedups or {}):
-            sub = f" (reading {_gain(d, 'read')}, loader {_gain(d, 'loader')})"
+            sub = f" (reading {speedup_text(d, 'read')}, loader {speedup_text(d, 'loader')})"
         out.append(
-            f"- Speed-ups, paired round by round (95 % interval): removing preprocessing {_gain(d, 'preprocessing')}, "
-            f"then reading and the loader {_gain(d, 'disk_io')}{sub}; both, i.e. one batch reused: {_gain(d, 'input')}"
+            f"- Speed-ups, paired round by round (95 % interval): removing preprocessing {speedup_text(d, 'preprocessing')}, "
+            f"then reading and the loader {speedup_text(d, 'disk_io')}{sub}; both, i.e. one batch reused: {speedup_text(d, 'input')}"
         )
     out.append(
         "- Time each stage's removal saves, share of the step (95 % interval): "

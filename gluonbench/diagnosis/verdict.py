@@ -153,6 +153,11 @@ class Thresholds:
                 f"highly_input_bound={self.highly_input_bound}; make it the smaller of the two"
             )
 
+    @property
+    def line(self) -> float:
+        """The speed-up of a perfect input pipeline that saves ``input_gain`` of the step: 1 / (1 - input_gain)."""
+        return 1.0 / (1.0 - self.input_gain)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -298,7 +303,7 @@ def attribute(
         enough_data = False
         notes.append(f"no measurement of {', '.join(unmeasured)} within the budget: raise the budget")
     gains = dict(gains) if gains is not None else timing_gains({n: chain.get(n) for n in CHAIN})
-    line = 1.0 / (1.0 - thresholds.input_gain)
+    line = thresholds.line
     g, g_lo, g_hi = gains.get("input", (math.nan, math.nan, math.nan))
     # an input stage counts when removing it gains beyond the noise and saves at least input_gain of full's step
     t_full = full.median if full.median > 0 else math.inf
@@ -411,9 +416,6 @@ def attribute(
     )
 
 
-READINGS = ("nothing", "gain", "at_line", "noise")
-
-
 def read_reuse(gain: tuple[float, float, float], line: float, converged: bool = True) -> str:
     """The seed's rule on the speed-up of one reused batch, ``(ratio, 95 % CI low, high)``, against ``line``.
 
@@ -456,7 +458,7 @@ def overlap(gains: Mapping[str, Gain], thresholds: Thresholds = Thresholds(), mo
     fm, fl, lm = (gains.get(k, _NO_GAIN) for k in OVERLAP)
     if not all(math.isfinite(x) and x > 0 for g in (fm, fl, lm) for x in g):
         return {}
-    line = 1.0 / (1.0 - thresholds.input_gain)
+    line = thresholds.line
     loader_slower = lm[0] >= 1.0
     slower = fl if loader_slower else fm
     return {

@@ -141,7 +141,7 @@ class TuneResult:
         (:func:`~gluonbench.diagnosis.verdict.read_reuse`).
         """
         g, (lo, hi) = self.ceiling_gain()
-        reading = read_reuse((g, lo, hi), 1.0 / (1.0 - Thresholds().input_gain))
+        reading = read_reuse((g, lo, hi), Thresholds().line)
         return {"nothing": "yes", "gain": "no"}.get(reading, "unclear")
 
     def to_dict(self) -> dict[str, Any]:
