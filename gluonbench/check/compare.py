@@ -247,11 +247,13 @@ HEADER = ("row", "A samples/s", "B samples/s", "B / A (95 % CI)", "flag")
 
 
 def _verdict(cmp: Comparison) -> str:
+    from gluonbench.check.gate import threshold_text
+
     if cmp.fail_on_slowdown is None:
         return f"{sum(r.flag == 'slower' for r in cmp.rows)} row(s) significantly slower in B"
     if cmp.failed:
-        return f"FAIL: slower by more than {cmp.fail_on_slowdown:.0%} in B: {', '.join(cmp.failed)}"
-    return f"ok: no row significantly slower by more than {cmp.fail_on_slowdown:.0%}"
+        return f"FAIL: slower by more than {threshold_text(cmp.fail_on_slowdown)} in B: {', '.join(cmp.failed)}"
+    return f"ok: no row significantly slower by more than {threshold_text(cmp.fail_on_slowdown)}"
 
 
 def to_text(cmp: Comparison) -> str:

@@ -184,6 +184,11 @@ def parse_fraction(text: Any, flag: str | None = None) -> float:
     return value
 
 
+def threshold_text(fraction: float) -> str:
+    """A threshold as the user wrote it: 0.05 -> ``5%``, 0.001 -> ``0.1%`` (never rounded to ``0%``)."""
+    return f"{round(fraction * 100, 2):g}%"
+
+
 # -- measuring ---------------------------------------------------------------------------------------
 
 
@@ -475,21 +480,21 @@ def decide(
         outcome = "inconclusive"
         needed = now.budget_s * 1.5 * PAIRED_MIN_ROUNDS / max(now.total.rounds, 1)
         message = (
-            f"only {now.total.rounds} paired rounds fitted in the budget (at least {PAIRED_MIN_ROUNDS} are needed); "
+            f"only {now.total.rounds} paired round{'' if now.total.rounds == 1 else 's'} fitted in the budget (at least {PAIRED_MIN_ROUNDS} are needed); "
             f"a budget of about {needed:.0f} s would give enough "
             f"({example(f'budget_s={math.ceil(needed)}', f'--budget {math.ceil(needed)}')})"
         )
     elif hi <= limit:
         outcome = "pass"
         message = (
-            f"not slower beyond {t:.0%}: {_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}) against the baseline, "
+            f"not slower beyond {threshold_text(t)}: {_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}) against the baseline, "
             f"{basis} time relative to the ruler"
         )
     elif s > limit and lo > 1:
         outcome = "regression"
         stage, unnamed = _slower_stage(rows, base)
         more = math.ceil(2 * now.budget_s)
-        message = f"slower by {_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}), beyond the {t:.0%} allowed" + (
+        message = f"slower by {_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}), beyond the {threshold_text(t)} allowed" + (
             f"; the stage that got slower: {stage}"
             if stage
             else f"; {unnamed}: a larger budget would name the one that got slower "
@@ -506,7 +511,9 @@ def decide(
             if needed is None
             else f"it would take over {MAX_BUDGET_S:.0f} s: the change is too close to the threshold to resolve"
         )
-        message = f"{_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}) is too noisy to tell against {t:.0%}; {settle}"
+        message = (
+            f"{_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}) is too noisy to tell against {threshold_text(t)}; {settle}"
+        )
     return CheckResult(
         outcome=outcome,
         exit_code=EXIT_CODES[outcome],

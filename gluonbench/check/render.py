@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from xml.etree import ElementTree as ET
 
-from gluonbench.check.gate import CheckResult, Row, Snapshot
+from gluonbench.check.gate import CheckResult, Row, Snapshot, threshold_text
 
 HEADER = ("stage", "unit", "baseline", "now", "ratio (95 % CI)", "verdict")
 
@@ -65,7 +65,7 @@ def to_markdown(result: CheckResult) -> str:
         f"**{result.message}**",
         "",
         f"Pipeline `{result.now.identity}`; baseline `{result.baseline_path}` ({result.baseline.started_utc}); "
-        f"max slowdown {result.max_slowdown:.0%}; compared {result.basis} time ({result.basis_reason}).",
+        f"max slowdown {threshold_text(result.max_slowdown)}; compared {result.basis} time ({result.basis_reason}).",
         "",
         f"| {' | '.join(HEADER)} |",
         "|---|---|---:|---:|---:|---|",
