@@ -105,7 +105,9 @@ def test_result_contract(seed_pipeline_diagnosis):
         assert p.system["samples"] >= 2 and len(p.system["per_core_pct"]) >= 1
     # 2 workers: the full probe's process tree had them; the cached batch needs no loader step time
     assert d.probes["full"].system["peak_processes"] >= 3
-    assert d.probes["cached_batch"].split["wait_s"] < 0.05 * d.probes["cached_batch"].split["total_s"]
+    # (20 ms of slack: one scheduler stall on a busy machine; the wait is tens of microseconds when quiet)
+    cached = d.probes["cached_batch"].split
+    assert cached["wait_s"] < 0.05 * cached["total_s"] + 0.02, cached
     assert d.probes["loader_only"].split["compute_s"] < d.probes["full"].split["compute_s"]
     assert d.input_bound in ("highly", "moderately", "not", "unknown")
     assert (d.input_bound == "unknown") == (d.verdict == "inconclusive")
