@@ -12,9 +12,11 @@ def median(values: Sequence[float]) -> float:
 
 
 def median_ci(values: Sequence[float], z: float = 1.96) -> tuple[float, float]:
-    """Distribution-free confidence interval of the median (order statistics, normal approximation).
+    """Distribution-free confidence interval of the median: order statistics at equal ranks from each end.
 
-    Returns ``(low, high)``; with fewer than 3 values, the min and max.
+    The interval ``[x_(k+1), x_(n-k)]`` (1-based, sorted) covers the median with probability
+    ``1 - 2 P(Binomial(n, 1/2) <= k)``; ``k`` is the largest for which that is at least the two-sided level
+    of ``z`` (95 % for 1.96), computed exactly. Returns ``(low, high)``; with fewer than 3 values, the min and max.
     """
     xs = sorted(values)
     n = len(xs)
@@ -22,10 +24,20 @@ def median_ci(values: Sequence[float], z: float = 1.96) -> tuple[float, float]:
         return math.nan, math.nan
     if n < 3:
         return xs[0], xs[-1]
-    half = z * math.sqrt(n) / 2
-    lo = max(0, math.floor(n / 2 - half))
-    hi = min(n - 1, math.ceil(n / 2 + half))
-    return xs[lo], xs[hi]
+    k = _median_rank(n, math.erfc(z / math.sqrt(2)))
+    return xs[k], xs[n - 1 - k]
+
+
+def _median_rank(n: int, alpha: float) -> int:
+    """The largest ``k`` with ``2 P(Binomial(n, 1/2) <= k) <= alpha`` (0 when even ``k = 0`` exceeds it)."""
+    log_half_n = n * math.log(0.5)
+    tail, k = 0.0, -1
+    for i in range(n // 2 + 1):
+        tail += math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + log_half_n)
+        if 2 * tail > alpha:
+            break
+        k = i
+    return max(k, 0)
 
 
 def ratio_ci(
