@@ -93,6 +93,11 @@ def test_measure_rounds_interleaves_pipelines_until_the_budget(small, no_leaks):
         # one value per round the pipeline ran in, each the median of that round's blocks
         assert len(rec.per_round) == rec.rounds and set(rec.per_round) <= set(range(1, m.rounds + 1))
         assert min(rec.blocks) <= min(rec.per_round.values()) <= max(rec.per_round.values()) <= max(rec.blocks)
+        # memory (PSS, milliseconds a process) is read when due, not at both ends of every round: each
+        # pipeline's memory is known, at a cost that does not grow with the number of rounds
+        system = rec.system
+        assert system.memory_samples >= 1 and system.peak_mem_bytes > 0
+        assert system.memory_samples <= rec.rounds < 2 * rec.rounds
     assert m.stop_reason == "budget", "a CI of +-0.0001 % is never reached: the budget ends it"
 
 

@@ -75,6 +75,9 @@ class Record:
     """seconds to start the loader stage (worker pool, stream)"""
     systems: list[SystemSummary] = field(default_factory=list)
     est_step_s: float = math.nan
+    memory_due: float = 0.0
+    """:class:`Rounds`: when the next memory (PSS) sample of this pipeline's rounds is due (it costs milliseconds a
+    process: two at every round took a sixth of a diagnosis)"""
 
     @property
     def s_per_sample(self) -> float:
@@ -255,7 +258,7 @@ class Rounds:
         """
         k = max(min_steps, math.ceil(self.block_s / max(rec.est_step_s, 1e-6)))
         rec.block_steps = k
-        monitor = SystemMonitor(interval=self.monitor_interval).start()
+        monitor = SystemMonitor(interval=self.monitor_interval, memory_due=rec.memory_due).start()
         cpu: dict[str, float] = {}
         end: dict[str, int] = {}
 
@@ -277,7 +280,8 @@ class Rounds:
         try:
             times = run_steps(r.cycle(), r.pipeline.copy_stage, r.pipeline.step, on_step=mark, until=until)
         finally:
-            rec.systems.append(monitor.stop())
+            rec.systems.append(monitor.stop(memory=None))
+            rec.memory_due = monitor.memory_due
         last = end.get("n", len(times) - 1)  # steps 1..last were dispatched before the pass stopped
         measured = times.part(skip, last)
         blocks = [measured.part(i, i + k) for i in range(0, len(measured) - k + 1, k)]

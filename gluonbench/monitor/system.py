@@ -91,7 +91,10 @@ class SystemMonitor:
     >>> mon.summary.peak_mem_bytes
     """
 
-    def __init__(self, pid: int | None = None, interval: float = 0.5) -> None:
+    def __init__(self, pid: int | None = None, interval: float = 0.5, memory_due: float = 0.0) -> None:
+        """``memory_due``: the ``perf_counter`` time from which a memory (PSS) sample is due; a caller that samples
+        one process tree in many short windows passes on the previous window's :attr:`memory_due`, so the
+        readings keep their spacing (:data:`MEMORY_BUDGET`) instead of costing two at every window."""
         self.pid = pid or os.getpid()
         self.interval = interval
         self.summary = SystemSummary(interval_s=interval, cores=psutil.cpu_count() or 1)
@@ -105,7 +108,7 @@ class SystemMonitor:
         """the tree's processes at the latest sample, the root first"""
         self.mem_by_pid: dict[int, int] = {}
         """latest PSS (or RSS) per process of the tree, bytes; updated when memory is sampled"""
-        self._next_mem = 0.0
+        self._next_mem = memory_due
         self._next_scan = 0.0
         self._members: list[psutil.Process] = []
         self._lock = threading.Lock()
@@ -221,11 +224,17 @@ class SystemMonitor:
                 pass
         return sum(self._cpu_by_pid.values())
 
-    def stop(self) -> SystemSummary:
+    @property
+    def memory_due(self) -> float:
+        """The ``perf_counter`` time from which the next memory sample is due."""
+        return self._next_mem
+
+    def stop(self, memory: bool | None = True) -> SystemSummary:
+        """End the window with a last sample: with memory (``True``), or only if one is due (``None``)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self._sample(memory=True)
+        self._sample(memory=memory)
         s = self.summary
         wall = max(time.perf_counter() - self._t0, 1e-9)
         s.duration_s = wall
