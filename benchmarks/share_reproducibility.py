@@ -56,19 +56,23 @@ def main(argv: list[str] | None = None) -> int:
 
     runs = []
     loads: list[float] = []
+    failures: list[str] = []
     for i in range(args.repeat):
         # each diagnosis in a fresh process, as a user runs `gluonbench diagnose` again
         load = os.getloadavg()[0]
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "d.json"
             cmd = [sys.executable, "-m", "gluonbench", "diagnose", "--workers", str(args.workers), "--ctx", "cpu",
-                   "--batch-size", str(args.batch_size), "--budget", str(args.budget), "--json", str(out)]  # fmt: skip
+                   "--batch-size", str(args.batch_size), "--budget", str(args.budget), "--json", str(out), "-v"]  # fmt: skip
             if args.mnist_dir:
                 cmd += ["--data-dir", args.mnist_dir, "--no-download"]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
+                # the runs before it are kept: the failure is recorded, and it fails the one-verdict target
                 print(proc.stderr, file=sys.stderr)
-                return 2
+                errors = [line for line in proc.stderr.splitlines() if line.startswith("gluonbench: error:")]
+                failures.append(f"run {i + 1} (exit {proc.returncode}): {(errors or ['no error line'])[-1]}")
+                continue
             d = gluonbench.Diagnosis.from_dict(json.loads(out.read_text()))
         runs.append(d)
         loads.append(load)
@@ -80,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{d.rounds} rounds)  load average before {load:.2f}"
         )
 
-    lines = []
+    if not runs:
+        return 2
+    lines = [f"FAILED {f}" for f in failures]
     worst_gain = 0.0
     for key in ("input", "preprocessing", "disk_io"):
         values = [d.speedups.get(key, float("nan")) for d in runs]
@@ -114,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(
         f"{os.cpu_count()} cores; 1-minute load average before each run: " + ", ".join(f"{x:.2f}" for x in loads)
     )
-    ok_verdict = len(verdicts) == 1 and verdicts[0] != "inconclusive"
+    ok_verdict = len(verdicts) == 1 and verdicts[0] != "inconclusive" and not failures
     ok_shares = worst_gain <= TOLERANCE
     ok_time = at_line or slowest <= VERDICT_TARGET_S
     if at_line:
@@ -124,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         timing = f"NOT MET (no verdict in {settled.count(None)} run(s))"
     lines.append(
-        f"target: one verdict in every run: {'met' if ok_verdict else 'NOT MET'} ({', '.join(verdicts)}); "
+        f"target: one verdict in every run: {'met' if ok_verdict else 'NOT MET'} ({', '.join(verdicts)}"
+        f"{f'; {len(failures)} run(s) failed' if failures else ''}); "
         f"every speed-up within +-{TOLERANCE * 100:.0f} % of the median: "
         f"{'met' if ok_shares else 'NOT MET'} (worst {worst_gain * 100:.1f} %; shares' worst {worst * 100:.1f} points); "
         f"verdict within {VERDICT_TARGET_S:.0f} s: {timing}"
@@ -141,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             "env": environment(),
             "runs": [d.to_dict() for d in runs],
             "load_average_before": loads,
+            "failures": failures,
             "summary": text,
             "met": ok_shares and ok_time,
         }

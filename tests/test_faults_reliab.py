@@ -365,3 +365,23 @@ def test_a_loader_whose_workers_hand_over_nothing_is_named_as_such(monkeypatch):
         Deadline(5, "diagnose")._fire(signal.SIGALRM, recv())
     assert err.value.stage == "loader (waiting for a batch from the workers)"
     assert "no batch came from the loader's workers" in str(err.value) and "0 workers" in str(err.value)
+
+
+def test_the_deadline_logs_where_the_main_thread_was(caplog):
+    # the one-line error names a stage; -v adds the frames themselves ("waiting for a batch" covers every wait
+    # of the loader's, closing its worker pool included), so a rare stall can be placed from one occurrence
+    import logging
+    import time
+
+    from gluonbench.engine.deadline import BudgetExceededError, Deadline
+
+    def stuck_here_for_a_while():
+        time.sleep(10)
+
+    with caplog.at_level(logging.INFO, logger="gluonbench.engine.deadline"):
+        with pytest.raises(BudgetExceededError):
+            with Deadline(0.2, "a test", grace=0.1):
+                stuck_here_for_a_while()
+    lines = [r.getMessage() for r in caplog.records if "the main thread was in" in r.getMessage()]
+    assert len(lines) == 1, caplog.text
+    assert "stuck_here_for_a_while < test_faults_reliab.py:test_the_deadline_logs_where" in lines[0]

@@ -72,6 +72,15 @@ def stalled_stage(frame: FrameType | None) -> str:
     return "an unknown stage"
 
 
+def frame_trail(frame: FrameType | None, depth: int = 8) -> str:
+    """The innermost ``depth`` frames of ``frame``'s stack as ``file:function`` (innermost first)."""
+    parts = []
+    while frame is not None and len(parts) < depth:
+        parts.append(f"{frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_code.co_name}")
+        frame = frame.f_back
+    return " < ".join(parts) or "no Python frame"
+
+
 class Deadline:
     """``with Deadline(budget_s, "diagnose"):`` raises :class:`BudgetExceededError` after budget + grace."""
 
@@ -94,6 +103,8 @@ class Deadline:
         stage = stalled_stage(frame)
         elapsed = perf_counter() - self._t0
         stopped = f"{self.what} stopped after {elapsed:.0f} s (budget {self.budget_s:g} s + {self.grace:g} s grace)"
+        # where exactly (``-v``): "waiting for a batch" is any wait of the loader's, closing its pool included
+        log.info("%s: the main thread was in %s", stopped, frame_trail(frame))
         if stage.startswith("loader"):  # workers that wait for /dev/shm space never hand on a batch
             from gluonbench.engine.watchdog import SHM, shm_full, shm_full_text
 
