@@ -62,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         load = os.getloadavg()[0]
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "d.json"
-            cmd = [sys.executable, "-m", "gluonbench", "diagnose", "--workers", str(args.workers), "--ctx", "cpu",
-                   "--batch-size", str(args.batch_size), "--budget", str(args.budget), "--json", str(out), "-v"]  # fmt: skip
+            cmd = [sys.executable, "-m", "gluonbench", "-v", "diagnose", "--workers", str(args.workers), "--ctx", "cpu",
+                   "--batch-size", str(args.batch_size), "--budget", str(args.budget), "--json", str(out)]  # fmt: skip
             if args.mnist_dir:
                 cmd += ["--data-dir", args.mnist_dir, "--no-download"]
             proc = subprocess.run(cmd, capture_output=True, text=True)

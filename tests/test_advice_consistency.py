@@ -2,6 +2,7 @@
 the advice and the printed diagnosis come from one reading and never contradict each other."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -188,9 +189,13 @@ def test_a_stored_diagnosis_is_re_read_by_the_current_rule():
         evidence=[],
         setting=_setting("cpu").to_dict(),
         thresholds={"rel_ci": 0.05, "min_blocks": 6},
+        settled_s=4.2,
     )
     new = reassess(old)
     assert new.verdict == "preprocessing" and new.input_bound == "highly"
+    # the time the old verdict held from says nothing about the new one: not reported as "verdict reached after"
+    assert new.settled_s is None and "verdict reached" not in to_text(new)
+    assert reassess(new).settled_s is None and reassess(replace(new, settled_s=3.0)).settled_s == 3.0
     assert new.speedups["input"] == pytest.approx(40.0 / 26.6, rel=1e-6)
     assert not any("keeps up" in r for r in new.recommendations)
     assert Diagnosis.from_dict(new.to_dict()).speedup_ci == new.speedup_ci

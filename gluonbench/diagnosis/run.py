@@ -335,9 +335,12 @@ def reassess(d: Diagnosis, thresholds: Thresholds | None = None) -> Diagnosis:
     if thresholds is None:
         names = {f for f in Thresholds.__dataclass_fields__}
         thresholds = Thresholds(**{k: v for k, v in (d.thresholds or {}).items() if k in names})
-    return replace(
-        d, **_reading(_classify(d.probes, thresholds), d.probes, Setting(**d.setting)), thresholds=thresholds.to_dict()
-    )
+    reading = _reading(_classify(d.probes, thresholds), d.probes, Setting(**d.setting))
+    # when the verdict held is known for the verdict measured; another verdict read now has no such time, and
+    # an inconclusive one never has one (as when measured: no verdict held to the end)
+    kept = reading["verdict"] == d.verdict and reading["verdict"] != "inconclusive"
+    settled_s = d.settled_s if kept else None
+    return replace(d, **reading, thresholds=thresholds.to_dict(), settled_s=settled_s)
 
 
 def diagnose_workload(
