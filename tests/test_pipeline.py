@@ -273,3 +273,44 @@ def test_a_probe_without_any_block_gives_no_verdict_but_shares_that_add_up():
     # nothing measured at all (a budget spent on start-up): still no crash, and no verdict
     none = attribute({n: nan for n in CHAIN})
     assert none.verdict == "inconclusive" and none.notes
+
+
+class _Stubborn:
+    """A data set whose samples after the first batch hang in a worker that ignores SIGTERM, as a worker stuck in
+    native code does (it never gets back to Python to act on the signal). Module level: workers unpickle it."""
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, i: int):
+        import signal
+        import time
+
+        if i >= 8:
+            # SIGTERM's handler does nothing here, where the CLI's would never get to run: the worker stays
+            signal.signal(signal.SIGTERM, lambda *_: None)
+            time.sleep(3600)
+        return np.zeros(4, np.float32), np.int32(0)
+
+
+def test_closing_a_loader_kills_the_workers_sigterm_cannot_stop(no_leaks):
+    # Pool.terminate() sends SIGTERM and waits for every worker: with one that cannot act on it, the wait never
+    # ended (a 2-worker diagnosis hung there at the end of its budget); close_loader kills such workers
+    import time
+
+    from gluonbench._mx import gluon
+    from gluonbench.pipeline.pipeline import _alive, close_loader
+
+    loader = gluon.data.DataLoader(gluon.data.SimpleDataset(_Stubborn()), batch_size=8, num_workers=2)
+    it = iter(loader)
+    next(it)  # the first batch; the ones prefetched after it hang in both workers
+    pids = [p.pid for p in loader._worker_pool._pool]
+    time.sleep(0.5)  # both workers are in the hanging samples with SIGTERM blocked
+    t0 = time.monotonic()
+    close_loader(loader, wait_s=1.0)
+    assert time.monotonic() - t0 < 1.0 + 1.0 + 3.0, "SIGTERM's wait, then the kill's"
+    assert loader._worker_pool is None
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids), pids

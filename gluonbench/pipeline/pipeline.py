@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import logging
+import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -24,6 +29,8 @@ from gluonbench.pipeline.stages import (
     copy_stage,
 )
 from gluonbench.scratch import remove_mx_segments
+
+log = logging.getLogger(__name__)
 
 Step = Callable[[Any, Any], Any]
 LoaderStage = Loader | Stream | HostBatch | DeviceBatch
@@ -269,16 +276,49 @@ class Running:
         self.loader = None
 
 
-def close_loader(loader: Any) -> None:
+CLOSE_WAIT_S = 5.0
+"""How long ``Pool.terminate()`` may take before the workers it could not stop are killed."""
+
+
+def close_loader(loader: Any, wait_s: float = CLOSE_WAIT_S) -> None:
     """Stop a DataLoader's worker pool now rather than at garbage collection, and remove the shared-memory
-    segments its workers made that this process does not map (see :func:`drop_stray_segments`)."""
+    segments its workers made that this process does not map (see :func:`drop_stray_segments`).
+
+    ``Pool.terminate()`` sends SIGTERM and then waits for each worker. A worker stuck in native code (MXNet's
+    engine waiting on a lock, forked while another thread held it) never gets back to Python to act on the
+    signal, and the wait never ends: a 2-worker diagnosis once hung there at the end of its budget. So the
+    pool is terminated in a helper thread, and workers still alive after ``wait_s`` are killed with SIGKILL.
+    """
     pool = getattr(loader, "_worker_pool", None)
-    if pool is not None:
-        pids = {pid for p in getattr(pool, "_pool", None) or () if (pid := getattr(p, "pid", None))}
+    if pool is None:
+        return
+    pids = {pid for p in getattr(pool, "_pool", None) or () if (pid := getattr(p, "pid", None))}
+
+    def terminate() -> None:
         pool.terminate()
         pool.join()
-        loader._worker_pool = None
-        drop_stray_segments(pids)
+
+    closer = threading.Thread(target=terminate, name="gluonbench-pool-close", daemon=True)
+    closer.start()
+    closer.join(wait_s)
+    if closer.is_alive():
+        stuck = sorted(pid for pid in pids if _alive(pid))
+        log.warning("loader workers %s did not stop within %.0f s of SIGTERM: killed", stuck, wait_s)
+        for pid in stuck:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        closer.join(wait_s)  # the pool reaps its killed workers; a pool left blocked is a daemon thread
+    loader._worker_pool = None
+    drop_stray_segments(pids)
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, dead but not yet reaped, counts as stopped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def drop_stray_segments(pids: set[int]) -> list[str]:
