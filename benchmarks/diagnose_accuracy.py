@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     budget = args.budget or (12.0 if args.quick else 30.0)
     truth_s = args.truth_seconds or (12.0 if args.quick else 30.0)
+    unknown = sorted(set(args.only) - {c.name for c in CASES})
+    if unknown:
+        p.error(f"unknown case(s) {', '.join(unknown)}; the cases: {', '.join(c.name for c in CASES)}")
     cases = [c for c in CASES if (c.quick or not args.quick) and (not args.only or c.name in args.only)]
 
     records, right, unclear, at_line, mnist_times = [], 0, [], [], []

@@ -258,7 +258,7 @@ class Rounds:
         """
         k = max(min_steps, math.ceil(self.block_s / max(rec.est_step_s, 1e-6)))
         rec.block_steps = k
-        monitor = SystemMonitor(interval=self.monitor_interval, memory_due=rec.memory_due).start()
+        monitor = SystemMonitor(interval=self.monitor_interval, memory_due=rec.memory_due, edges_only=True).start()
         cpu: dict[str, float] = {}
         end: dict[str, int] = {}
 

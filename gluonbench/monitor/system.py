@@ -91,11 +91,17 @@ class SystemMonitor:
     >>> mon.summary.peak_mem_bytes
     """
 
-    def __init__(self, pid: int | None = None, interval: float = 0.5, memory_due: float = 0.0) -> None:
+    def __init__(
+        self, pid: int | None = None, interval: float = 0.5, memory_due: float = 0.0, edges_only: bool = False
+    ) -> None:
         """``memory_due``: the ``perf_counter`` time from which a memory (PSS) sample is due; a caller that samples
         one process tree in many short windows passes on the previous window's :attr:`memory_due`, so the
-        readings keep their spacing (:data:`MEMORY_BUDGET`) instead of costing two at every window."""
+        readings keep their spacing (:data:`MEMORY_BUDGET`) instead of costing two at every window.
+        ``edges_only``: memory is read at :meth:`start` and :meth:`stop` only, never by the sampler thread
+        while the measured code runs (a PSS reading keeps a core busy for milliseconds: inside a timed window
+        it slows a pipeline that uses every core more than one that leaves a core idle)."""
         self.pid = pid or os.getpid()
+        self.edges_only = edges_only
         self.interval = interval
         self.summary = SystemSummary(interval_s=interval, cores=psutil.cpu_count() or 1)
         self.pids_seen: set[int] = set()
@@ -198,7 +204,7 @@ class SystemMonitor:
     def _loop(self) -> None:
         t0 = time.thread_time()
         while not self._stop.wait(self.interval):
-            self._sample()
+            self._sample(False if self.edges_only else None)
         # the sampler's own cost: CPU time of this thread, the most it can take from the measured code
         self.summary.monitor_cpu_s = time.thread_time() - t0
 
