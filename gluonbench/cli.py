@@ -79,7 +79,10 @@ verdict: the seed's rule, as speed-ups paired round by round with 95 % CIs:
 thresholds (--threshold KEY=VALUE): rel_ci=0.05 (stop when every probe's median is known to
   +-5 %), min_blocks=6, secondary_share=0.15, highly_input_bound=0.20, moderately_input_bound=0.05,
   input_gain=0.05 (a perfect input pipeline must save 5 % of the step to count),
-  share_precision=0.05 (measure on, within the budget, until every share is known to +-5 points).
+  share_precision=0.05 (measure on, within the budget, until every share is known to +-5 points),
+  stop_confidence=0.99 (stop before the budget only when the input speed-up's 99 % interval is clear
+  of the line too: the verdict is checked after every round, and a case at the line must not stop on
+  a lucky few rounds).
 """
 
 

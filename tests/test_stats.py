@@ -48,3 +48,18 @@ def test_median_ci_edges():
     assert median_ci([2.0]) == (2.0, 2.0) and median_ci([3.0, 1.0]) == (1.0, 3.0)
     lo, hi = median_ci([5.0] * 9)
     assert lo == hi == median([5.0] * 9)
+
+
+def test_levels_and_the_fewest_values_that_reach_them():
+    from gluonbench.analysis.stats import fewest_for, z_of
+
+    assert z_of(0.95) == pytest.approx(1.96, abs=1e-3) and z_of(0.99) == pytest.approx(2.576, abs=1e-3)
+    assert fewest_for(0.95) == 6 and fewest_for(0.99) == 8
+    for level in (0.95, 0.99, 0.999):
+        n = fewest_for(level)
+        assert _coverage(n, 0) >= level > _coverage(n - 1, 0)
+    # a wider level gives a wider interval of the same values
+    xs = random.Random(7).sample(range(1000), 60)
+    lo95, hi95 = median_ci(xs)
+    lo99, hi99 = median_ci(xs, z_of(0.99))
+    assert lo99 < lo95 and hi99 > hi95

@@ -263,3 +263,41 @@ def test_a_gain_across_the_line_is_inconclusive_at_the_line_even_once_converged(
     # clear of the line on either side
     assert classify(t(110, 0.005), t(100, 0.005), t(100, 0.005)).clear
     assert classify(t(101, 0.005), t(100, 0.005), t(100, 0.005)).clear
+
+
+def _reuse_probes(ratios: list[float]) -> dict:
+    """Probes of a pipeline without preprocessing whose full step is ``ratio`` times the reused batch's, per round."""
+    cached = [1.0e-3] * len(ratios)
+    probes = {n: _probe(cached) for n in ("no_preprocess", "no_read", "cached_batch")}
+    probes["full"] = _probe([r * 1.0e-3 for r in ratios])
+    probes["device_batch"] = {**_probe(cached), "same_as": "cached_batch"}
+    return probes
+
+
+def test_the_early_stop_asks_for_a_99_percent_interval_clear_of_the_line():
+    from gluonbench.diagnosis.run import clear_to_stop
+    from gluonbench.diagnosis.verdict import probe_gains
+
+    line = Thresholds().line
+    # six rounds all 1.06-1.09x: the verdict's 95 % interval (their min and max, 96.9 %) is above the line
+    six = [1.06, 1.09, 1.07, 1.065, 1.08, 1.062]
+    assert probe_gains(_reuse_probes(six))["input"][1] > line
+    # ... but six values cannot give 99 %: the diagnosis goes on
+    assert not clear_to_stop(_reuse_probes(six), Thresholds())
+    assert clear_to_stop(_reuse_probes(six), Thresholds(stop_confidence=0.95))  # the old rule stopped here
+    # eight rounds clear of the line at 99 % (min and max: 99.2 %): it may stop
+    assert clear_to_stop(_reuse_probes([*six, 1.07, 1.075]), Thresholds())
+    # one round of eight under the line: not clear
+    assert not clear_to_stop(_reuse_probes([*six, 1.07, 1.04]), Thresholds())
+    # twenty rounds: the 99 % interval leaves out the 3 lowest and highest; under the line on the other side too
+    low = [1.00 + 0.002 * i for i in range(20)]  # 1.000 .. 1.038: every round under 1.053x
+    assert clear_to_stop(_reuse_probes(low), Thresholds())
+    spread = [1.03 + 0.003 * i for i in range(20)]  # 1.030 .. 1.087: the median 1.058x, its interval across the line
+    assert not clear_to_stop(_reuse_probes(spread), Thresholds())
+
+
+def test_stop_confidence_under_the_verdicts_own_level_is_refused():
+    from gluonbench.errors import GluonbenchError
+
+    with pytest.raises(GluonbenchError, match=r"stop_confidence=0\.9 .*0\.95 or more"):
+        Thresholds(stop_confidence=0.9)

@@ -28,6 +28,20 @@ def median_ci(values: Sequence[float], z: float = 1.96) -> tuple[float, float]:
     return xs[k], xs[n - 1 - k]
 
 
+def z_of(confidence: float) -> float:
+    """The two-sided normal quantile of ``confidence`` (1.96 for 0.95, 2.576 for 0.99), as :func:`median_ci` takes it."""
+    return statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def fewest_for(confidence: float) -> int:
+    """The fewest values whose widest median interval (their min and max) covers the median at ``confidence``:
+    6 for 0.95 (96.9 %), 8 for 0.99 (99.2 %). With fewer, :func:`median_ci` gives the min and max, at a lower level."""
+    n = 1
+    while 2 * 0.5**n > 1 - confidence:
+        n += 1
+    return n
+
+
 def _median_rank(n: int, alpha: float) -> int:
     """The largest ``k`` with ``2 P(Binomial(n, 1/2) <= k) <= alpha`` (0 when even ``k = 0`` exceeds it)."""
     log_half_n = n * math.log(0.5)
@@ -63,9 +77,10 @@ PAIRED_MIN_ROUNDS = 6
 
 
 def paired_ratio(
-    a: Mapping[int, float], b: Mapping[int, float], min_rounds: int = PAIRED_MIN_ROUNDS
+    a: Mapping[int, float], b: Mapping[int, float], min_rounds: int = PAIRED_MIN_ROUNDS, z: float = 1.96
 ) -> tuple[float, tuple[float, float]] | None:
-    """``a / b`` compared round by round: the median over rounds of ``a[r] / b[r]`` and that median's 95 % CI.
+    """``a / b`` compared round by round: the median over rounds of ``a[r] / b[r]`` and that median's 95 % CI
+    (another level with ``z``, see :func:`median_ci`).
 
     ``a`` and ``b`` map a round number to a figure measured in that round (interleaved rounds: the two
     sides of one round ran seconds apart, under the same background load, which cancels in the ratio).
@@ -78,4 +93,4 @@ def paired_ratio(
     ]
     if len(ratios) < min_rounds:
         return None
-    return median(ratios), median_ci(ratios)
+    return median(ratios), median_ci(ratios, z)

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from time import perf_counter
 from typing import Any
 
-from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS
+from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, fewest_for, z_of
 from gluonbench.contexts import ctx_text, resolve_ctx
 from gluonbench.diagnosis.measure import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.diagnosis.probes import SUBSTAGES
@@ -277,9 +277,24 @@ def diagnose(
 
 
 def _finished(ps: ProbeSet, thresholds: Thresholds) -> bool:
-    """Every share known to ``share_precision`` and the verdict clear of the ``input_gain`` line."""
+    """Every share known to ``share_precision`` and the verdict clear of the ``input_gain`` line, at the
+    verdict's 95 % and at ``stop_confidence`` (:func:`clear_to_stop`)."""
     v = _classify(ps.probes, thresholds)
-    return v.clear and v.precise(thresholds.share_precision)
+    return v.clear and v.precise(thresholds.share_precision) and clear_to_stop(ps.probes, thresholds)
+
+
+def clear_to_stop(probes: dict[str, ProbeResult], thresholds: Thresholds) -> bool:
+    """True when the input speed-up's paired interval at ``thresholds.stop_confidence`` lies on one side of the
+    line, over at least the rounds that level needs (:func:`~gluonbench.analysis.stats.fewest_for`).
+
+    The verdict is read after every round; stopping the first time its 95 % interval clears the line would
+    end a diagnosis of a case at the line on whichever side the noise of a few rounds put it.
+    """
+    level = thresholds.stop_confidence
+    if len(paired_rounds(probes)) < max(PAIRED_MIN_ROUNDS, fewest_for(level)):
+        return False
+    _, lo, hi = probe_gains(probes, z=z_of(level))["input"]
+    return math.isfinite(lo) and math.isfinite(hi) and (hi <= thresholds.line or lo > thresholds.line)
 
 
 def _classify(probes: dict[str, ProbeResult], thresholds: Thresholds) -> Verdict:

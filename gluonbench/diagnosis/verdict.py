@@ -132,6 +132,13 @@ class Thresholds:
     the seed's loop timed in steady state): on 2026-11-25 on a quiet 2-core VM the device-bound cases gained
     1.00-1.02x from one reused batch, every input-bound case 1.44x or more, and the seed's MNIST at 0 workers
     1.06x [1.05, 1.07] (at the line); TF's 5 % separates the two classes"""
+    stop_confidence: float = 0.99
+    """a diagnosis stops before its budget only when the input speed-up's interval at this level (not only the
+    verdict's 95 %) lies on one side of the ``input_gain`` line, from the rounds that level needs on (8 for 0.99).
+    The verdict is checked after every round, and stopping the first time a 95 % interval clears the line
+    turns a case at the line into a verdict now and then (the seed's MNIST at 0 workers, 2026-11-25:
+    a run stopped at round 6 on "preprocessing", 1.06x [1.058, 1.091], where four runs to the budget read
+    1.04-1.06x, at the line); a wider interval for the stop, as group-sequential tests use, keeps that rare"""
 
     def __post_init__(self) -> None:
         # validated here, whoever builds it (--threshold, a config, Python); GluonbenchError: one line, exit 2
@@ -147,6 +154,11 @@ class Thresholds:
                     f"threshold {f.name}={value} is out of range; min_blocks and rel_ci are positive, "
                     "shares and fractions lie in (0, 1)"
                 )
+        if self.stop_confidence < 0.95:
+            raise GluonbenchError(
+                f"threshold stop_confidence={self.stop_confidence} is under the verdict's own 0.95; "
+                "give 0.95 or more (default 0.99)"
+            )
         if self.moderately_input_bound > self.highly_input_bound:
             raise GluonbenchError(
                 f"threshold moderately_input_bound={self.moderately_input_bound} exceeds "
@@ -504,14 +516,15 @@ def timing_gains(timing: Mapping[str, ProbeTiming | None]) -> dict[str, Gain]:
     return out
 
 
-def probe_gains(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUNDS) -> dict[str, Gain]:
+def probe_gains(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUNDS, z: float = 1.96) -> dict[str, Gain]:
     """Every speed-up of :data:`SPEEDUPS` and ratio of :data:`OVERLAP` from probe results (objects or dicts).
 
     Each is the slower probe's seconds per sample over the faster one's, compared round by round
     (:func:`~gluonbench.analysis.stats.paired_ratio`: the median over rounds of the per-round ratio and that
     median's 95 % CI) where both ran in at least ``min_rounds`` common rounds; otherwise from each probe's
     own median and CI (:func:`~gluonbench.analysis.stats.ratio_ci`). A probe that did not apply takes the
-    figure of the chain probe before it, so removing it gains exactly 1x.
+    figure of the chain probe before it, so removing it gains exactly 1x. ``z`` sets the paired intervals'
+    level (1.96: 95 %; the early stop asks for :attr:`Thresholds.stop_confidence`).
     """
     from gluonbench.analysis.stats import ratio_ci
 
@@ -536,7 +549,7 @@ def probe_gains(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUNDS) 
         if ra == rb:
             out[key] = (1.0, 1.0, 1.0)
             continue
-        paired = paired_ratio(_per_round(present[ra]), _per_round(present[rb]), min_rounds)
+        paired = paired_ratio(_per_round(present[ra]), _per_round(present[rb]), min_rounds, z)
         if paired is not None:
             r, (lo, hi) = paired
         else:
