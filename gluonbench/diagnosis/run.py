@@ -239,7 +239,8 @@ def diagnose(
             settled=settled,
             on_progress=on_progress,
             # stop early only on shares paired over enough rounds (blocks of one round are not independent),
-            # and only once the input speed-up's CI lies on one side of the line: a close call uses the budget
+            # and only once the input speed-up's CI lies on one side of the line, at 95 % and at stop_confidence
+            # (99 %): a close call uses the budget
             done=lambda ps: len(paired_rounds(ps.probes)) >= PAIRED_MIN_ROUNDS and _finished(ps, thresholds),
         )
     finally:

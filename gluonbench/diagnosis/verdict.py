@@ -225,7 +225,8 @@ class Verdict:
     """:func:`read_reuse` of the input speed-up: ``nothing``, ``gain``, ``at_line`` or ``noise``"""
     clear: bool = False
     """the input speed-up's whole CI lies on one side of the ``input_gain`` line (more data would not move the
-    verdict across it): what ``diagnose`` needs before it stops early"""
+    verdict across it): what ``diagnose`` needs before it stops early, and the same at ``stop_confidence``
+    (:func:`gluonbench.diagnosis.run.clear_to_stop`)"""
 
     def precise(self, within: float) -> bool:
         """True when every share's (headline and sub-stage) 95 % interval is within +-``within``."""
