@@ -26,6 +26,7 @@ from gluonbench.diagnosis.verdict import (
     Thresholds,
     Verdict,
     attribute,
+    clear_of,
     paired_rounds,
     paired_timings,
     probe_gains,
@@ -238,10 +239,10 @@ def diagnose(
             plan,
             settled=settled,
             on_progress=on_progress,
-            # stop early only on shares paired over enough rounds (blocks of one round are not independent),
-            # and only once the input speed-up's CI lies on one side of the line, at 95 % and at stop_confidence
-            # (99 %): a close call uses the budget
-            done=lambda ps: len(paired_rounds(ps.probes)) >= PAIRED_MIN_ROUNDS and _finished(ps, thresholds),
+            # stop early only on shares paired over enough rounds (blocks of one round are not independent;
+            # clear_to_stop asks for them), and only once the input speed-up's CI lies on one side of the line,
+            # at 95 % and at stop_confidence (99 %): a close call uses the budget
+            done=lambda ps: _finished(ps, thresholds),
         )
     finally:
         nd.waitall()
@@ -280,8 +281,10 @@ def diagnose(
 def _finished(ps: ProbeSet, thresholds: Thresholds) -> bool:
     """Every share known to ``share_precision`` and the verdict clear of the ``input_gain`` line, at the
     verdict's 95 % and at ``stop_confidence`` (:func:`clear_to_stop`)."""
+    if not clear_to_stop(ps.probes, thresholds):  # also: enough paired rounds
+        return False
     v = _classify(ps.probes, thresholds)
-    return v.clear and v.precise(thresholds.share_precision) and clear_to_stop(ps.probes, thresholds)
+    return v.clear and v.precise(thresholds.share_precision)
 
 
 def clear_to_stop(probes: dict[str, ProbeResult], thresholds: Thresholds) -> bool:
@@ -295,7 +298,7 @@ def clear_to_stop(probes: dict[str, ProbeResult], thresholds: Thresholds) -> boo
     if len(paired_rounds(probes)) < max(PAIRED_MIN_ROUNDS, fewest_for(level)):
         return False
     _, lo, hi = probe_gains(probes, z=z_of(level))["input"]
-    return math.isfinite(lo) and math.isfinite(hi) and (hi <= thresholds.line or lo > thresholds.line)
+    return clear_of(lo, hi, thresholds.line)
 
 
 def _classify(probes: dict[str, ProbeResult], thresholds: Thresholds) -> Verdict:

@@ -425,8 +425,13 @@ def attribute(
         input_saved_ci=saved_ci,
         overlap=overlap(gains, thresholds, "device_batch" if measured.get("copy") else "cached_batch"),
         reuse=reading,
-        clear=math.isfinite(g_lo) and math.isfinite(g_hi) and (g_hi <= line or g_lo > line),
+        clear=clear_of(g_lo, g_hi, line),
     )
+
+
+def clear_of(lo: float, hi: float, line: float) -> bool:
+    """True when the interval ``[lo, hi]`` (both ends finite) lies wholly on one side of ``line``."""
+    return math.isfinite(lo) and math.isfinite(hi) and (hi <= line or lo > line)
 
 
 def read_reuse(gain: tuple[float, float, float], line: float, converged: bool = True) -> str:
