@@ -314,3 +314,29 @@ def test_closing_a_loader_kills_the_workers_sigterm_cannot_stop(no_leaks):
     while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(pid) for pid in pids), pids
+
+
+def test_a_pass_ends_at_the_barrier_of_its_last_step_with_the_next_batch_fetched():
+    """``last``: the pass fetches the batch after the last timed step (so that step overlaps loading, as in
+    training) and runs no step on it; ``until`` runs that step, whose time the pass's own end distorts."""
+    import itertools
+
+    from gluonbench._mx import mx, nd
+    from gluonbench.engine.loop import run_steps
+
+    fetched, stepped = [], []
+
+    def batches():
+        for i in itertools.count():
+            fetched.append(i)
+            yield nd.full((4, 2), i), nd.zeros(4)
+
+    def step(data, label):
+        stepped.append(int(data[0, 0].asscalar()))
+
+    times = run_steps(batches(), mx.cpu(), step, last=lambda n: n == 3)
+    assert stepped == [0, 1, 2] and fetched == [0, 1, 2, 3], "batch 3 ends step 2's barrier; no step runs on it"
+    assert len(times) == 3 and len(times.wait) == len(times.copy) == len(times.compute) == 3
+    fetched.clear(), stepped.clear()
+    times = run_steps(batches(), mx.cpu(), step, until=lambda n: n == 3)
+    assert stepped == [0, 1, 2] and fetched == [0, 1, 2] and len(times) == 3

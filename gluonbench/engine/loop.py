@@ -127,6 +127,7 @@ def run_steps(
     sync_copy: bool | None = None,
     on_step: Callable[[int], None] | None = None,
     until: Callable[[int], bool] | None = None,
+    last: Callable[[int], bool] | None = None,
 ) -> StepTimes:
     """Run up to ``max_steps`` steps of ``step(data, label)`` over ``batches``.
 
@@ -140,6 +141,11 @@ def run_steps(
     barrier that waits for its last step, so the next batch is not fetched while that step computes: measure
     many steps in one pass (and split its :class:`StepTimes` afterwards), not one pass per few steps, or the
     overlap of loading with compute that training has is lost.
+
+    ``last(n)``, asked after each step ``n``, ends the pass at the barrier that ends step ``n`` when it returns
+    True: the next batch is fetched (and copied) while step ``n`` computes, as in training, and the pass stops
+    there without running a step on it. Step ``n`` is then timed as every other step, where ``until`` would run
+    one more step whose time the final barrier distorts.
     """
     from gluonbench._mx import nd
     from gluonbench.pipeline.stages import copy_stage
@@ -150,6 +156,7 @@ def run_steps(
     n = 0
     # the host batch is waited for where it has its own worker queue (G2); see _shares_queue
     wait_host = not _shares_queue(copy.ctx)
+    ending = False
     while max_steps is None or n < max_steps:
         t0 = perf_counter()
         try:
@@ -173,6 +180,8 @@ def run_steps(
         barrier = t3 - t2
         if n:
             times.compute[-1] += barrier
+        if ending:
+            return times  # the barrier ended step n; no step runs on the batch fetched beside it
         if step is not None:
             step(data, label)
         t4 = perf_counter()
@@ -186,6 +195,7 @@ def run_steps(
             on_step(n)
         if until is not None and until(n):
             break
+        ending = last is not None and last(n)
     t5 = perf_counter()
     nd.waitall()
     if n:

@@ -18,8 +18,9 @@ loader keeps its workers between rounds; when a round resumes, the first ``prefe
 are dropped (they find batches prefetched while the pipeline was paused), and after a round the
 pipeline waits until its loader's prefetched batches are done, so no worker keeps computing into
 the next pipeline's round. A round is one continuous pass of the timer, so loading the next batch
-overlaps the current step's compute as in training; its last step is left out too (the pass's final
-barrier waits for it with nothing fetched meanwhile, which training never does). Timing each block
+overlaps the current step's compute as in training; the pass ends at the barrier that ends its last
+measured step, once the next batch is fetched, and runs no step on that batch (a step run there
+would end with nothing fetched beside it, which training never does). Timing each block
 in a pass of its own loses that overlap and adds the loading time to every step: the diagnose
 probes then found one reused batch up to 1.28x faster on the seed's MNIST where a plain training
 loop found 1.10x (issue 17).
@@ -248,13 +249,14 @@ class Rounds:
     def _round(
         self, r: Running, rec: Record, skip: int, min_steps: int, round_s: float, deadline: float, number: int
     ) -> None:
-        """One round of one pipeline: one pass of ``skip`` steps, blocks of ``k`` steps for ``round_s``, one more.
+        """One round of one pipeline: one pass of ``skip`` steps, then blocks of ``k`` steps for ``round_s``.
 
         The pass is continuous, so loading the next batch overlaps the current step's compute as in training.
-        The ``skip`` steps (prefetched batches after a pause, and a step in flight) are left out, and so is
-        the last step: a step's time runs to the barrier that ends it, which is the next step's, and the
-        pass's own final barrier waits for its last step with nothing fetched meanwhile (see
-        :func:`~gluonbench.engine.loop.run_steps`).
+        The ``skip`` steps (prefetched batches after a pause, and a step in flight) are left out. A step's time
+        runs to the barrier that ends it, which comes after the next batch is fetched: the pass ends at the barrier
+        of its last measured step, with the next batch fetched and no step run on it (``last`` of
+        :func:`~gluonbench.engine.loop.run_steps`; a step run there would be waited for with nothing fetched
+        beside it, which training never does, and was left out at the cost of a step a round).
         """
         k = max(min_steps, math.ceil(self.block_s / max(rec.est_step_s, 1e-6)))
         rec.block_steps = k
@@ -266,24 +268,24 @@ class Rounds:
             if n == skip:
                 cpu["start"], cpu["t"] = tree_cpu_s(), perf_counter()
 
-        def until(n: int) -> bool:
-            if "n" in end:
-                return True  # the extra step whose barrier ended the last measured one
+        def last(n: int) -> bool:
             measured = n - skip
             if measured > 0 and measured % k == 0:
                 now = perf_counter()
                 if now - cpu["t"] >= round_s or now >= deadline:  # mark(skip) set it: measured > 0
                     end["n"] = n
                     cpu["end"] = tree_cpu_s()
+                    return True
             return False
 
         try:
-            times = run_steps(r.cycle(), r.pipeline.copy_stage, r.pipeline.step, on_step=mark, until=until)
+            times = run_steps(r.cycle(), r.pipeline.copy_stage, r.pipeline.step, on_step=mark, last=last)
         finally:
             rec.systems.append(monitor.stop(memory=None))
             rec.memory_due = monitor.memory_due
-        last = end.get("n", len(times) - 1)  # steps 1..last were dispatched before the pass stopped
-        measured = times.part(skip, last)
+        # steps 1..end were each ended by the next batch's barrier; a pass stopped otherwise (the data ran out)
+        # ended its last step with nothing fetched beside it
+        measured = times.part(skip, end.get("n", len(times) - 1))
         blocks = [measured.part(i, i + k) for i in range(0, len(measured) - k + 1, k)]
         samples_done = sum(sum(b.samples) for b in blocks)
         round_total = sum(b.total() for b in blocks)
