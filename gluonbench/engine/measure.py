@@ -264,9 +264,13 @@ class Rounds:
         cpu: dict[str, float] = {}
         end: dict[str, int] = {}
 
+        # the loader's workers as the monitor found them: tree_cpu_s() reads their threads' clocks without a scan
+        # of every process for descendants (milliseconds, twice a round)
+        workers = [p for p in monitor.members if p.pid != os.getpid()]
+
         def mark(n: int) -> None:
             if n == skip:
-                cpu["start"], cpu["t"] = tree_cpu_s(), perf_counter()
+                cpu["start"], cpu["t"] = tree_cpu_s(workers), perf_counter()
 
         def last(n: int) -> bool:
             measured = n - skip
@@ -274,7 +278,7 @@ class Rounds:
                 now = perf_counter()
                 if now - cpu["t"] >= round_s or now >= deadline:  # mark(skip) set it: measured > 0
                     end["n"] = n
-                    cpu["end"] = tree_cpu_s()
+                    cpu["end"] = tree_cpu_s(workers)
                     return True
             return False
 
@@ -310,8 +314,9 @@ class Rounds:
 Schedule = Epochs | Rounds
 
 
-def tree_cpu_s() -> float:
-    """CPU seconds used so far by this process (all threads) and its live descendants (loader workers).
+def tree_cpu_s(descendants: list[Any] | None = None) -> float:
+    """CPU seconds used so far by this process (all threads) and its live descendants (loader workers): the
+    ``psutil.Process`` list given, or all of them, found by a scan.
 
     Nanosecond clocks where Linux has them (``process_time`` here, each child thread's
     ``/proc/PID/task/TID/schedstat``), not psutil's 10 ms clock ticks: a round is a fraction of a second.
@@ -321,7 +326,7 @@ def tree_cpu_s() -> float:
     import psutil
 
     total = time.process_time()
-    for child in psutil.Process().children(recursive=True):
+    for child in psutil.Process().children(recursive=True) if descendants is None else descendants:
         total += _process_cpu_s(child)
     return total
 

@@ -213,16 +213,24 @@ class SystemMonitor:
         self._t0 = time.perf_counter()
         self._cpu0 = _cpu_vector()
         self._last_cpu = self._cpu0
+        self._sample()  # finds the process tree; the rest of this window reads the members it found
         self._tree_cpu0 = self._tree_cpu_now()
-        self._sample()
         # the baseline of read counters comes from that first sample: bytes read before start() do not count
         self._io0 = dict(self._io_by_pid)
         self._thread = threading.Thread(target=self._loop, name="gluonbench-monitor", daemon=True)
         self._thread.start()
         return self
 
+    @property
+    def members(self) -> list[psutil.Process]:
+        """The process and its descendants as the last scan found them (the root first; the dead dropped by the
+        next sample)."""
+        return list(self._members)
+
     def _tree_cpu_now(self) -> float:
-        for p in self._tree():
+        # the members of the last scan: a scan for new descendants reads every process's stat file, and the
+        # samples already space their scans (SCAN_BUDGET)
+        for p in self._tree(scan=False):
             try:
                 t = p.cpu_times()
                 self._cpu_by_pid[p.pid] = t.user + t.system
