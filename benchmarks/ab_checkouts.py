@@ -1,0 +1,102 @@
+"""A/B of two gluonbench checkouts on one ground-truth case: ``diagnose`` from each, interleaved.
+
+A change to how the probes are measured must not move what they read. This diagnoses one case of
+``gluonbench.workloads.cases`` with checkout A and checkout B in turn (A B, then B A, ...), each run in a
+fresh process that imports gluonbench from its checkout, and prints each run's reading, the input
+speed-up with its 95 % CI, its rounds and its time to a verdict, then the medians per checkout.
+Interleaving puts both checkouts under the same background load; on a 2-core VM one pair cannot show a
+bias under the rounds' noise: read several pairs, and the case's plain loop (``diagnose_accuracy.py``).
+
+    git worktree add /tmp/before HEAD~2
+    python benchmarks/ab_checkouts.py --case mnist-seed-2workers --a /tmp/before --b . --pairs 2 \\
+        --mnist-dir ../shared/data/mnist --out results/benchmarks
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+RUN = """
+import json, sys
+sys.path[:0] = [{root!r}, {root!r} + "/benchmarks"]
+import gluonbench
+from gluonbench.workloads.cases import CASES, build
+case = next(c for c in CASES if c.name == {case!r})
+d = gluonbench.diagnose(ctx="cpu", budget_s={budget!r}, **build(case, {dirs!r}))
+print(json.dumps({{"reading": "at_line" if d.at_line else d.verdict, "input": d.speedups.get("input"),
+    "ci": d.speedup_ci.get("input"), "settled_s": d.settled_s, "rounds": d.rounds, "elapsed_s": d.elapsed_s,
+    "stop": d.stop_reason, "steps": {{k: p.steps for k, p in d.probes.items()}}}}))
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--case", required=True, help="a case of gluonbench.workloads.cases, e.g. mnist-seed-2workers")
+    p.add_argument("--a", required=True, help="checkout A (a folder with gluonbench/ in it)")
+    p.add_argument("--b", required=True, help="checkout B")
+    p.add_argument("--pairs", type=int, default=2, help="A/B pairs, in alternating order (default 2)")
+    p.add_argument("--budget", type=float, default=60.0, help="seconds per diagnosis (default 60)")
+    p.add_argument("--mnist-dir", help="folder of the MNIST files (default: gluonbench's look-up, no download)")
+    p.add_argument("--out", help="write ab_checkouts-<case>-<UTC>.json into this folder")
+    args = p.parse_args(argv)
+    roots = {"A": str(Path(args.a).resolve()), "B": str(Path(args.b).resolve())}
+    for name, root in roots.items():
+        if not (Path(root) / "gluonbench" / "__init__.py").is_file():
+            p.error(f"--{name.lower()} {root}: no gluonbench/ there; give a checkout of this repository")
+    if not 1 <= args.pairs <= 50:
+        p.error("--pairs must be 1..50")
+
+    runs: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="gluonbench-ab-") as tmp:
+        dirs = {"synthetic": tmp}
+        if args.mnist_dir:
+            dirs["mnist"] = str(Path(args.mnist_dir).resolve())
+        for i in range(args.pairs):
+            for arm in ("A", "B") if i % 2 == 0 else ("B", "A"):
+                code = RUN.format(root=roots[arm], case=args.case, budget=args.budget, dirs=dirs)
+                env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+                proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+                if proc.returncode != 0:
+                    print(proc.stderr[-2000:], file=sys.stderr)
+                    print(f"{arm}: the diagnosis failed (exit {proc.returncode}); the runs before it are kept")
+                    break
+                r = {"arm": arm, "pair": i + 1, **json.loads(proc.stdout.strip().splitlines()[-1])}
+                runs.append(r)
+                lo, hi = r["ci"]
+                settled = f"{r['settled_s']:.1f} s" if r["settled_s"] is not None else "-"
+                print(
+                    f"{arm} {r['reading']:13s} reused batch {r['input']:.3f}x [{lo:.3f}, {hi:.3f}]  "
+                    f"{r['rounds']} rounds  verdict@{settled}  ({r['stop']})",
+                    flush=True,
+                )
+            else:
+                continue
+            break
+    for arm in ("A", "B"):
+        mine = [r for r in runs if r["arm"] == arm]
+        if mine:
+            print(
+                f"{arm} ({roots[arm]}): median reused batch {statistics.median(r['input'] for r in mine):.3f}x, "
+                f"median rounds {statistics.median(r['rounds'] for r in mine):g}, "
+                f"readings {', '.join(r['reading'] for r in mine)}"
+            )
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        path = out / f"ab_checkouts-{args.case}-{stamp}.json"
+        path.write_text(json.dumps({"command": sys.argv, "checkouts": roots, "runs": runs}, indent=1))
+        print(f"json: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
