@@ -24,14 +24,18 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from gluonbench.env import command_line
+from gluonbench.report.store import atomic_write_text
+
 RUN = """
 import json, sys
 sys.path[:0] = [{root!r}, {root!r} + "/benchmarks"]
 import gluonbench
+from diagnose_accuracy import reading
 from gluonbench.workloads.cases import CASES, build
 case = next(c for c in CASES if c.name == {case!r})
 d = gluonbench.diagnose(ctx="cpu", budget_s={budget!r}, **build(case, {dirs!r}))
-print(json.dumps({{"reading": "at_line" if d.at_line else d.verdict, "input": d.speedups.get("input"),
+print(json.dumps({{"reading": reading(d), "input": d.speedups.get("input"),
     "ci": d.speedup_ci.get("input"), "settled_s": d.settled_s, "rounds": d.rounds, "elapsed_s": d.elapsed_s,
     "stop": d.stop_reason, "steps": {{k: p.steps for k, p in d.probes.items()}}}}))
 """
@@ -54,32 +58,30 @@ def main(argv: list[str] | None = None) -> int:
     if not 1 <= args.pairs <= 50:
         p.error("--pairs must be 1..50")
 
+    # A B, then B A, ...: a drift in the machine's speed reaches both checkouts alike
+    order = [(i + 1, arm) for i in range(args.pairs) for arm in (("A", "B") if i % 2 == 0 else ("B", "A"))]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # each run imports its own checkout
     runs: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="gluonbench-ab-") as tmp:
         dirs = {"synthetic": tmp}
         if args.mnist_dir:
             dirs["mnist"] = str(Path(args.mnist_dir).resolve())
-        for i in range(args.pairs):
-            for arm in ("A", "B") if i % 2 == 0 else ("B", "A"):
-                code = RUN.format(root=roots[arm], case=args.case, budget=args.budget, dirs=dirs)
-                env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-                proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-                if proc.returncode != 0:
-                    print(proc.stderr[-2000:], file=sys.stderr)
-                    print(f"{arm}: the diagnosis failed (exit {proc.returncode}); the runs before it are kept")
-                    break
-                r = {"arm": arm, "pair": i + 1, **json.loads(proc.stdout.strip().splitlines()[-1])}
-                runs.append(r)
-                lo, hi = r["ci"]
-                settled = f"{r['settled_s']:.1f} s" if r["settled_s"] is not None else "-"
-                print(
-                    f"{arm} {r['reading']:13s} reused batch {r['input']:.3f}x [{lo:.3f}, {hi:.3f}]  "
-                    f"{r['rounds']} rounds  verdict@{settled}  ({r['stop']})",
-                    flush=True,
-                )
-            else:
-                continue
-            break
+        for pair, arm in order:
+            code = RUN.format(root=roots[arm], case=args.case, budget=args.budget, dirs=dirs)
+            proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+            if proc.returncode != 0:
+                print(proc.stderr[-2000:], file=sys.stderr)
+                print(f"{arm}: the diagnosis failed (exit {proc.returncode}); the runs before it are kept")
+                break
+            r = {"arm": arm, "pair": pair, **json.loads(proc.stdout.strip().splitlines()[-1])}
+            runs.append(r)
+            lo, hi = r["ci"]
+            settled = f"{r['settled_s']:.1f} s" if r["settled_s"] is not None else "-"
+            print(
+                f"{arm} {r['reading']:13s} reused batch {r['input']:.3f}x [{lo:.3f}, {hi:.3f}]  "
+                f"{r['rounds']} rounds  verdict@{settled}  ({r['stop']})",
+                flush=True,
+            )
     for arm in ("A", "B"):
         mine = [r for r in runs if r["arm"] == arm]
         if mine:
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         path = out / f"ab_checkouts-{args.case}-{stamp}.json"
-        path.write_text(json.dumps({"command": sys.argv, "checkouts": roots, "runs": runs}, indent=1))
+        atomic_write_text(path, json.dumps({"command": command_line(), "checkouts": roots, "runs": runs}, indent=1))
         print(f"json: {path}")
     return 0
 

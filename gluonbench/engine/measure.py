@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
@@ -314,19 +314,17 @@ class Rounds:
 Schedule = Epochs | Rounds
 
 
-def tree_cpu_s(descendants: list[Any] | None = None) -> float:
-    """CPU seconds used so far by this process (all threads) and its live descendants (loader workers): the
-    ``psutil.Process`` list given, or all of them, found by a scan.
+def tree_cpu_s(descendants: Sequence[Any]) -> float:
+    """CPU seconds used so far by this process (all threads) and ``descendants``, its live child processes
+    (``psutil.Process``: the loader workers a :class:`~gluonbench.monitor.SystemMonitor` found).
 
     Nanosecond clocks where Linux has them (``process_time`` here, each child thread's
     ``/proc/PID/task/TID/schedstat``), not psutil's 10 ms clock ticks: a round is a fraction of a second.
     """
     import time
 
-    import psutil
-
     total = time.process_time()
-    for child in psutil.Process().children(recursive=True) if descendants is None else descendants:
+    for child in descendants:
         total += _process_cpu_s(child)
     return total
 

@@ -213,8 +213,8 @@ class SystemMonitor:
         self._t0 = time.perf_counter()
         self._cpu0 = _cpu_vector()
         self._last_cpu = self._cpu0
-        self._sample()  # finds the process tree; the rest of this window reads the members it found
-        self._tree_cpu0 = self._tree_cpu_now()
+        self._sample()  # finds the process tree and reads each member's CPU time
+        self._tree_cpu0 = self._tree_cpu()
         # the baseline of read counters comes from that first sample: bytes read before start() do not count
         self._io0 = dict(self._io_by_pid)
         self._thread = threading.Thread(target=self._loop, name="gluonbench-monitor", daemon=True)
@@ -227,15 +227,8 @@ class SystemMonitor:
         next sample)."""
         return list(self._members)
 
-    def _tree_cpu_now(self) -> float:
-        # the members of the last scan: a scan for new descendants reads every process's stat file, and the
-        # samples already space their scans (SCAN_BUDGET)
-        for p in self._tree(scan=False):
-            try:
-                t = p.cpu_times()
-                self._cpu_by_pid[p.pid] = t.user + t.system
-            except psutil.Error:
-                pass
+    def _tree_cpu(self) -> float:
+        """CPU seconds of every process of the tree seen in this window, as the last sample read them."""
         return sum(self._cpu_by_pid.values())
 
     @property
@@ -252,7 +245,7 @@ class SystemMonitor:
         s = self.summary
         wall = max(time.perf_counter() - self._t0, 1e-9)
         s.duration_s = wall
-        tree_cpu = self._tree_cpu_now() - self._tree_cpu0
+        tree_cpu = self._tree_cpu() - self._tree_cpu0  # the last sample, just above, read the CPU times
         s.cpu_util_pct = 100.0 * tree_cpu / (wall * s.cores)
         cpu1 = _cpu_vector()
         s.per_core_pct = _busy_pct(cpu1, self._cpu0)
