@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from gluonbench.env import command_line
 from gluonbench.report.store import atomic_write_text
+from gluonbench.workloads.cases import CASES
 
 RUN = """
 import json, sys
@@ -57,6 +59,19 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--{name.lower()} {root}: no gluonbench/ there; give a checkout of this repository")
     if not 1 <= args.pairs <= 50:
         p.error("--pairs must be 1..50")
+    if not (math.isfinite(args.budget) and 2 <= args.budget <= 3600):
+        p.error(f"--budget {args.budget:g} is out of range: give 2..3600 seconds, e.g. 60")
+    out = Path(args.out) if args.out else None
+    if out is not None:  # before an hour of diagnoses, not after
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            p.error(f"--out {out}: {exc.strerror}; give a folder you can write")
+        if not os.access(out, os.W_OK):
+            p.error(f"--out {out} is not writable; give a folder you can write")
+    names = [c.name for c in CASES]
+    if args.case not in names:
+        p.error(f"unknown case {args.case!r}; the cases: {', '.join(names)}")
 
     # A B, then B A, ...: a drift in the machine's speed reaches both checkouts alike
     order = [(i + 1, arm) for i in range(args.pairs) for arm in (("A", "B") if i % 2 == 0 else ("B", "A"))]
@@ -90,9 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"median rounds {statistics.median(r['rounds'] for r in mine):g}, "
                 f"readings {', '.join(r['reading'] for r in mine)}"
             )
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+    if out is not None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         path = out / f"ab_checkouts-{args.case}-{stamp}.json"
         atomic_write_text(path, json.dumps({"command": command_line(), "checkouts": roots, "runs": runs}, indent=1))
