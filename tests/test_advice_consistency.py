@@ -146,6 +146,25 @@ def test_each_verdict_class_gets_advice_that_agrees_with_it(expected, ctx):
         assert "inconclusive, at the line" in doc and "keeps up" not in doc
 
 
+def test_too_few_blocks_is_said_as_such_not_as_noise():
+    # a clear 1.5x gain from too few blocks (a short budget, a stall): no verdict, and the words say why; "the
+    # noise hides whether reusing one batch gains anything" beside [1.4, 1.6] would contradict its own interval
+    from gluonbench.diagnosis.verdict import probe_gains
+
+    _, probes = _case(CLASSES["preprocessing"], 0.005)
+    chain = {n: ProbeTiming(p["s_per_sample"], *p["s_per_sample_ci"]) for n, p in probes.items()}
+    chain["device_batch"] = None
+    v = attribute(chain, wait_frac=0.4, gains=probe_gains(probes), thresholds=Thresholds(), enough_data=False)
+    assert v.verdict == "inconclusive" and v.reuse == "short" and v.speedup_ci["input"][0] > 1.3
+    setting = _setting("cpu")
+    texts = render(advise(v, probes, setting))
+    assert texts == [f"Inconclusive: after {setting.budget_s:g} s a probe still has too few blocks of steps to "
+                     f"compare. Raise budget_s (e.g. budget_s={2 * setting.budget_s:g})."]  # fmt: skip
+    doc = _diagnosis_text(v, probes, setting)
+    assert "too little data for a verdict: a probe has fewer than 6 blocks; so far a perfect input pipeline" in doc
+    assert "noise hides" not in doc
+
+
 def test_cpu_contention_and_balance_are_named_with_the_cpu_evidence():
     v, probes = _case(CONTENDED, 0.005, wait=0.8)
     assert v.verdict == "disk_io" and v.overlap["contention"] and v.overlap["balanced"]

@@ -258,8 +258,8 @@ def test_a_gain_across_the_line_is_inconclusive_at_the_line_even_once_converged(
         assert v.verdict == "inconclusive" and v.reuse == "at_line" and not v.clear
         assert v.input_bound == "unknown"
         assert any(n.startswith("at the line") for n in v.notes)
-    # too few blocks for a verdict: noise, not "at the line" (its advice would claim what was not measured)
-    assert classify(t(105, 0.005), t(100, 0.005), t(100, 0.005), enough_data=False).reuse == "noise"
+    # too few blocks for a verdict: "short", not "at the line" (its advice would claim what was not measured)
+    assert classify(t(105, 0.005), t(100, 0.005), t(100, 0.005), enough_data=False).reuse == "short"
     # clear of the line on either side
     assert classify(t(110, 0.005), t(100, 0.005), t(100, 0.005)).clear
     assert classify(t(101, 0.005), t(100, 0.005), t(100, 0.005)).clear

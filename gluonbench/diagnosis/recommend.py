@@ -588,19 +588,19 @@ def advise(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting
         rel = max(float(p.get("rel_half_width", 0.0) or 0.0) for p in probes.values())
         others = [other_load_pct(p.get("system") or {}) for p in probes.values()]
         other = max((o for o in others if math.isfinite(o)), default=math.nan)
-        out.append(
-            Rec(
-                "inconclusive",
-                "fix",
-                f"Inconclusive: after {setting.budget_s:g} s the noise (95 % CI up to +-{rel * 100:.0f} % of a "
-                f"probe's median) still exceeds the differences between the probes. Raise {arg('budget_s')} (e.g. "
-                f"{example(f'budget_s={2 * setting.budget_s:g}', f'--budget {2 * setting.budget_s:g}')}), close other "
-                "programs"
+        twice = 2 * setting.budget_s
+        budget = f"Raise {arg('budget_s')} (e.g. {example(f'budget_s={twice:g}', f'--budget {twice:g}')})"
+        if v.reuse == "short":  # too few blocks: long steps in a short budget (a larger batch would give fewer)
+            text = f"Inconclusive: after {setting.budget_s:g} s a probe still has too few blocks of steps to compare. "
+            text += f"{budget}."
+        else:
+            text = (
+                f"Inconclusive: after {setting.budget_s:g} s the noise (95 % CI up to +-{rel * 100:.0f} % of a probe's "
+                f"median) still exceeds the differences between the probes. {budget}, close other programs"
                 + (f" (they kept the CPU {other:.0f} % busy)" if math.isfinite(other) and other >= 10 else "")
-                + f", or raise the batch size (now {setting.batch_size}) so each step is longer than the noise.",
-                knob="budget",
+                + f", or raise the batch size (now {setting.batch_size}) so each step is longer than the noise."
             )
-        )
+        out.append(Rec("inconclusive", "fix", text, knob="budget"))
         return out
     out += RULES[v.verdict](v, probes, setting)
     for stage in v.secondary:

@@ -6,7 +6,7 @@ import math
 from typing import Any, ClassVar
 
 from gluonbench.diagnosis.recommend import Setting, speedup_text, stage_name, substage_name
-from gluonbench.diagnosis.verdict import HEADLINE_OF, STAGES
+from gluonbench.diagnosis.verdict import HEADLINE_OF, STAGES, Thresholds
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, roofline_text, where_when
 
@@ -40,6 +40,12 @@ def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
         out.append(
             f"**Verdict: inconclusive, at the line**: reusing one batch gains beyond the noise (a perfect input "
             f"pipeline: {speedup_text(d, 'input', 3)}) but its interval crosses the input_gain line: too close to call"
+        )
+    elif d.verdict == "inconclusive" and (d.analysis or {}).get("reuse") == "short":
+        blocks = (d.thresholds or {}).get("min_blocks", Thresholds().min_blocks)
+        out.append(
+            f"**Verdict: inconclusive** (too little data for a verdict: a probe has fewer than {blocks} blocks"
+            + (f"; so far a perfect input pipeline gains {speedup_text(d, 'input')})" if has_gains else ")")
         )
     elif d.verdict == "inconclusive":
         out.append(
@@ -182,7 +188,7 @@ def to_text(d: Any, tables: TableSyntax | None = None) -> str:
     out += verdict_lines(d, setting)
     widest = max((p.rel_half_width for p in d.probes.values() if not p.same_as), default=math.nan)
     out.append(
-        f"- Measured: {d.rounds} interleaved rounds in {d.elapsed_s:.1f} s (stopped: {d.stop_reason}); "
+        f"- Measured: {d.rounds} interleaved round{'' if d.rounds == 1 else 's'} in {d.elapsed_s:.1f} s (stopped: {d.stop_reason}); "
         + (f"verdict reached after {d.settled_s:.1f} s; " if d.settled_s is not None else "")
         + f"widest 95 % CI +-{widest * 100:.1f} % of a median"
     )

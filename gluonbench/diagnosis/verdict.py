@@ -222,7 +222,8 @@ class Verdict:
     overlap: dict[str, Any] = field(default_factory=dict)
     """the input pipeline alone vs the model alone vs the full pipeline (:func:`overlap`)"""
     reuse: str = "noise"
-    """:func:`read_reuse` of the input speed-up: ``nothing``, ``gain``, ``at_line`` or ``noise``"""
+    """:func:`read_reuse` of the input speed-up: ``nothing``, ``gain``, ``at_line`` or ``noise``; ``short`` when a
+    probe has too few blocks for any reading (fewer than ``min_blocks``, or none within the budget)"""
     clear: bool = False
     """the input speed-up's whole CI lies on one side of the ``input_gain`` line (more data would not move the
     verdict across it): what ``diagnose`` needs before it stops early, and the same at ``stop_confidence``
@@ -325,7 +326,7 @@ def attribute(
         for k in ("preprocessing", "disk_io")
         if k in gains
     }
-    reading = read_reuse((g, g_lo, g_hi), line, converged) if enough_data else "noise"
+    reading = read_reuse((g, g_lo, g_hi), line, converged) if enough_data else "short"
     nothing, gain_real = reading == "nothing", reading == "gain"
     established = {
         "preprocessing": beyond.get("preprocessing", False),

@@ -463,6 +463,11 @@
     if (atLine) {
       out.push(para("<b>Verdict: inconclusive, at the line</b> (reusing one batch gains beyond the noise, " + gainText +
         ", but its interval crosses the input_gain line: too close to call)", "headline warn"));
+    } else if (d.verdict === "inconclusive" && (d.analysis || {}).reuse === "short") {
+      var fewest = (d.thresholds || {}).min_blocks;
+      out.push(para("<b>Verdict: inconclusive</b> (too little data for a verdict: a probe has " +
+        (isNum(fewest) ? "fewer than " + esc(String(fewest)) + " blocks" : "too few blocks") +
+        (gainText ? "; so far a perfect input pipeline gains " + gainText : "") + ")", "headline warn"));
     } else if (d.verdict === "inconclusive") {
       out.push(para("<b>Verdict: inconclusive</b> (the noise exceeds the differences between the probes)", "headline warn"));
     } else if (d.verdict) {
@@ -486,7 +491,7 @@
     out.push(section("Probe chain", hBars({
       title: "Samples/s of each probe, in pipeline order",
       sub: "each probe swaps stages for ready-made stand-ins; median with its 95 % CI" +
-        (isNum(d.rounds) ? " over " + d.rounds + " interleaved rounds" : "") + "; axis from zero",
+        (isNum(d.rounds) ? " over " + d.rounds + " interleaved round" + (d.rounds === 1 ? "" : "s") : "") + "; axis from zero",
       xLabel: "samples/s", labelWidth: 130,
       items: order.map(function (k, i) {
         var p = probes[k] || {}, c = p.samples_per_s_ci || [];
@@ -512,7 +517,7 @@
     }
     if (shareHtml) { out.push(section("Shares", shareHtml)); }
     var measured = [];
-    if (isNum(d.rounds)) { measured.push(d.rounds + " interleaved rounds"); }
+    if (isNum(d.rounds)) { measured.push(d.rounds + " interleaved round" + (d.rounds === 1 ? "" : "s")); }
     if (isNum(d.elapsed_s)) { measured.push("in " + d.elapsed_s.toFixed(1) + " s"); }
     if (d.stop_reason) { measured.push("stopped: " + d.stop_reason); }
     if (isNum(d.settled_s)) { measured.push("verdict reached after " + d.settled_s.toFixed(1) + " s"); }
