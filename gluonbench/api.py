@@ -18,6 +18,7 @@ from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings, TuneS
 from gluonbench.diagnosis import sweep as diagnosis_sweep
 from gluonbench.diagnosis.run import Diagnosis, diagnose, diagnose_workload
 from gluonbench.distributed import is_dist
+from gluonbench.engine.deadline import BudgetExceededError
 from gluonbench.env import command_line, environment
 from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.names import arg
@@ -467,6 +468,9 @@ def run_diagnosis(
             seed=settings.seed,
             on_progress=on_progress,
         )
+    except BudgetExceededError as exc:
+        _keep_stalled(settings, out, exc)
+        raise
     finally:
         if spec is not None:
             release_spec(spec)
@@ -479,6 +483,22 @@ def run_diagnosis(
         # the verdict's reading (issue 17): the speed-up with a perfect input pipeline, with its interval
         reading = perfect_input_text(d)  # type: ignore[arg-type]  # a Diagnosis carries the verdict's speed-ups
         raise NotSavedError(f"diagnosis measured (verdict: {d.verdict}; {reading}) but not saved: {exc}", d) from None
+
+
+def _keep_stalled(settings: DiagnoseSettings, out: str | Path | None, exc: BudgetExceededError) -> None:
+    """A diagnosis stopped by a stall: save the rounds measured before it (``exc.partial``) where a finished one
+    is saved, and say where in the error's line."""
+    if exc.partial is None:
+        return
+    try:
+        run_dir, _ = _save_diagnosis(settings, out, exc.partial)
+    except GluonbenchError as err:
+        exc.args = (f"{exc}; the {exc.partial.rounds} round(s) measured before it could not be saved: {err}",)
+        return
+    kept = [str(p) for p in (settings.json_path, run_dir) if p]
+    if kept:
+        rounds = f"{exc.partial.rounds} round{'' if exc.partial.rounds == 1 else 's'}"
+        exc.args = (f"{exc}; the {rounds} measured before it are kept in {' and '.join(kept)}",)
 
 
 def _save_diagnosis(settings: DiagnoseSettings, out: str | Path | None, d: Diagnosis) -> tuple[Path | None, Diagnosis]:

@@ -1225,10 +1225,17 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         warn()
         progress.advance(elapsed, budget)
 
+    from gluonbench.engine.deadline import BudgetExceededError
+
     try:
-        run_dir, d = api.run_diagnosis(settings, out=args.out, on_progress=on_progress)
-    finally:
-        progress.close()
+        try:
+            run_dir, d = api.run_diagnosis(settings, out=args.out, on_progress=on_progress)
+        finally:
+            progress.close()
+    except BudgetExceededError as exc:
+        if exc.partial is not None:  # a stall: what the rounds before it measured, then the one error line
+            print(to_text(exc.partial), end="")
+        raise
     warn()
     print(to_text(d), end="")
     if args.json:

@@ -290,6 +290,51 @@ def test_cli_read_ms_past_the_budget_is_one_line_naming_the_stage(cli, tmp_path)
     assert time.monotonic() - t0 < 5 + 10 + 60, "budget + grace + start-up on a busy machine"
 
 
+STALLS_LATER = """
+import numpy as np
+import gluonbench
+
+class StallsLater:
+    # reads answer until the READS-th, then block (a network share that goes away mid-run)
+    def __init__(self, reads):
+        self.reads, self.done = reads, 0
+    def __len__(self):
+        return 512
+    def __getitem__(self, i):
+        self.done += 1
+        if self.done > self.reads:
+            import time
+            time.sleep(3600)
+        return np.full((16,), i % 7, dtype=np.float32), np.float32(i % 2)
+
+def net():
+    from mxnet import gluon
+    return gluon.nn.Dense(2)
+
+def make(reads=6000):
+    return gluonbench.PipelineSpec(dataset=StallsLater(reads), transform=lambda d, y: (d / 7.0, y), net=net,
+                                   batch_size=8)
+"""
+
+
+def test_cli_a_stall_mid_diagnosis_keeps_the_rounds_before_it(cli, tmp_path):
+    # "nothing already measured is lost": reads that stop answering after a few rounds (counted in reads, so a busy
+    # machine gets as many rounds) still leave their diagnosis, printed, in --json and in the --out folder
+    (tmp_path / "stalls.py").write_text(STALLS_LATER)
+    args = ["--pipeline", "stalls:make", "--batch-size", "8", "--budget", "6"]
+    proc = cli("diagnose", *args, "--json", "d.json", "--out", "runs", cwd=tmp_path, timeout=180)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    error = proc.stderr.strip().splitlines()[-1]
+    assert error.startswith("gluonbench: error: diagnose stopped after") and "stalled in read" in error, error
+    d = json.loads((tmp_path / "d.json").read_text())
+    assert d["rounds"] >= 1 and d["stop_reason"] == "stalled in read (dataset[i])", d["stop_reason"]
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert f"kept in d.json and {run_dir.relative_to(tmp_path)}" in error, error
+    assert json.loads((run_dir / "diagnosis.json").read_text())["rounds"] == d["rounds"]
+    assert "(stopped: stalled in read (dataset[i]))" in proc.stdout  # the partial diagnosis, printed
+    assert "the stall itself is not in them" in proc.stdout and d["elapsed_s"] < 6 + 10
+
+
 def test_interrupting_diagnose_does_not_suggest_resume(tmp_path):
     import signal
     import subprocess

@@ -16,6 +16,7 @@ from typing import Any
 
 from gluonbench.analysis.stats import median, median_ci
 from gluonbench.diagnosis.probes import NAMES, PROBES, Context
+from gluonbench.engine.deadline import BudgetExceededError
 from gluonbench.engine.measure import Measurement, Record, Rounds, measure
 from gluonbench.pipeline import Pipeline
 
@@ -158,8 +159,10 @@ def measure_probes(
     """Measure every declared probe of ``pipeline`` in interleaved rounds.
 
     ``settled(probes)`` is asked after each round (the caller's verdict check); the measurement
-    stops early only when it holds, every probe has converged and ``done(probes)`` (if given) agrees. Every loader is closed before
-    this returns, whatever happens.
+    stops early only when it holds, every probe has converged and ``done(probes)`` (if given) agrees. Every loader
+    is closed before this returns, whatever happens. When a stage stalls past the deadline, the
+    :class:`~gluonbench.engine.deadline.BudgetExceededError` carries the rounds measured before it as a
+    :class:`ProbeSet` (``partial``), whose ``stop_reason`` names the stall.
     """
     plan = plan or Rounds()
     skipped = {p.name: reason for p in PROBES if (reason := p.skip_reason(pipeline)) is not None}
@@ -180,10 +183,18 @@ def measure_probes(
         current = _results(m, pipeline, skipped, final=False)
         return done(ProbeSet(current, m.elapsed_s, "", m.rounds, m.startup_s))
 
-    m = measure(built, plan, settled=check, on_progress=on_progress, done=enough)
-    return ProbeSet(
-        _results(m, pipeline, skipped, final=True), m.elapsed_s, m.stop_reason, m.rounds, m.startup_s, m.settled_s
-    )
+    def probe_set(m: Measurement) -> ProbeSet:
+        return ProbeSet(
+            _results(m, pipeline, skipped, final=True), m.elapsed_s, m.stop_reason, m.rounds, m.startup_s, m.settled_s
+        )
+
+    try:
+        m = measure(built, plan, settled=check, on_progress=on_progress, done=enough)
+    except BudgetExceededError as exc:
+        # a stage stalled past the deadline: the rounds before it, as probes, go with the error (the caller keeps them)
+        exc.partial = probe_set(exc.measurement) if exc.measurement is not None else None
+        raise
+    return probe_set(m)
 
 
 def measure_first_batch(pipeline: Pipeline) -> tuple[Any, Any]:

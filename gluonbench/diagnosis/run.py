@@ -31,7 +31,7 @@ from gluonbench.diagnosis.verdict import (
     paired_timings,
     probe_gains,
 )
-from gluonbench.engine.deadline import with_deadline
+from gluonbench.engine.deadline import BudgetExceededError, with_deadline
 from gluonbench.engine.measure import Rounds
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
@@ -174,6 +174,10 @@ def diagnose(
     preprocessing, never as reading). ``pin_memory``: the loader hands batches over in page-locked
     memory pinned for ``ctx``'s GPU (``pin_device_id``), and the ``cached_batch`` ceiling keeps its batch
     in the same kind of memory.
+
+    A stage that blocks past ``budget_s`` plus a bounded grace raises
+    :class:`~gluonbench.engine.deadline.BudgetExceededError` naming it; its ``partial`` is the diagnosis of the
+    rounds measured before the stall (None when no round paired every probe).
     """
     from gluonbench._mx import gluon, mx, nd
     from gluonbench.env import environment, utc_now
@@ -232,6 +236,34 @@ def diagnose(
     def settled(ps: ProbeSet) -> bool:
         return _classify(ps.probes, thresholds).verdict != "inconclusive"
 
+    def reading_of(probes: ProbeSet, elapsed_s: float) -> Diagnosis:
+        verdict = _classify(probes.probes, thresholds)
+        setting = Setting(
+            batch_size=batch_size,
+            num_workers=num_workers,
+            cores=os.cpu_count() or 1,
+            ctx=ctx_text(ctx),
+            thread_pool=thread_pool,
+            transform=pipeline.preprocesses,
+            hybridized=bool(getattr(net, "_active", False)) if isinstance(net, gluon.HybridBlock) else None,
+            budget_s=float(budget_s),
+        )
+        return Diagnosis(
+            **_reading(verdict, probes.probes, setting),
+            pipeline=pipeline.stages(),
+            probes=probes.probes,
+            evidence=evidence({k: p.to_dict() for k, p in probes.probes.items()}, setting),
+            setting=setting.to_dict(),
+            thresholds=thresholds.to_dict(),
+            elapsed_s=elapsed_s,
+            settled_s=probes.settled_s,
+            stop_reason=probes.stop_reason,
+            rounds=probes.rounds,
+            env=environment(),
+            started_utc=started,
+            label=label,
+        )
+
     t0 = perf_counter()
     try:
         probes = measure_probes(
@@ -244,38 +276,36 @@ def diagnose(
             # at 95 % and at stop_confidence (99 %): a close call uses the budget
             done=lambda ps: _finished(ps, thresholds),
         )
+    except BudgetExceededError as exc:
+        exc.partial = _stalled(exc, reading_of)  # nothing already measured is lost
+        raise
     finally:
         nd.waitall()
         restore_net(net, saved)
-    elapsed = perf_counter() - t0
-    verdict = _classify(probes.probes, thresholds)
-    setting = Setting(
-        batch_size=batch_size,
-        num_workers=num_workers,
-        cores=os.cpu_count() or 1,
-        ctx=ctx_text(ctx),
-        thread_pool=thread_pool,
-        transform=pipeline.preprocesses,
-        hybridized=bool(getattr(net, "_active", False)) if isinstance(net, gluon.HybridBlock) else None,
-        budget_s=float(budget_s),
-    )
-    result = Diagnosis(
-        **_reading(verdict, probes.probes, setting),
-        pipeline=pipeline.stages(),
-        probes=probes.probes,
-        evidence=evidence({k: p.to_dict() for k, p in probes.probes.items()}, setting),
-        setting=setting.to_dict(),
-        thresholds=thresholds.to_dict(),
-        elapsed_s=elapsed,
-        settled_s=probes.settled_s,
-        stop_reason=probes.stop_reason,
-        rounds=probes.rounds,
-        env=environment(),
-        started_utc=started,
-        label=label,
-    )
+    result = reading_of(probes, perf_counter() - t0)
+    elapsed = result.elapsed_s
     log.info("diagnosis: %s %s in %.1f s", result.verdict, {k: round(v, 3) for k, v in result.shares.items()}, elapsed)
     return result
+
+
+def _stalled(exc: BudgetExceededError, reading_of: Callable[[ProbeSet, float], Diagnosis]) -> Diagnosis | None:
+    """The rounds measured before a stall (``exc.partial``, a :class:`ProbeSet`) read as a diagnosis, with a
+    note naming the stall; None when no round paired every probe, or when they cannot be read (the stall's
+    error is what the caller must see, whatever happens here)."""
+    probes = exc.partial
+    if not isinstance(probes, ProbeSet) or not paired_rounds(probes.probes):
+        return None
+    try:
+        d = reading_of(probes, probes.elapsed_s)  # up to the end of the last complete round
+    except Exception as err:  # a half-measured probe must not hide the stall
+        log.info("the %d rounds before the stall could not be read as a diagnosis: %r", probes.rounds, err)
+        return None
+    d.notes.append(
+        f"the pipeline stalled in {exc.stage} in round {probes.rounds + 1}: these figures are from the "
+        f"{probes.rounds} complete round{'' if probes.rounds == 1 else 's'} before it ({probes.elapsed_s:.1f} s), "
+        "and the stall itself is not in them"
+    )
+    return d
 
 
 def _finished(ps: ProbeSet, thresholds: Thresholds) -> bool:

@@ -40,11 +40,21 @@ def grace_s(budget_s: float) -> float:
 
 
 class BudgetExceededError(GluonbenchError):
-    """A budgeted command ran past its budget plus grace; ``stage`` names where it was stuck."""
+    """A budgeted command ran past its budget plus grace; ``stage`` names where it was stuck.
+
+    What was measured before the stall travels with the error, so nothing already measured is lost:
+    ``measurement`` is the :class:`~gluonbench.engine.measure.Measurement` of the rounds that finished before
+    it (set by :class:`~gluonbench.engine.measure.Rounds`; None when the stall came before the first round),
+    and ``partial`` the command's own result built from them (``diagnose``: a
+    :class:`~gluonbench.diagnosis.run.Diagnosis` whose ``stop_reason`` names the stall; None when no round
+    paired every probe).
+    """
 
     def __init__(self, message: str, stage: str) -> None:
         super().__init__(message)
         self.stage = stage
+        self.measurement: Any = None
+        self.partial: Any = None
 
 
 # innermost-first: the first frame that matches names the stage

@@ -46,6 +46,7 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.analysis.stats import median, median_ci
+from gluonbench.engine.deadline import BudgetExceededError
 from gluonbench.engine.loop import StepTimes, run_steps
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor import SystemMonitor, SystemSummary, merge_summaries
@@ -226,21 +227,29 @@ class Rounds:
         left = budget_end - perf_counter()
         slice_s = min(self.round_seconds(), left / (2 * len(order)))
         measurement = Measurement(records, 0.0, "", 0, startup_s)
-        while perf_counter() < budget_end:
-            rounds += 1
-            shift = rounds % len(order)
-            for name in order[shift:] + order[:shift]:
-                if perf_counter() >= budget_end:
+        try:
+            while perf_counter() < budget_end:
+                rounds += 1
+                shift = rounds % len(order)
+                for name in order[shift:] + order[:shift]:
+                    if perf_counter() >= budget_end:
+                        break
+                    self._round(opened[name], records[name], skips[name], min_steps[name], slice_s, budget_end, rounds)
+                    if on_progress is not None:
+                        on_progress(perf_counter() - t_start, self.budget_s)
+                measurement.elapsed_s, measurement.rounds = perf_counter() - t_start, rounds
+                ok = settled is None or settled(measurement)
+                settled_s = (settled_s if settled_s is not None else measurement.elapsed_s) if ok else None
+                if ok and self.converged(records) and (done is None or done(measurement)):
+                    stop_reason = "converged"
                     break
-                self._round(opened[name], records[name], skips[name], min_steps[name], slice_s, budget_end, rounds)
-                if on_progress is not None:
-                    on_progress(perf_counter() - t_start, self.budget_s)
-            measurement.elapsed_s, measurement.rounds = perf_counter() - t_start, rounds
-            ok = settled is None or settled(measurement)
-            settled_s = (settled_s if settled_s is not None else measurement.elapsed_s) if ok else None
-            if ok and self.converged(records) and (done is None or done(measurement)):
-                stop_reason = "converged"
-                break
+        except BudgetExceededError as exc:
+            # a stage blocked past the deadline: the rounds finished before it go with the error, elapsed_s at the
+            # end of the last of them (a pipeline's round cut short added nothing to its record); measure() closes
+            # the stalled loaders
+            measurement.stop_reason, measurement.settled_s = f"stalled in {exc.stage}", settled_s
+            exc.measurement = measurement
+            raise
         measurement.stop_reason, measurement.settled_s = stop_reason, settled_s
         measurement.elapsed_s = perf_counter() - t_start
         log.info("%d rounds in %.1f s, stopped on %s", rounds, measurement.elapsed_s, stop_reason)
