@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             settled = f"{r['settled_s']:.1f} s" if r["settled_s"] is not None else "-"
             print(
                 f"{arm} {r['reading']:13s} reused batch {r['input']:.3f}x [{lo:.3f}, {hi:.3f}]  "
-                f"{r['rounds']} rounds  verdict@{settled}  ({r['stop']})",
+                f"{r['rounds']} rounds  verdict@{settled}  ({r['stop']} after {r['elapsed_s']:.1f} s)",
                 flush=True,
             )
     for arm in ("A", "B"):

@@ -59,7 +59,7 @@ DIAGNOSE_EXAMPLES = """examples:
   gluonbench diagnose --dataset synthetic --cpu-ms 2           # per-sample preprocessing of 2 ms CPU
   gluonbench diagnose --dataset synthetic --read-ms 1 --record-kb 64   # slow network file system
   gluonbench diagnose --dataset synthetic --width 2048 --depth 3       # a heavy model
-  gluonbench diagnose --threshold secondary_share=0.25 --threshold rel_ci=0.03
+  gluonbench diagnose --threshold secondary_share=0.25 --threshold share_precision=0.03
   gluonbench diagnose --dataset imagefolder --data-dir data/images --model resnet50_v1 --preset imagenet
   gluonbench diagnose --dataset seed004 --workers 2 --batch-size 32   # ResNet-18, 64 px, ~39 KB JPEGs
 
@@ -76,8 +76,8 @@ verdict: the seed's rule, as speed-ups paired round by round with 95 % CIs:
   whose CI crosses the line). The shares (the time each stage's removal saves) are printed too:
   preprocessing = full - no_preprocess, disk_io = no_preprocess - cached_batch, gpu_io = cached_batch
   (copy = cached_batch - device_batch, compute = device_batch), each over the total, with intervals.
-thresholds (--threshold KEY=VALUE): rel_ci=0.05 (stop when every probe's median is known to
-  +-5 %), min_blocks=6, secondary_share=0.15, highly_input_bound=0.20, moderately_input_bound=0.05,
+thresholds (--threshold KEY=VALUE): rel_ci=0.05 (a probe's median known to +-5 % counts as
+  converged: with 1 inside the reused batch's interval, gpu_io needs every chain probe converged), min_blocks=6, secondary_share=0.15, highly_input_bound=0.20, moderately_input_bound=0.05,
   input_gain=0.05 (a perfect input pipeline must save 5 % of the step to count),
   share_precision=0.05 (measure on, within the budget, until every share is known to +-5 points),
   stop_confidence=0.99 (stop before the budget only when the input speed-up's 99 % interval is clear

@@ -101,6 +101,21 @@ def test_measure_rounds_interleaves_pipelines_until_the_budget(small, no_leaks):
     assert m.stop_reason == "budget", "a CI of +-0.0001 % is never reached: the budget ends it"
 
 
+def test_an_early_stop_waits_only_for_the_pipelines_it_converges_on(small, no_leaks):
+    from gluonbench.engine.measure import Record
+
+    tight, wide = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0], [1.0, 3.0, 0.3, 2.0, 0.5, 1.5, 0.7]
+    records = {"full": Record("full", blocks=tight), "loader_only": Record("loader_only", blocks=wide)}
+    assert not Rounds(rel_ci=0.05).converged(records)  # every pipeline by default
+    assert Rounds(rel_ci=0.05, converge_on=frozenset({"full"})).converged(records)
+    assert not Rounds(rel_ci=0.05, converge_on=frozenset({"loader_only"})).converged(records)
+    # none (diagnose's plan): the caller's own checks decide, however wide a pipeline's CI still is
+    pipelines = {"a": small, "b": small.without_preprocessing()}
+    plan = Rounds(budget_s=30.0, round_s=0.05, min_blocks=3, rel_ci=1e-6, converge_on=frozenset())
+    m = measure(pipelines, plan, done=lambda m: m.rounds >= 3)
+    assert (m.stop_reason, m.rounds) == ("converged", 3)
+
+
 def test_rounds_keep_loading_overlapped_with_the_step(no_leaks):
     """A round is one pass of the timer: the next batch loads while the step computes, as in training (issue 17).
 

@@ -113,7 +113,8 @@ class Thresholds:
     """Every threshold of the verdict and of the stopping rule, documented and configurable."""
 
     rel_ci: float = 0.05
-    """measurement stops when each probe's median has a 95 % CI within +-rel_ci"""
+    """a probe's median has converged when its 95 % CI is within +-rel_ci: with 1 inside the input speed-up's
+    interval (and its estimate under the line), ``gpu_io`` needs every chain probe converged"""
     min_blocks: int = 6
     """blocks (of consecutive steps) per probe before its CI is trusted: from 6 values on, even the
     min-max range covers the median with >= 95 % (1 - 2 x 0.5^6 = 96.9 %)"""

@@ -5,8 +5,9 @@ A sweep run, every diagnose probe and every io cell is a :class:`~gluonbench.pip
 
 * :class:`Epochs` runs one pipeline for whole epochs (or ``max_steps``), as training does: a sweep
   run, an io cell;
-* :class:`Rounds` runs several pipelines in *interleaved rounds* until each one's median is known
-  within ``rel_ci`` or the budget is spent: the diagnose probes.
+* :class:`Rounds` runs several pipelines in *interleaved rounds* until each one's median (or each of
+  ``converge_on``'s) is known within ``rel_ci`` and the caller's checks hold, or the budget is spent: the
+  diagnose probes.
 
 Every step of every schedule is timed by :func:`gluonbench.engine.loop.run_steps`, the one timer.
 Every pipeline opened here is closed before :func:`measure` returns, whatever happens.
@@ -171,13 +172,21 @@ class Rounds:
     warmup_steps: int = 3
     """steps left out at the start of each pipeline (plus the loader's prefetch depth)"""
     monitor_interval: float = 0.5
+    converge_on: frozenset[str] | None = None
+    """the pipelines whose median must be known within ``rel_ci`` before the rounds stop early (None: every one);
+    the others run in every round all the same"""
 
     def round_seconds(self) -> float:
         """:attr:`round_s`, or its default for this budget."""
         return self.round_s if self.round_s is not None else min(0.25, self.budget_s / 240.0)
 
     def converged(self, records: Mapping[str, Record]) -> bool:
-        return all(len(r.blocks) >= self.min_blocks and r.rel_half_width <= self.rel_ci for r in records.values())
+        """Every pipeline of :attr:`converge_on` has ``min_blocks`` blocks and its median within ``rel_ci``."""
+        return all(
+            len(r.blocks) >= self.min_blocks and r.rel_half_width <= self.rel_ci
+            for name, r in records.items()
+            if self.converge_on is None or name in self.converge_on
+        )
 
     def run(
         self,
