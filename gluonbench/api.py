@@ -491,9 +491,9 @@ def _keep_stalled(settings: DiagnoseSettings, out: str | Path | None, exc: Budge
     if exc.partial is None:
         return
     try:
-        run_dir, _ = _save_diagnosis(settings, out, exc.partial)
-    except GluonbenchError as err:
-        exc.args = (f"{exc}; the {exc.partial.rounds} round(s) measured before it could not be saved: {err}",)
+        run_dir, _ = _save_diagnosis(settings, out, exc.partial, status="stalled")
+    except Exception as err:  # the stall's one line must still come out, whatever saving the rest did
+        exc.args = (f"{exc}; saving the {exc.partial.rounds} round(s) measured before it failed: {err}",)
         return
     kept = [str(p) for p in (settings.json_path, run_dir) if p]
     if kept:
@@ -501,7 +501,11 @@ def _keep_stalled(settings: DiagnoseSettings, out: str | Path | None, exc: Budge
         exc.args = (f"{exc}; the {rounds} measured before it are kept in {' and '.join(kept)}",)
 
 
-def _save_diagnosis(settings: DiagnoseSettings, out: str | Path | None, d: Diagnosis) -> tuple[Path | None, Diagnosis]:
+def _save_diagnosis(
+    settings: DiagnoseSettings, out: str | Path | None, d: Diagnosis, status: str = "ok"
+) -> tuple[Path | None, Diagnosis]:
+    """Write ``d`` to ``settings.json_path`` and, with ``out``, a run folder whose record has ``status`` (``ok``,
+    or ``stalled`` for the complete rounds of a diagnosis a stall stopped)."""
     from gluonbench.env import utc_now
 
     if settings.json_path:
@@ -513,7 +517,7 @@ def _save_diagnosis(settings: DiagnoseSettings, out: str | Path | None, d: Diagn
     store.append(
         {
             "kind": "diagnosis",
-            "status": "ok",
+            "status": status,
             "diagnosis": d.to_dict(),
             "probe_order": list(d.probes),
             "command": command_line(),

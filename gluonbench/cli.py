@@ -347,8 +347,8 @@ def _add_diagnose(sub: Any) -> None:
         dest="budget_s",
         type=float,
         default=60.0,
-        help="seconds for the measurement (default 60); it stops earlier once the verdict is settled and "
-        "every probe is known to +-5 %%",
+        help="seconds for the measurement (default 60); it stops earlier once the verdict is settled, clear "
+        "of the line at 95 and 99 %%, and every share is known to +-5 points",
     )
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     _add_pipeline_args(p)
@@ -1234,7 +1234,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             progress.close()
     except BudgetExceededError as exc:
         if exc.partial is not None:  # a stall: what the rounds before it measured, then the one error line
-            print(to_text(exc.partial), end="")
+            try:
+                print(to_text(exc.partial), end="")
+            except Exception as err:  # the stall's line still comes out
+                log.info("the diagnosis before the stall could not be printed: %r", err)
         raise
     warn()
     print(to_text(d), end="")

@@ -333,6 +333,13 @@ def test_cli_a_stall_mid_diagnosis_keeps_the_rounds_before_it(cli, tmp_path):
     assert json.loads((run_dir / "diagnosis.json").read_text())["rounds"] == d["rounds"]
     assert "(stopped: stalled in read (dataset[i]))" in proc.stdout  # the partial diagnosis, printed
     assert "the stall itself is not in them" in proc.stdout and d["elapsed_s"] < 6 + 10
+    record = json.loads((run_dir / "runs.jsonl").read_text().splitlines()[0])
+    assert record["status"] == "stalled", record["status"]
+    # what to do first is the stall's fix, not a larger budget
+    assert d["recommendations"][0].startswith("The pipeline stalled in read (dataset[i])"), d["recommendations"]
+    assert d["verdict"] != "inconclusive" or not any("--budget" in r for r in d["recommendations"])
+    # every figure is from complete rounds: no probe has a round the diagnosis does not count
+    assert all(p["rounds"] <= d["rounds"] and len(p["per_round"]) <= d["rounds"] for p in d["probes"].values())
 
 
 def test_interrupting_diagnose_does_not_suggest_resume(tmp_path):

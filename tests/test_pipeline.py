@@ -116,6 +116,23 @@ def test_an_early_stop_waits_only_for_the_pipelines_it_converges_on(small, no_le
     assert (m.stop_reason, m.rounds) == ("converged", 3)
 
 
+def test_a_stalled_round_is_cut_back_to_the_complete_rounds():
+    from gluonbench.engine.loop import StepTimes
+    from gluonbench.engine.measure import Record, _cut, _sizes
+
+    rec = Record("full", times=StepTimes([0.1] * 4, [0.0] * 4, [0.2] * 4, [8] * 4), blocks=[1.0, 1.1])
+    rec.per_round, rec.cpu_per_round, rec.rounds, rec.systems = {1: 1.0, 2: 1.1}, {1: 0.5}, 2, ["w1", "w2"]
+    sizes = _sizes({"full": rec})
+    # round 3 ran partly before the stall
+    rec.times.extend(StepTimes([0.1], [0.0], [0.2], [8]))
+    rec.blocks.append(9.9)
+    rec.per_round[3], rec.cpu_per_round[3], rec.rounds = 9.9, 9.9, 3
+    rec.systems.append("the stall's window")
+    _cut({"full": rec}, sizes, 3)
+    assert (len(rec.times), rec.blocks, rec.rounds, rec.systems) == (4, [1.0, 1.1], 2, ["w1", "w2"])
+    assert rec.per_round == {1: 1.0, 2: 1.1} and rec.cpu_per_round == {1: 0.5}
+
+
 def test_rounds_keep_loading_overlapped_with_the_step(no_leaks):
     """A round is one pass of the timer: the next batch loads while the step computes, as in training (issue 17).
 

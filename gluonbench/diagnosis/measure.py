@@ -111,7 +111,8 @@ class ProbeSet:
     probes: dict[str, ProbeResult]
     elapsed_s: float
     stop_reason: str
-    """``converged`` (every CI within rel_ci, verdict settled) or ``budget``"""
+    """``converged`` (the caller's checks held: for diagnose the verdict settled, clear of the line, the shares
+    precise), ``budget``, or ``stalled in <stage>`` (a stage blocked past the deadline; the complete rounds only)"""
     rounds: int
     startup_s: float
     settled_s: float | None = None
@@ -192,7 +193,11 @@ def measure_probes(
         m = measure(built, plan, settled=check, on_progress=on_progress, done=enough)
     except BudgetExceededError as exc:
         # a stage stalled past the deadline: the rounds before it, as probes, go with the error (the caller keeps them)
-        exc.partial = probe_set(exc.measurement) if exc.measurement is not None else None
+        try:
+            exc.partial = probe_set(exc.measurement) if exc.measurement is not None else None
+        except Exception as err:  # what was measured must not hide the stall itself
+            log.info("the rounds before the stall could not be read as probes: %r", err)
+            exc.partial = None
         raise
     return probe_set(m)
 

@@ -20,7 +20,7 @@ from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, fewest_for, z_of
 from gluonbench.contexts import ctx_text, resolve_ctx
 from gluonbench.diagnosis.measure import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.diagnosis.probes import SUBSTAGES
-from gluonbench.diagnosis.recommend import Setting, advise, evidence, render, stage_name
+from gluonbench.diagnosis.recommend import Recommendation, Setting, advise, evidence, render, stage_name
 from gluonbench.diagnosis.verdict import (
     STAGES,
     Thresholds,
@@ -299,21 +299,31 @@ def diagnose(
 
 def _stalled(exc: BudgetExceededError, reading_of: Callable[[ProbeSet, float], Diagnosis]) -> Diagnosis | None:
     """The rounds measured before a stall (``exc.partial``, a :class:`ProbeSet`) read as a diagnosis, with a
-    note naming the stall; None when no round paired every probe, or when they cannot be read (the stall's
-    error is what the caller must see, whatever happens here)."""
+    note and a first recommendation naming the stall; None when no round paired every probe, or when they cannot
+    be read (the stall's error is what the caller must see, whatever happens here)."""
     probes = exc.partial
-    if not isinstance(probes, ProbeSet) or not paired_rounds(probes.probes):
-        return None
     try:
-        d = reading_of(probes, probes.elapsed_s)  # up to the end of the last complete round
+        if not isinstance(probes, ProbeSet) or not paired_rounds(probes.probes):
+            return None
+        d = reading_of(probes, probes.elapsed_s)  # the rounds' own time, to the end of the last complete one
     except Exception as err:  # a half-measured probe must not hide the stall
-        log.info("the %d rounds before the stall could not be read as a diagnosis: %r", probes.rounds, err)
+        log.info("the rounds before the stall could not be read as a diagnosis: %r", err)
         return None
+    rounds = f"{probes.rounds} complete round{'' if probes.rounds == 1 else 's'}"
     d.notes.append(
-        f"the pipeline stalled in {exc.stage} in round {probes.rounds + 1}: these figures are from the "
-        f"{probes.rounds} complete round{'' if probes.rounds == 1 else 's'} before it ({probes.elapsed_s:.1f} s), "
-        "and the stall itself is not in them"
+        f"the pipeline stalled in {exc.stage} in round {probes.rounds + 1}: these figures are from the {rounds} "
+        f"before it ({probes.elapsed_s:.1f} s of rounds), and the stall itself is not in them"
     )
+    fix = Recommendation(
+        "inconclusive" if d.verdict == "inconclusive" else d.verdict,
+        "fix",
+        f"The pipeline stalled in {exc.stage} in round {probes.rounds + 1} and never came back within the budget "
+        f"and its grace: fix that stage, then diagnose again; the figures above are the {rounds} before it.",
+    )
+    # an inconclusive reading's advice (a larger budget) does not help a stage that blocks: the stall's fix replaces it
+    kept = [] if d.verdict == "inconclusive" else d.advice
+    d.advice = [fix.to_dict(), *kept]
+    d.recommendations = [fix.text, *([] if d.verdict == "inconclusive" else d.recommendations)]
     return d
 
 

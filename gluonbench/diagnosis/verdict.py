@@ -29,8 +29,8 @@ TF's 5 %): ``gpu_io`` when reusing one batch gains nothing: the input speed-up's
 line, or (once the measurement converged) 1 lies within its CI and its gain is under the line.
 When the whole CI lies above the line, the verdict is the input stage whose removal saves the most time
 (preprocessing or disk I/O: the chain's ratios compound, so the stage times, not the ratios, are
-compared). Otherwise ``inconclusive``: either the noise hides the gain, or the gain is beyond the noise
-but its CI crosses the line (*at the line*, :func:`read_reuse`: the input pipeline costs about
+compared). Otherwise ``inconclusive``: a probe has too few blocks for any reading (``short``), the
+noise hides the gain, or the gain is beyond the noise but its CI crosses the line (*at the line*, :func:`read_reuse`: the input pipeline costs about
 ``input_gain`` of the step, and which side it falls on is not known). The other input stage, when its
 own gain is beyond the noise and saves at least ``input_gain`` of the step, is named secondary.
 

@@ -108,7 +108,8 @@ class Measurement:
     records: dict[str, Record]
     elapsed_s: float = 0.0
     stop_reason: str = "done"
-    """``done`` (Epochs), ``converged`` or ``budget`` (Rounds)"""
+    """``done`` (Epochs), ``converged``, ``budget`` or ``stalled in <stage>`` (Rounds; the last only on a
+    :class:`~gluonbench.engine.deadline.BudgetExceededError`, which carries this measurement)"""
     rounds: int = 0
     startup_s: float = 0.0
     settled_s: float | None = None
@@ -154,12 +155,13 @@ class Epochs:
 
 @dataclass(frozen=True)
 class Rounds:
-    """Interleaved rounds of several pipelines until each median is known within ``rel_ci`` (or the budget)."""
+    """Interleaved rounds of several pipelines until each median (each of ``converge_on``'s) is known within
+    ``rel_ci`` and the caller's checks hold, or the budget is spent."""
 
     budget_s: float = 60.0
     """wall-clock budget of the whole measurement (loader start-up and warm-up included)"""
     rel_ci: float = 0.05
-    """stop when every pipeline's 95 % CI of the median is within +-rel_ci of the median"""
+    """stop when every pipeline's (every one of ``converge_on``'s) 95 % CI of the median is within +-rel_ci of it"""
     min_blocks: int = 6
     """blocks per pipeline before the CI is trusted"""
     block_s: float = 0.05
@@ -236,8 +238,10 @@ class Rounds:
         left = budget_end - perf_counter()
         slice_s = min(self.round_seconds(), left / (2 * len(order)))
         measurement = Measurement(records, 0.0, "", 0, startup_s)
+        kept = _sizes(records)
         try:
             while perf_counter() < budget_end:
+                kept = _sizes(records)  # what the complete rounds hold, should this one stall
                 rounds += 1
                 shift = rounds % len(order)
                 for name in order[shift:] + order[:shift]:
@@ -253,9 +257,10 @@ class Rounds:
                     stop_reason = "converged"
                     break
         except BudgetExceededError as exc:
-            # a stage blocked past the deadline: the rounds finished before it go with the error, elapsed_s at the
-            # end of the last of them (a pipeline's round cut short added nothing to its record); measure() closes
-            # the stalled loaders
+            # a stage blocked past the deadline: the complete rounds go with the error, elapsed_s at the end of the
+            # last of them; what the stalled round added (the pipelines that ran in it before the stall, the stalled
+            # one's monitor window over the stall) is dropped. measure() closes the stalled loaders
+            _cut(records, kept, rounds)
             measurement.stop_reason, measurement.settled_s = f"stalled in {exc.stage}", settled_s
             exc.measurement = measurement
             raise
@@ -330,6 +335,22 @@ class Rounds:
 
 
 Schedule = Epochs | Rounds
+
+
+def _sizes(records: Mapping[str, Record]) -> dict[str, tuple[int, int, int, int]]:
+    """How much each record holds: steps, blocks, monitor windows, rounds (what :func:`_cut` goes back to)."""
+    return {name: (len(r.times), len(r.blocks), len(r.systems), r.rounds) for name, r in records.items()}
+
+
+def _cut(records: Mapping[str, Record], sizes: Mapping[str, tuple[int, int, int, int]], number: int) -> None:
+    """Drop what round ``number`` added to each record, back to ``sizes`` (:func:`_sizes` before it began)."""
+    for name, rec in records.items():
+        steps, blocks, windows, rounds = sizes[name]
+        rec.times = rec.times.part(0, steps)
+        del rec.blocks[blocks:], rec.systems[windows:]
+        rec.rounds = rounds
+        rec.per_round.pop(number, None)
+        rec.cpu_per_round.pop(number, None)
 
 
 def tree_cpu_s(descendants: Sequence[Any]) -> float:
