@@ -342,6 +342,50 @@ def test_cli_a_stall_mid_diagnosis_keeps_the_rounds_before_it(cli, tmp_path):
     assert all(p["rounds"] <= d["rounds"] and len(p["per_round"]) <= d["rounds"] for p in d["probes"].values())
 
 
+def test_sweep_diagnose_keeps_the_rounds_before_a_stall(tmp_path, monkeypatch):
+    # sweep --diagnose: a diagnosis that stalls after some rounds leaves them in the run's extra, marked as such,
+    # and the summary's bottleneck table says so (the stall itself: a stored diagnosis raised as the error's partial)
+    import shutil
+    from pathlib import Path
+
+    from gluonbench.diagnosis import sweep as diagnosis_sweep
+    from gluonbench.diagnosis.run import Diagnosis
+    from gluonbench.engine.deadline import BudgetExceededError
+    from gluonbench.rundir import rebuild
+    from gluonbench.sweeprun.run import RunSpec
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    stored = Diagnosis.from_dict(json.loads((results / "diagnose" / "mnist-cpu-w2.json").read_text()))
+
+    def stalls(*args, **kwargs):
+        exc = BudgetExceededError("diagnose stopped after 40 s: the pipeline stalled in read (dataset[i])", "read")
+        exc.partial = stored
+        raise exc
+
+    monkeypatch.setattr(diagnosis_sweep, "diagnose_workload", stalls)
+    extra = diagnosis_sweep.diagnose_run(RunSpec(workload="mnist", workers=2), None, "cpu")
+    assert extra["verdict"] == stored.verdict and extra["stalled"] == "read"
+    assert extra["diagnose_error"].startswith("BudgetExceededError: diagnose stopped after 40 s")
+    assert extra["diagnosis"]["rounds"] == stored.rounds
+
+    def no_round(*args, **kwargs):
+        raise BudgetExceededError("diagnose stopped after 40 s: the pipeline stalled in read (dataset[i])", "read")
+
+    monkeypatch.setattr(diagnosis_sweep, "diagnose_workload", no_round)
+    with pytest.raises(BudgetExceededError):  # nothing to keep: the run records the error, as before
+        diagnosis_sweep.diagnose_run(RunSpec(workload="mnist", workers=2), None, "cpu")
+
+    run_dir = tmp_path / "sweep"
+    shutil.copytree(results / "20261122T161015Z-sweep-mnist-cpu-1epoch", run_dir)
+    lines = (run_dir / "runs.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["extra"] = extra
+    (run_dir / "runs.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    rebuild(run_dir)
+    md = (run_dir / "summary.md").read_text()
+    assert f"{stored.verdict} (stalled in read: the rounds before it)" in md, md[md.find("## Bottleneck") :][:800]
+
+
 def test_interrupting_diagnose_does_not_suggest_resume(tmp_path):
     import signal
     import subprocess

@@ -13,7 +13,8 @@ import math
 import sys
 from typing import Any
 
-from gluonbench.diagnosis.run import diagnose_workload
+from gluonbench.diagnosis.run import Diagnosis, diagnose_workload
+from gluonbench.engine.deadline import BudgetExceededError
 from gluonbench.sweeprun import child
 from gluonbench.sweeprun.run import RunSpec
 
@@ -21,18 +22,34 @@ log = logging.getLogger(__name__)
 
 
 def diagnose_run(spec: RunSpec, workload: Any, ctx: Any) -> dict[str, Any]:
-    """The diagnosis of one run's setting (same workload, workers, batch size, context), for ``extra``."""
-    d = diagnose_workload(
-        spec.workload,
-        spec.batch_size,
-        spec.workers,
-        ctx,
-        spec.diagnose_budget_s,
-        workload=workload,
-        thread_pool=spec.thread_pool,
-        seed=spec.seed,
-    )
+    """The diagnosis of one run's setting (same workload, workers, batch size, context), for ``extra``.
+
+    A stage that stalls past the diagnosis's budget and grace leaves the diagnosis of the complete rounds before
+    it, with ``stalled`` (the stage) and ``diagnose_error`` (the stall's line) beside it; with no complete round,
+    the error is raised (the run records it as ``diagnose_error``).
+    """
+    try:
+        d = diagnose_workload(
+            spec.workload,
+            spec.batch_size,
+            spec.workers,
+            ctx,
+            spec.diagnose_budget_s,
+            workload=workload,
+            thread_pool=spec.thread_pool,
+            seed=spec.seed,
+        )
+    except BudgetExceededError as exc:
+        if exc.partial is None:
+            raise
+        log.info("diagnosis at %d workers stalled in %s; %d rounds kept", spec.workers, exc.stage, exc.partial.rounds)
+        return {**_extra(exc.partial), "stalled": exc.stage, "diagnose_error": f"{type(exc).__name__}: {exc}"[:500]}
     log.info("diagnosis at %d workers: %s %s", spec.workers, d.verdict, d.shares)
+    return _extra(d)
+
+
+def _extra(d: Diagnosis) -> dict[str, Any]:
+    """What a diagnosis adds to its sweep run's ``extra``."""
     return {
         "verdict": d.verdict,
         "at_line": d.at_line,

@@ -180,7 +180,9 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
                 [
                     r.workers,
                     reused,
-                    r.extra.get("verdict") + (" (at the line)" if r.extra.get("at_line") else ""),
+                    r.extra.get("verdict")
+                    + (" (at the line)" if r.extra.get("at_line") else "")
+                    + (f" (stalled in {r.extra['stalled']}: the rounds before it)" if r.extra.get("stalled") else ""),
                     _extra_cell(r.extra.get("shares", "")),
                     _extra_cell(r.extra.get("secondary", "")) or "-",
                     r.extra.get("input_bound", "-"),

@@ -402,7 +402,8 @@
       out.push(section("Bottleneck per worker count", table(["workers", "verdict", "shares", "secondary", "input-bound"],
         diagnosed.map(function (r) {
           var sh = r.extra.shares || {};
-          return [esc(r.workers), esc(r.extra.verdict), esc(ordered(sh, STAGE_ORDER).map(function (k) { return k + " " + pct(sh[k]); }).join(", ")),
+          var verdict = r.extra.verdict + (r.extra.stalled ? " (stalled in " + r.extra.stalled + ": the rounds before it)" : "");
+          return [esc(r.workers), esc(verdict), esc(ordered(sh, STAGE_ORDER).map(function (k) { return k + " " + pct(sh[k]); }).join(", ")),
             esc(list(r.extra.secondary).join(", ") || "-"), esc(get(r.extra, "input_bound", "-"))];
         }))));
     }
