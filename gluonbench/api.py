@@ -28,6 +28,7 @@ from gluonbench.report.summary import SweepSummary
 from gluonbench.rundir import load
 from gluonbench.sweeprun.child import run_isolated
 from gluonbench.sweeprun.run import RunResult, RunSpec, train_and_eval
+from gluonbench.units import count
 from gluonbench.validate import check_path
 from gluonbench.workloads.spec import check_pipeline, release_spec, take_spec
 
@@ -497,8 +498,9 @@ def _keep_stalled(settings: DiagnoseSettings, out: str | Path | None, exc: Budge
         return
     kept = [str(p) for p in (settings.json_path, run_dir) if p]
     if kept:
-        rounds = f"{exc.partial.rounds} round{'' if exc.partial.rounds == 1 else 's'}"
-        exc.args = (f"{exc}; the {rounds} measured before it are kept in {' and '.join(kept)}",)
+        exc.args = (
+            f"{exc}; the {count(exc.partial.rounds, 'round')} measured before it are kept in {' and '.join(kept)}",
+        )
 
 
 def _save_diagnosis(

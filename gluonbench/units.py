@@ -54,3 +54,9 @@ def format_size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
         n /= 1000
     return f"{n:.3g} TB"  # pragma: no cover
+
+
+def count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: ``count(1, "round")`` is "1 round", ``count(3, "round")``
+    "3 rounds" (``noun`` may carry words before it: "paired round")."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -46,6 +46,7 @@ from gluonbench.check.ruler import RULER_VERSION, ruler_description, ruler_pipel
 from gluonbench.check.target import Target
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg, example
+from gluonbench.units import count
 
 log = logging.getLogger(__name__)
 
@@ -480,7 +481,7 @@ def decide(
         outcome = "inconclusive"
         needed = now.budget_s * 1.5 * PAIRED_MIN_ROUNDS / max(now.total.rounds, 1)
         message = (
-            f"only {now.total.rounds} paired round{'' if now.total.rounds == 1 else 's'} fitted in the budget (at least {PAIRED_MIN_ROUNDS} are needed); "
+            f"only {count(now.total.rounds, 'paired round')} fitted in the budget (at least {PAIRED_MIN_ROUNDS} are needed); "
             f"a budget of about {needed:.0f} s would give enough "
             f"({example(f'budget_s={math.ceil(needed)}', f'--budget {math.ceil(needed)}')})"
         )

@@ -9,6 +9,7 @@ from gluonbench.diagnosis.recommend import Setting, speedup_text, stage_name, su
 from gluonbench.diagnosis.verdict import HEADLINE_OF, STAGES, Thresholds
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, roofline_text, where_when
+from gluonbench.units import count
 
 
 def _num(x: Any, digits: int = 4) -> str:
@@ -188,7 +189,7 @@ def to_text(d: Any, tables: TableSyntax | None = None) -> str:
     out += verdict_lines(d, setting)
     widest = max((p.rel_half_width for p in d.probes.values() if not p.same_as), default=math.nan)
     out.append(
-        f"- Measured: {d.rounds} interleaved round{'' if d.rounds == 1 else 's'} in {d.elapsed_s:.1f} s (stopped: {d.stop_reason}); "
+        f"- Measured: {count(d.rounds, 'interleaved round')} in {d.elapsed_s:.1f} s (stopped: {d.stop_reason}); "
         + (f"verdict reached after {d.settled_s:.1f} s; " if d.settled_s is not None else "")
         + f"widest 95 % CI +-{widest * 100:.1f} % of a median"
     )

@@ -38,6 +38,7 @@ from gluonbench.names import arg
 from gluonbench.pipeline import build_pipeline
 from gluonbench.pipeline.net import prepare_net, restore_net
 from gluonbench.pipeline.samples import as_dataset, check_labels, check_loss, check_samples, checked_step
+from gluonbench.units import count
 from gluonbench.workloads.base import opened_workload
 
 log = logging.getLogger(__name__)
@@ -309,7 +310,7 @@ def _stalled(exc: BudgetExceededError, reading_of: Callable[[ProbeSet, float], D
     except Exception as err:  # a half-measured probe must not hide the stall
         log.info("the rounds before the stall could not be read as a diagnosis: %r", err)
         return None
-    rounds = f"{probes.rounds} complete round{'' if probes.rounds == 1 else 's'}"
+    rounds = count(probes.rounds, "complete round")
     d.notes.append(
         f"the pipeline stalled in {exc.stage} in round {probes.rounds + 1}: these figures are from the {rounds} "
         f"before it ({probes.elapsed_s:.1f} s of rounds), and the stall itself is not in them"
@@ -321,9 +322,9 @@ def _stalled(exc: BudgetExceededError, reading_of: Callable[[ProbeSet, float], D
         f"and its grace: fix that stage, then diagnose again; the figures above are the {rounds} before it.",
     )
     # an inconclusive reading's advice (a larger budget) does not help a stage that blocks: the stall's fix replaces it
-    kept = [] if d.verdict == "inconclusive" else d.advice
-    d.advice = [fix.to_dict(), *kept]
-    d.recommendations = [fix.text, *([] if d.verdict == "inconclusive" else d.recommendations)]
+    kept = [] if d.verdict == "inconclusive" else [Recommendation(**r) for r in d.advice]
+    d.advice = [r.to_dict() for r in (fix, *kept)]
+    d.recommendations = render([fix, *kept])  # the text from the records, in the one place advice is rendered
     return d
 
 

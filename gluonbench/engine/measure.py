@@ -238,7 +238,7 @@ class Rounds:
         left = budget_end - perf_counter()
         slice_s = min(self.round_seconds(), left / (2 * len(order)))
         measurement = Measurement(records, 0.0, "", 0, startup_s)
-        kept = _sizes(records)
+        kept = _sizes(records)  # also here: the alarm can fire before the loop's first statement
         try:
             while perf_counter() < budget_end:
                 kept = _sizes(records)  # what the complete rounds hold, should this one stall
