@@ -84,7 +84,11 @@ def test_regression_exit_1_names_the_stage_and_writes_ci_outputs(baseline, tmp_p
             return False
         return True
 
-    proc = with_more_budget(check, (int(BUDGET), 2 * int(BUDGET), 4 * int(BUDGET)), named)
+    # one retry for naming the stage (the suite's time): still not named, the line must say what budget would; a
+    # third, larger budget only when too few rounds fitted for any verdict (exit 3), as its line advises
+    proc = with_more_budget(check, (int(BUDGET), 2 * int(BUDGET)), named)
+    if proc.returncode == 3:
+        proc = check(4 * int(BUDGET))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "REGRESSION" in proc.stdout, proc.stdout
     assert "\r" not in proc.stderr

@@ -189,7 +189,7 @@ def test_diagnose_runs_preflight_and_prints_the_roofline(tmp_path, cache, jpeg_d
     shutil.copytree(jpeg_dir, data)
     usable = len(os.sched_getaffinity(0))
     env = {**_clean_threads_env(), "MXNET_CPU_WORKER_NTHREADS": str(8 * usable), "GLUONBENCH_CACHE": str(cache)}
-    args = ["diagnose", "--dataset", "imagefolder", "--data-dir", str(data), "--budget", "25", "--batch-size", "16"]
+    args = ["diagnose", "--dataset", "imagefolder", "--data-dir", str(data), "--budget", "12", "--batch-size", "16"]
     proc = run_cli(*args, "--json", str(tmp_path / "d.json"), env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     stored = json.loads((tmp_path / "d.json").read_text())["analysis"]["roofline"]

@@ -52,7 +52,7 @@ def folders(tmp_path_factory, mnist_dir) -> dict[str, Path]:
     out = tmp / "out"
     found: dict[str, Path] = {}
     proc = run_cli(
-        "sweep", "--workers", "0,1", "--max-batches", "20", "--data-dir", str(mnist_dir), "--no-download",
+        "sweep", "--workers", "0,1", "--max-batches", "8", "--data-dir", str(mnist_dir), "--no-download",
         "--out", str(out / "sweep"),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
