@@ -498,8 +498,9 @@ def _keep_stalled(settings: DiagnoseSettings, out: str | Path | None, exc: Budge
         return
     kept = [str(p) for p in (settings.json_path, run_dir) if p]
     if kept:
+        verb = "is" if exc.partial.rounds == 1 else "are"
         exc.args = (
-            f"{exc}; the {count(exc.partial.rounds, 'round')} measured before it are kept in {' and '.join(kept)}",
+            f"{exc}; the {count(exc.partial.rounds, 'round')} measured before it {verb} kept in {' and '.join(kept)}",
         )
 
 
@@ -635,6 +636,9 @@ def run_tune(
             seed=settings.seed,
             on_progress=on_progress,
         )
+    except BudgetExceededError as exc:
+        _keep_stalled_tune(settings, out, exc)
+        raise
     finally:
         if spec is not None:
             release_spec(spec)
@@ -660,6 +664,34 @@ def run_tune(
         _write_reports(store)
         result.run_dir = str(store.path)
     return result
+
+
+def _keep_stalled_tune(settings: TuneSettings, out: str | Path | None, exc: BudgetExceededError) -> None:
+    """A tune stopped by a stall: save its evidence (``exc.partial``, a :class:`~gluonbench.tune.result.StalledTune`)
+    to ``--json`` and, with ``out``, to ``tune.json`` of a run folder (no report: there is no recommendation), and
+    say where in the error's line. No ``--toml``: it would hold a recommendation the search never confirmed."""
+    partial = exc.partial
+    if partial is None or not partial.measured:
+        return
+    try:
+        text = json.dumps(partial.to_dict(), indent=2)
+        kept = []
+        if settings.json_path:
+            atomic_write_text(settings.json_path, text)
+            kept.append(str(settings.json_path))
+        if out is not None:
+            store = RunStore(new_run_dir(out, f"tune-{settings.workload}-{partial.ctx.replace(':', '')}-stalled"))
+            store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": environment()})
+            atomic_write_text(store.path / "tune.json", text)
+            kept.append(str(store.path / "tune.json"))
+    except Exception as err:  # the stall's one line must still come out, whatever saving the rest did
+        exc.args = (f"{exc}; saving the {count(partial.measured, 'measurement')} made before it failed: {err}",)
+        return
+    if kept:
+        verb = "is" if partial.measured == 1 else "are"
+        exc.args = (
+            f"{exc}; the {count(partial.measured, 'measurement')} made before it {verb} kept in {' and '.join(kept)}",
+        )
 
 
 # -- doctor: preflight checks, ceilings, roofline (issue #20) --

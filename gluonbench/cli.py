@@ -780,10 +780,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
         warn()
         progress.advance(elapsed, budget, best)
 
+    from gluonbench.engine.deadline import BudgetExceededError
+
     try:
-        result = api.run_tune(settings, on_progress, out=args.out)
-    finally:
-        progress.close()
+        try:
+            result = api.run_tune(settings, on_progress, out=args.out)
+        finally:
+            progress.close()
+    except BudgetExceededError as exc:
+        if exc.partial is not None and exc.partial.measured:  # a stall: what was measured before it, then the line
+            try:
+                print(exc.partial.to_text(), end="")
+            except Exception as err:  # the stall's line still comes out
+                log.info("the tune's evidence before the stall could not be printed: %r", err)
+        raise
     warn()
     print(result.to_text(), end="")
     _print_roofline(lambda: api.roofline_tune(settings, result))

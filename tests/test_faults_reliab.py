@@ -342,6 +342,30 @@ def test_cli_a_stall_mid_diagnosis_keeps_the_rounds_before_it(cli, tmp_path):
     assert all(p["rounds"] <= d["rounds"] and len(p["per_round"]) <= d["rounds"] for p in d["probes"].values())
 
 
+def test_cli_a_stall_mid_tune_keeps_what_was_measured(cli, tmp_path):
+    # tune too: reads that stop answering in the loader at 0 workers (the main process's own reads; counted in reads,
+    # so a busy machine measures as many rounds first) leave every measurement before the stall, printed, in --json
+    # and in the --out folder; no --toml and no recommendation, since the search never compared the settings
+    (tmp_path / "stalls.py").write_text(STALLS_LATER)
+    args = ["--pipeline", "stalls:make", "--pipeline-option", "reads=20000", "--budget", "10"]
+    proc = cli("tune", *args, "--json", "t.json", "--toml", "t.toml", "--out", "runs", cwd=tmp_path, timeout=180)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    error = proc.stderr.strip().splitlines()[-1]
+    assert error.startswith("gluonbench: error: tune stopped after") and "stalled in read" in error, error
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert doc["status"] == "stalled" and doc["stage"] == "read (dataset[i])", doc
+    measured = [e for e in doc["evidence"] if e["status"] == "ok" and e["samples_per_s"]]
+    assert measured and all(e["blocks"] >= 1 and e["samples_per_s"] > 0 for e in measured), doc["evidence"]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert json.loads((run_dir / "tune.json").read_text()) == doc
+    noun = "measurement" if len(measured) == 1 else "measurements"
+    assert f"the {len(measured)} {noun} made before it" in error, error
+    assert f"kept in t.json and {run_dir.relative_to(tmp_path) / 'tune.json'}" in error, error
+    assert not (tmp_path / "t.toml").exists(), "no tuned.toml: nothing was confirmed"
+    assert "no recommendation" in proc.stdout and "recommended:" not in proc.stdout, proc.stdout
+    assert doc["elapsed_s"] < 10 + 10 + 5, doc["elapsed_s"]  # budget + grace (+ the signal's delivery)
+
+
 def test_sweep_diagnose_keeps_the_rounds_before_a_stall(tmp_path, monkeypatch):
     # sweep --diagnose: a diagnosis that stalls after some rounds leaves them in the run's extra, marked as such,
     # and the summary's bottleneck table says so (the stall itself: a stored diagnosis raised as the error's partial)

@@ -10,6 +10,7 @@ from gluonbench.analysis.stats import ratio_ci
 from gluonbench.diagnosis.verdict import Thresholds, read_reuse
 from gluonbench.names import arg, example
 from gluonbench.tune.model import Setting
+from gluonbench.units import count
 
 
 def _clean(value: Any) -> Any:
@@ -236,15 +237,7 @@ class TuneResult:
                     + (f", plateau {m['plateau']:.0f} samples/s" if m.get("plateau") else "")
                 )
             lines.append(f"search stopped: {b.stop_reason}")
-        lines.append("evidence (samples/s, median and 95 % CI):")
-        lines.append(f"  {'phase':14s} {'pipeline measured':34s} {'samples/s [95 % CI]':28s} cores busy")
-        for e in self.evidence:
-            phase = PHASE_TEXT.get(e.phase, e.phase)
-            if e.status != "ok":
-                lines.append(f"  {phase:14s} {e.label:34s} FAILED: {e.error}")
-                continue
-            cpu = f"{e.cpu_cores:.2f}" if e.cpu_cores == e.cpu_cores else "-"
-            lines.append(f"  {phase:14s} {e.label:34s} {_rate(e.samples_per_s, e.ci):28s} {cpu}")
+        lines += evidence_lines(self.evidence)
         lines.append("tried: " + "; ".join(self.tried))
         if self.skipped:
             lines.append("skipped:")
@@ -290,6 +283,65 @@ class TuneResult:
         for name, table in tables.items():
             if table:
                 lines += ["", f"[{name}]"] + [f"{k} = {_toml(v)}" for k, v in table.items() if v is not None]
+        return "\n".join(lines) + "\n"
+
+
+def evidence_lines(evidence: list[Evidence]) -> list[str]:
+    """The evidence table of a tune's text report: one line per measurement, a failed one with its error."""
+    lines = ["evidence (samples/s, median and 95 % CI):"]
+    lines.append(f"  {'phase':14s} {'pipeline measured':34s} {'samples/s [95 % CI]':28s} cores busy")
+    for e in evidence:
+        phase = PHASE_TEXT.get(e.phase, e.phase)
+        if e.status != "ok":
+            lines.append(f"  {phase:14s} {e.label:34s} FAILED: {e.error}")
+            continue
+        cpu = f"{e.cpu_cores:.2f}" if e.cpu_cores == e.cpu_cores else "-"
+        lines.append(f"  {phase:14s} {e.label:34s} {_rate(e.samples_per_s, e.ci):28s} {cpu}")
+    return lines
+
+
+@dataclass
+class StalledTune:
+    """What a tune that a stall stopped had measured (``BudgetExceededError.partial``): the evidence, no recommendation.
+
+    A stage that blocks past budget + grace ends the search before its confirmation, so no setting was compared with
+    the others in one interleaved measurement: the figures are kept (nothing already measured is lost), but the
+    fastest of them is not a recommendation. ``to_dict()`` is JSON, with ``status: "stalled"``.
+    """
+
+    stage: str
+    """the stage the pipeline stalled in (:func:`~gluonbench.engine.deadline.stalled_stage`)"""
+    error: str
+    """the stall's one line"""
+    evidence: list[Evidence] = field(default_factory=list)
+    """every measurement before the stall, the stalled measurement's complete rounds included"""
+    budget_s: float = 0.0
+    elapsed_s: float = 0.0
+    cores: int = 0
+    ctx: str = "cpu"
+    started_utc: str = ""
+    label: str = ""
+    status: str = "stalled"
+
+    @property
+    def measured(self) -> int:
+        """How many measurements have a figure."""
+        return sum(1 for e in self.evidence if e.status == "ok" and math.isfinite(e.samples_per_s))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _clean(asdict(self))
+
+    def to_text(self) -> str:
+        """What was measured before the stall, and why it is not a recommendation."""
+        lines = [
+            f"tune stopped: the pipeline stalled in {self.stage} after {self.elapsed_s:.1f} s of a {self.budget_s:g} s "
+            "budget; no recommendation: the search ended before its confirmation compared the settings in one "
+            "measurement",
+            f"kept: {count(self.measured, 'measurement')} from before the stall (the stall itself is not in them); "
+            "fix the stalled stage, then tune again",
+        ]
+        lines += evidence_lines(self.evidence)
+        lines.append(f"time: {self.elapsed_s:.1f} s of a {self.budget_s:g} s budget, {self.cores} cores, {self.ctx}")
         return "\n".join(lines) + "\n"
 
 

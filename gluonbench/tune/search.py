@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any
 
-from gluonbench.engine.deadline import grace_s, with_deadline
-from gluonbench.engine.measure import Record, Rounds, measure
+from gluonbench.engine.deadline import BudgetExceededError, grace_s, with_deadline
+from gluonbench.engine.measure import Measurement, Record, Rounds, measure
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg, example
 from gluonbench.pipeline import Pipeline, build_pipeline
@@ -44,7 +44,7 @@ from gluonbench.tune.model import (
     next_workers,
     pipeline_rate,
 )
-from gluonbench.tune.result import BatchSizeResult, Evidence, TuneResult, dataloader_line, lr_note
+from gluonbench.tune.result import BatchSizeResult, Evidence, StalledTune, TuneResult, dataloader_line, lr_note
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,10 @@ class _Search:
         t0 = perf_counter()
         try:
             m = measure({k: p for k, (_, p) in named.items()}, schedule, on_progress=self.progress)
-            out = m.records
+        except BudgetExceededError as exc:
+            if exc.measurement is not None:  # the complete rounds before a stall are evidence too
+                self.record(phase, named, exc.measurement)
+            raise
         except GluonbenchError:
             raise
         except Exception as exc:
@@ -144,6 +147,13 @@ class _Search:
             for name, item in named.items():
                 out.update(self.run(phase, {name: item}, schedule))
             return out
+        return self.record(phase, named, m)
+
+    def record(
+        self, phase: str, named: dict[str, tuple[Setting | None, Pipeline]], m: Measurement
+    ) -> dict[str, Record]:
+        """Keep ``m``'s records as evidence; the records with a measured block."""
+        out = m.records
         for name, rec in out.items():
             setting = named[name][0]
             rate, ci = _rate(rec)
@@ -383,6 +393,10 @@ def tune(
     wait per batch (ms, or a named target such as ``"resnet50@v100"``; see
     :mod:`gluonbench.pipeline.emulate`): "would this input pipeline keep that GPU fed?", with the
     accelerator utilisation (AU) of the result.
+
+    A stage that blocks past the budget and its grace raises
+    :class:`~gluonbench.engine.deadline.BudgetExceededError` naming it; its ``.partial`` is a
+    :class:`~gluonbench.tune.result.StalledTune` with every measurement made before the stall (no recommendation).
     """
     from gluonbench._mx import gluon, mx, nd
     from gluonbench.contexts import resolve_ctx
@@ -522,6 +536,19 @@ def tune(
             log.info("batch size %d: %s at %.0f samples/s", bs, winner.setting.label, winner.samples_per_s)
             if i + 1 < len(sizes):
                 nd.waitall()
+    except BudgetExceededError as exc:  # nothing already measured is lost: the evidence goes with the error
+        exc.partial = StalledTune(
+            stage=exc.stage,
+            error=str(exc),
+            evidence=[e for s in searches for e in s.evidence],
+            budget_s=float(budget_s),
+            elapsed_s=perf_counter() - t_start,
+            cores=cores,
+            ctx="cpu" if not on_gpu else f"gpu:{ctx.device_id}",
+            started_utc=started,
+            label=label,
+        )
+        raise
     finally:
         nd.waitall()
         if saved:
