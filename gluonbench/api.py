@@ -11,6 +11,7 @@ import math
 import os
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +208,11 @@ def sweep(
         raise GluonbenchError("sweep needs settings, or resume= a run folder")
     check_types(settings)
     settings.check()
+    if resume is None and settings.workload == "synthetic" and not settings.pipeline:
+        from gluonbench.workloads.synthetic import pin_hash_rate
+
+        # one calibration for every run (each its own process), kept in sweep.json for --resume
+        settings = replace(settings, options=pin_hash_rate(settings.options))
     if is_dist(settings.kvstore):
         return _dist_sweep(settings, out, resume, on_result, on_progress)
     sizes = check_inputs(settings)

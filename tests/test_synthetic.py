@@ -1,5 +1,6 @@
 """The synthetic workload: real files, real reads, calibrated real CPU work, a model of set size."""
 
+import json
 import time
 
 import numpy as np
@@ -62,6 +63,30 @@ def test_cpu_work_is_real_and_calibrated(tmp_path):
     assert np.abs(out - x.transpose(2, 0, 1) / 255.0).max() < 1 / 255, "the work only jitters one pixel"
 
 
+def test_a_given_hash_rate_fixes_the_work_and_pinning_keeps_a_given_one(tmp_path):
+    from gluonbench.workloads.synthetic import hash_rounds_per_ms, pin_hash_rate
+
+    w = get_workload("synthetic", data_dir=tmp_path, samples=64, cpu_ms=2, hash_rate=10.5)
+    assert w.transform.rounds == 21, "cpu_ms x hash_rate rounds, no calibration"
+    assert pin_hash_rate({"cpu_ms": 0}) == {"cpu_ms": 0}, "no CPU work: nothing to pin"
+    assert pin_hash_rate({"cpu_ms": "1", "hash_rate": "7"}) == {"cpu_ms": "1", "hash_rate": "7"}
+    pinned = pin_hash_rate({"cpu_ms": "1"})
+    assert pinned["cpu_ms"] == "1" and pinned["hash_rate"] == round(hash_rounds_per_ms(), 3) > 0
+
+
+def test_a_sweep_gives_every_run_one_calibration(tmp_path, cli):
+    # each run of a sweep is its own process; calibrated in each, cpu_ms could mean a third more work at one worker
+    # count than at another (the CPU's speed moves the calibration): the parent's one figure goes to every run
+    out, cache = tmp_path / "runs", tmp_path / "cache"
+    args = ["sweep", "--dataset", "synthetic", "--data-dir", str(cache), "--samples", "256", "--cpu-ms", "0.2"]
+    proc = cli(*args, "--workers", "0,1", "--max-batches", "2", "--batch-size", "32", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (run_dir,) = out.iterdir()
+    rates = {json.loads(line)["spec"]["options"]["hash_rate"] for line in (run_dir / "runs.jsonl").open()}
+    saved = json.loads((run_dir / "sweep.json").read_text())["settings"]["options"]
+    assert len(rates) == 1 and rates == {saved["hash_rate"]} and saved["hash_rate"] > 0, (rates, saved)
+
+
 def test_model_size_follows_width_and_depth(tmp_path):
     from gluonbench._mx import mx, nd
 
@@ -85,6 +110,8 @@ def test_model_size_follows_width_and_depth(tmp_path):
         ({"bogus": 1}, "unknown synthetic option(s) bogus"),
         ({"samples": 0}, "samples must be a whole number >= 1"),
         ({"cold": "maybe"}, "cold='maybe' is not a true/false"),
+        ({"hash_rate": -1}, "hash_rate must be a number >= 0"),
+        ({"hash_rate": 1e7}, "hash_rate=1e+07 is over 10^6 rounds a ms; leave it 0 to calibrate"),
     ],
 )
 def test_bad_knobs(tmp_path, options, needle):

@@ -13,7 +13,12 @@ Every cost is real work, set by a knob:
   the seed does (HWC uint8 to CHW float32 in [0, 1]) and then spends ``cpu_ms``
   of CPU time on chained BLAKE2b hashing, calibrated once per process against
   the thread's CPU clock (not the wall clock), so the amount of work does not
-  depend on how busy the machine is while calibrating.
+  depend on how busy the machine is while calibrating. The CPU's own speed still
+  moves it: on a 2-core VM (2026-11-27) fresh processes found 32-34 rounds/ms in
+  8 of 12 tries and 44-46 in 3, a third more work for the same ``cpu_ms``. So a
+  sweep calibrates once, in its parent, and passes the figure to every run as
+  ``hash_rate`` (:func:`pin_hash_rate`): every worker count does the same work per
+  sample; give ``hash_rate`` yourself to compare separate commands.
 * **model** (``width``, ``depth``): ``depth`` dense layers of ``width`` units
   (ReLU) on the flattened image, then a dense output layer.
 
@@ -60,6 +65,9 @@ class SyntheticKnobs:
     """evict each file from the page cache after reading it, so reads hit the device"""
     cpu_ms: float = 0.0
     """CPU time of the per-sample transform's extra work, in ms"""
+    hash_rate: float = 0.0
+    """BLAKE2b rounds per ms of CPU time that ``cpu_ms`` is converted with; 0: calibrated in this process
+    (:func:`hash_rounds_per_ms`). A sweep sets it once for all its runs (:func:`pin_hash_rate`)"""
     width: int = 64
     """units per hidden dense layer"""
     depth: int = 1
@@ -76,10 +84,14 @@ class SyntheticKnobs:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise GluonbenchError(f"synthetic option {name} must be a whole number >= {low} (got {value!r})")
-        for name in ("record_kb", "read_ms", "cpu_ms"):
+        for name in ("record_kb", "read_ms", "cpu_ms", "hash_rate"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or isinstance(value, bool) or value < 0 or not math.isfinite(value):
                 raise GluonbenchError(f"synthetic option {name} must be a number >= 0 (got {value!r})")
+        if self.hash_rate > 1e6:
+            raise GluonbenchError(
+                f"synthetic option hash_rate={self.hash_rate:g} is over 10^6 rounds a ms; leave it 0 to calibrate"
+            )
         if self.record_kb > 64 * 1024:
             raise GluonbenchError(f"synthetic option record_kb={self.record_kb:g} is over 64 MiB a sample; lower it")
         return self
@@ -216,6 +228,15 @@ def hash_rounds_per_ms() -> float:
     return rounds / max(best * 1000.0, 1e-6)
 
 
+def pin_hash_rate(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with ``hash_rate`` set from this process's calibration when they ask for ``cpu_ms`` and give none:
+    what a sweep passes to each run (its own process), so every run converts ``cpu_ms`` into the same work."""
+    knobs = _coerce_knobs(options)
+    if knobs.cpu_ms <= 0 or knobs.hash_rate > 0:
+        return options
+    return {**options, "hash_rate": round(hash_rounds_per_ms(), 3)}
+
+
 class SyntheticTransform:
     """The seed's conversion (HWC uint8 -> CHW float32 / 255) plus ``rounds`` of real CPU work."""
 
@@ -290,7 +311,7 @@ def make(data_dir: str | Path | None = None, **options: Any) -> PipelineSpec:
     knobs = _coerce_knobs(options)
     folder = ensure_files(knobs, cache_root(data_dir))
     cls = _dataset_class()
-    rounds = round(knobs.cpu_ms * hash_rounds_per_ms()) if knobs.cpu_ms > 0 else 0
+    rounds = round(knobs.cpu_ms * (knobs.hash_rate or hash_rounds_per_ms())) if knobs.cpu_ms > 0 else 0
     return PipelineSpec(
         name="synthetic",
         dataset=cls(folder / "train", knobs),
