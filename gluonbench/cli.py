@@ -1556,6 +1556,9 @@ def main(argv: list[str] | None = None) -> int:
     from gluonbench.names import use_flags
 
     use_flags()  # messages name the flags (--budget), not the Python arguments (budget_s)
+    from gluonbench.engine.deadline import exit_hard_when_stuck
+
+    exit_hard_when_stuck()  # a step stuck in native code past budget + grace ends this process, not only its command
     # SIGTERM (a scheduler, `kill`) stops as cleanly as Ctrl-C: finished runs kept, report rebuilt
     global _MAIN_PID
     _MAIN_PID = os.getpid()

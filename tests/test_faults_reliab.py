@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 
 import pytest
 from conftest import assert_one_clear_line
@@ -364,6 +365,74 @@ def test_cli_a_stall_mid_tune_keeps_what_was_measured(cli, tmp_path):
     assert not (tmp_path / "t.toml").exists(), "no tuned.toml: nothing was confirmed"
     assert "no recommendation" in proc.stdout and "recommended:" not in proc.stdout, proc.stdout
     assert doc["elapsed_s"] < 10 + 10 + 5, doc["elapsed_s"]  # budget + grace (+ the signal's delivery)
+
+
+ENGINE_HANG = """# a pipeline whose model step blocks forever inside MXNet's engine after a number of calls (a custom operator)
+import numpy as np
+import gluonbench
+
+class Data:
+    def __len__(self):
+        return 512
+    def __getitem__(self, i):
+        return np.full((16,), i % 7, dtype=np.float32), np.float32(i % 2)
+
+def net(calls=200):
+    import time
+    import mxnet as mx
+    from mxnet import gluon
+
+    class Hangs(mx.operator.CustomOp):
+        n = 0
+        def forward(self, is_train, req, in_data, out_data, aux):
+            Hangs.n += 1
+            if Hangs.n > calls:
+                time.sleep(3600)  # an operator that never finishes: the engine waits for it
+            self.assign(out_data[0], req[0], in_data[0])
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            self.assign(in_grad[0], req[0], out_grad[0])
+
+    @mx.operator.register("gb_hangs")
+    class HangsProp(mx.operator.CustomOpProp):
+        def __init__(self):
+            super().__init__(need_top_grad=True)
+        def list_arguments(self):
+            return ["data"]
+        def list_outputs(self):
+            return ["output"]
+        def infer_shape(self, in_shape):
+            return in_shape, [in_shape[0]], []
+        def create_operator(self, ctx, shapes, dtypes):
+            return Hangs()
+
+    class Net(gluon.Block):
+        def __init__(self):
+            super().__init__()
+            self.dense = gluon.nn.Dense(2)
+        def forward(self, x):
+            return self.dense(mx.nd.Custom(x, op_type="gb_hangs"))
+
+    return Net()
+
+def make(calls=200):
+    return gluonbench.PipelineSpec(dataset=Data(), net=lambda: net(int(calls)), batch_size=8)
+"""
+
+
+def test_cli_a_step_stuck_in_native_code_ends_within_budget_grace_and_backstop(cli, tmp_path, no_leaks):
+    # a custom operator that never finishes holds the main thread in nd.waitall() (native code), where the deadline's
+    # signal handler never runs: the CLI's backstop ends the process after budget + grace + HARD_EXIT_S, one line
+    from gluonbench.engine.deadline import HARD_EXIT_S, grace_s
+
+    (tmp_path / "engine_hang.py").write_text(ENGINE_HANG)
+    t0 = time.monotonic()
+    proc = cli("diagnose", "--pipeline", "engine_hang:make", "--budget", "4", cwd=tmp_path, timeout=120)
+    took = time.monotonic() - t0
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    error = proc.stderr.strip().splitlines()[-1]
+    assert error.startswith("gluonbench: error: diagnose stopped after"), error
+    assert "stalled in step (forward/backward/update) inside native code" in error, error
+    assert took < 4 + grace_s(4) + HARD_EXIT_S + 30, took  # + start-up (MXNet's import) on a busy machine
 
 
 def test_sweep_diagnose_keeps_the_rounds_before_a_stall(tmp_path, monkeypatch):

@@ -10,14 +10,24 @@ model is *step*). The measurement's own ``finally`` blocks then close the loader
 
 A signal can only be handled on the main thread: called from another thread, the deadline is not
 armed (logged once), and the schedule's own budget check is what remains.
+
+A signal's Python handler also runs only when the main thread gets back to Python: a step stuck in native
+code (an MXNet engine operation that never finishes, such as a custom operator that blocks, waited on by
+``nd.waitall()``) holds it there for good. In the CLI (:func:`exit_hard_when_stuck`) a backstop timer thread
+then ends the process ``HARD_EXIT_S`` after budget + grace, with one line naming the stage, exit 2; its
+loader workers are killed with it, and its scratch folders go as after a ``kill -9``
+(:mod:`gluonbench.scratch`). From Python nothing ends the caller's process: the backstop is off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from time import perf_counter
@@ -32,6 +42,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 GRACE_MIN_S = 10.0
 GRACE_MAX_S = 60.0
+HARD_EXIT_S = 5.0
+"""CLI only: seconds past budget + grace after which a command whose main thread never came back to Python (stuck in
+native code, where no signal handler runs) ends the process (:func:`exit_hard_when_stuck`)"""
+
+_hard_exit = False
+
+
+def exit_hard_when_stuck(on: bool = True) -> None:
+    """Turn the backstop of every :class:`Deadline` on (the CLI) or off (the default, for library use): past budget +
+    grace + :data:`HARD_EXIT_S`, a command still running prints one line naming the stage and exits with 2."""
+    global _hard_exit
+    _hard_exit = on
 
 
 def grace_s(budget_s: float) -> float:
@@ -103,6 +125,7 @@ class Deadline:
         self._t0 = 0.0
         self._outer_left = 0.0
         self._outer_interval = 0.0
+        self._backstop: threading.Timer | None = None
 
     @property
     def limit_s(self) -> float:
@@ -148,11 +171,43 @@ class Deadline:
         self._previous = signal.signal(signal.SIGALRM, self._fire)
         signal.setitimer(signal.ITIMER_REAL, self.limit_s)
         self._armed = True
+        if _hard_exit:
+            self._backstop = threading.Timer(self.limit_s + HARD_EXIT_S, self._stuck)
+            self._backstop.daemon = True
+            self._backstop.start()
         return self
+
+    def _stuck(self) -> None:
+        """The backstop (a timer thread): the main thread never came back to Python to act on the deadline, or its
+        clean-up after it is stuck too; one line, the loader workers killed, exit 2."""
+        frame = sys._current_frames().get(threading.main_thread().ident or 0)
+        stage = stalled_stage(frame)
+        elapsed = perf_counter() - self._t0
+        line = (
+            f"gluonbench: error: {self.what} stopped after {elapsed:.0f} s (budget {self.budget_s:g} s + {self.grace:g} s "
+            f"grace): the pipeline stalled in {stage} inside native code (an MXNet engine operation that never "
+            "finishes, such as a custom operator that blocks), where nothing can interrupt it; the process exits "
+            "now: fix that stage"
+        )
+        try:
+            log.info("%s: the main thread was in %s", self.what, frame_trail(frame))
+            sys.stdout.flush()
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+            import psutil
+
+            for child in psutil.Process().children(recursive=True):  # loader workers, helpers
+                with contextlib.suppress(psutil.Error):
+                    child.kill()
+        finally:
+            os._exit(2)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self._backstop is not None:
+            self._backstop.cancel()
+            self._backstop = None
         if self._armed:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self._previous)  # type: ignore[arg-type]
