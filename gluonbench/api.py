@@ -679,9 +679,9 @@ def _keep_stalled_tune(settings: TuneSettings, out: str | Path | None, exc: Budg
     partial = exc.partial
     if partial is None or not partial.measured:
         return
+    kept: list[str] = []
     try:
         text = json.dumps(partial.to_dict(), indent=2)
-        kept = []
         if settings.json_path:
             atomic_write_text(settings.json_path, text)
             kept.append(str(settings.json_path))
@@ -691,7 +691,8 @@ def _keep_stalled_tune(settings: TuneSettings, out: str | Path | None, exc: Budg
             atomic_write_text(store.path / "tune.json", text)
             kept.append(str(store.path / "tune.json"))
     except Exception as err:  # the stall's one line must still come out, whatever saving the rest did
-        exc.args = (f"{exc}; saving the {count(partial.measured, 'measurement')} made before it failed: {err}",)
+        saved = f" (kept in {' and '.join(kept)})" if kept else ""
+        exc.args = (f"{exc}; saving the {count(partial.measured, 'measurement')} made before it failed{saved}: {err}",)
         return
     if kept:
         verb = "is" if partial.measured == 1 else "are"

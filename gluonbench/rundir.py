@@ -45,6 +45,11 @@ def load(run_dir: str | Path) -> Report:
     if not store.path.is_dir():
         raise GluonbenchError(f"{run_dir} is not a folder; pass a run folder made by gluonbench sweep, io or diagnose")
     if not store.runs_path.is_file():
+        if (store.path / "tune.json").is_file() and store.path.name.endswith("-stalled"):
+            raise GluonbenchError(
+                f"{run_dir} is a tune that a stall stopped: it has no report, and its measurements are in "
+                f"{store.path / 'tune.json'}; fix the stalled stage and tune again"
+            )
         raise GluonbenchError(
             f"{run_dir} has no runs.jsonl; pass a run folder made by gluonbench sweep, io or diagnose"
         )

@@ -74,17 +74,25 @@ def test_a_given_hash_rate_fixes_the_work_and_pinning_keeps_a_given_one(tmp_path
     assert pinned["cpu_ms"] == "1" and pinned["hash_rate"] == round(hash_rounds_per_ms(), 3) > 0
 
 
-def test_a_sweep_gives_every_run_one_calibration(tmp_path, cli):
+def test_a_sweep_gives_every_run_one_calibration(tmp_path, monkeypatch):
     # each run of a sweep is its own process; calibrated in each, cpu_ms could mean a third more work at one worker
-    # count than at another (the CPU's speed moves the calibration): the parent's one figure goes to every run
-    out, cache = tmp_path / "runs", tmp_path / "cache"
-    args = ["sweep", "--dataset", "synthetic", "--data-dir", str(cache), "--samples", "256", "--cpu-ms", "0.2"]
-    proc = cli(*args, "--workers", "0,1", "--max-batches", "2", "--batch-size", "32", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (run_dir,) = out.iterdir()
-    rates = {json.loads(line)["spec"]["options"]["hash_rate"] for line in (run_dir / "runs.jsonl").open()}
-    saved = json.loads((run_dir / "sweep.json").read_text())["settings"]["options"]
-    assert len(rates) == 1 and rates == {saved["hash_rate"]} and saved["hash_rate"] > 0, (rates, saved)
+    # count than at another (the CPU's speed moves the calibration): the parent's one figure goes to every run, and
+    # --resume keeps it (the runs themselves are stubbed: what is checked is what they are given)
+    from gluonbench import api
+    from gluonbench.config import SweepSettings
+
+    given = []
+    monkeypatch.setattr(api, "_sweep_locked", lambda store, settings, *a, **k: given.append((store, settings)))
+    settings = SweepSettings(workload="synthetic", workers=(0, 1, 2), options={"cpu_ms": 0.2, "samples": 64})
+    api.sweep(settings, out=tmp_path / "runs")
+    store, first = given[-1]
+    rates = {spec.options["hash_rate"] for spec in first.specs()}
+    saved = json.loads((store.path / "sweep.json").read_text())["settings"]["options"]
+    assert len(rates) == 1 and rates == {saved["hash_rate"]} and saved["hash_rate"] >= 1, (rates, saved)
+    api.sweep(resume=store.path)
+    assert given[-1][1].options["hash_rate"] == saved["hash_rate"], "resume: the same figure, not a new calibration"
+    api.sweep(SweepSettings(workload="mnist", workers=(0,)), out=tmp_path / "runs")
+    assert "hash_rate" not in given[-1][1].options, "only a synthetic workload's cpu_ms is pinned"
 
 
 def test_model_size_follows_width_and_depth(tmp_path):
@@ -111,7 +119,8 @@ def test_model_size_follows_width_and_depth(tmp_path):
         ({"samples": 0}, "samples must be a whole number >= 1"),
         ({"cold": "maybe"}, "cold='maybe' is not a true/false"),
         ({"hash_rate": -1}, "hash_rate must be a number >= 0"),
-        ({"hash_rate": 1e7}, "hash_rate=1e+07 is over 10^6 rounds a ms; leave it 0 to calibrate"),
+        ({"hash_rate": 1e7}, "hash_rate=1e+07 is outside 1..10^6 rounds a ms; leave it 0 to calibrate"),
+        ({"hash_rate": 0.1}, "hash_rate=0.1 is outside 1..10^6 rounds a ms"),
     ],
 )
 def test_bad_knobs(tmp_path, options, needle):

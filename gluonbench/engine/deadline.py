@@ -68,8 +68,9 @@ class BudgetExceededError(GluonbenchError):
     ``measurement`` is the :class:`~gluonbench.engine.measure.Measurement` of the rounds that finished before
     it (set by :class:`~gluonbench.engine.measure.Rounds`; None when the stall came before the first round),
     and ``partial`` the command's own result built from them (``diagnose``: a
-    :class:`~gluonbench.diagnosis.run.Diagnosis` whose ``stop_reason`` names the stall; None when no round
-    paired every probe).
+    :class:`~gluonbench.diagnosis.run.Diagnosis` whose ``stop_reason`` names the stall, None when no round
+    paired every probe; ``tune``: a :class:`~gluonbench.tune.result.StalledTune` with every measurement made before
+    the stall, None when the stall came before the search started).
     """
 
     def __init__(self, message: str, stage: str) -> None:

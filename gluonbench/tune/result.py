@@ -304,9 +304,10 @@ def evidence_lines(evidence: list[Evidence]) -> list[str]:
 class StalledTune:
     """What a tune that a stall stopped had measured (``BudgetExceededError.partial``): the evidence, no recommendation.
 
-    A stage that blocks past budget + grace ends the search before its confirmation, so no setting was compared with
-    the others in one interleaved measurement: the figures are kept (nothing already measured is lost), but the
-    fastest of them is not a recommendation. ``to_dict()`` is JSON, with ``status: "stalled"``.
+    A stage that blocks past budget + grace ends the search before the confirmation of the batch size it was
+    measuring, so the settings there were not compared in one interleaved measurement: the figures are kept (nothing
+    already measured is lost), but the fastest of them is not a recommendation. Batch sizes confirmed before the stall
+    (``--batch-sizes``) keep their results in ``batch_sizes``. ``to_dict()`` is JSON, with ``status: "stalled"``.
     """
 
     stage: str
@@ -314,14 +315,23 @@ class StalledTune:
     error: str
     """the stall's one line"""
     evidence: list[Evidence] = field(default_factory=list)
-    """every measurement before the stall, the stalled measurement's complete rounds included"""
+    """every measurement before the stall, the stalled measurement's complete rounds included (with several batch
+    sizes, each label starts with ``batch N:``)"""
+    batch_sizes: list[BatchSizeResult] = field(default_factory=list)
+    """the batch sizes whose search and confirmation finished before the stall"""
     budget_s: float = 0.0
+    """the tune's budget (seconds)"""
     elapsed_s: float = 0.0
+    """seconds from the tune's start to the stall's error"""
     cores: int = 0
+    """the cores this process may use"""
     ctx: str = "cpu"
+    """the context tuned for: ``cpu`` or ``gpu:N``"""
     started_utc: str = ""
     label: str = ""
+    """the tune's label (a workload's or pipeline's name)"""
     status: str = "stalled"
+    """always ``stalled``: what tells this file from a finished tune's"""
 
     @property
     def measured(self) -> int:
@@ -335,11 +345,16 @@ class StalledTune:
         """What was measured before the stall, and why it is not a recommendation."""
         lines = [
             f"tune stopped: the pipeline stalled in {self.stage} after {self.elapsed_s:.1f} s of a {self.budget_s:g} s "
-            "budget; no recommendation: the search ended before its confirmation compared the settings in one "
+            "budget; no recommendation: the search stalled before its confirmation compared the settings in one "
             "measurement",
-            f"kept: {count(self.measured, 'measurement')} from before the stall (the stall itself is not in them); "
-            "fix the stalled stage, then tune again",
+            f"kept: {count(self.measured, 'measurement')} from before the stall (the stall itself is not in the "
+            "figures); fix the stalled stage, then tune again",
         ]
+        for b in self.batch_sizes:
+            lines.append(
+                f"batch {b.batch_size} (finished before the stall): {Setting.from_dict(b.setting).label} "
+                f"{_rate(b.samples_per_s, b.ci)}, confirmed"
+            )
         lines += evidence_lines(self.evidence)
         lines.append(f"time: {self.elapsed_s:.1f} s of a {self.budget_s:g} s budget, {self.cores} cores, {self.ctx}")
         return "\n".join(lines) + "\n"

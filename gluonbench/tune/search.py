@@ -24,7 +24,7 @@ import logging
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from time import perf_counter
 from typing import Any
 
@@ -132,8 +132,12 @@ class _Search:
         try:
             m = measure({k: p for k, (_, p) in named.items()}, schedule, on_progress=self.progress)
         except BudgetExceededError as exc:
-            if exc.measurement is not None:  # the complete rounds before a stall are evidence too
-                self.record(phase, named, exc.measurement)
+            try:  # the complete rounds before a stall are evidence too; a pipeline with no block there is no finding
+                if exc.measurement is not None:
+                    kept = {k: r for k, r in exc.measurement.records.items() if r.blocks}
+                    self.record(phase, named, replace(exc.measurement, records=kept))
+            except Exception as err:  # the stall's one line must still come out
+                log.info("the rounds before the stall could not be kept: %r", err)
             raise
         except GluonbenchError:
             raise
@@ -537,17 +541,26 @@ def tune(
             if i + 1 < len(sizes):
                 nd.waitall()
     except BudgetExceededError as exc:  # nothing already measured is lost: the evidence goes with the error
-        exc.partial = StalledTune(
-            stage=exc.stage,
-            error=str(exc),
-            evidence=[e for s in searches for e in s.evidence],
-            budget_s=float(budget_s),
-            elapsed_s=perf_counter() - t_start,
-            cores=cores,
-            ctx="cpu" if not on_gpu else f"gpu:{ctx.device_id}",
-            started_utc=started,
-            label=label,
-        )
+        try:
+            several = len(sizes) > 1
+            exc.partial = StalledTune(
+                stage=exc.stage,
+                error=str(exc),
+                evidence=[
+                    replace(e, label=f"batch {s.pipeline.batch_size}: {e.label}") if several else e
+                    for s in searches
+                    for e in s.evidence
+                ],
+                batch_sizes=per_size,
+                budget_s=float(budget_s),
+                elapsed_s=perf_counter() - t_start,
+                cores=cores,
+                ctx="cpu" if not on_gpu else f"gpu:{ctx.device_id}",
+                started_utc=started,
+                label=label,
+            )
+        except Exception as err:  # the stall's one line must still come out
+            log.info("the evidence before the stall could not be kept: %r", err)
         raise
     finally:
         nd.waitall()

@@ -88,9 +88,9 @@ class SyntheticKnobs:
             value = getattr(self, name)
             if not isinstance(value, int | float) or isinstance(value, bool) or value < 0 or not math.isfinite(value):
                 raise GluonbenchError(f"synthetic option {name} must be a number >= 0 (got {value!r})")
-        if self.hash_rate > 1e6:
+        if self.hash_rate and not 1 <= self.hash_rate <= 1e6:
             raise GluonbenchError(
-                f"synthetic option hash_rate={self.hash_rate:g} is over 10^6 rounds a ms; leave it 0 to calibrate"
+                f"synthetic option hash_rate={self.hash_rate:g} is outside 1..10^6 rounds a ms; leave it 0 to calibrate"
             )
         if self.record_kb > 64 * 1024:
             raise GluonbenchError(f"synthetic option record_kb={self.record_kb:g} is over 64 MiB a sample; lower it")
