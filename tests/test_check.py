@@ -348,3 +348,29 @@ def test_a_spec_whose_net_is_a_function_builds_the_net():
         assert target.pipeline.step is not None and target.pipeline.loader.batch_size == 4
     finally:
         target.close()
+
+
+def test_a_synthetic_check_does_the_baselines_work_per_sample(baseline):
+    # the synthetic workload turns cpu_ms into hashing rounds through a calibration that moves by up to a third between
+    # processes: a check (another process) builds the pipeline with the baseline's figure, so the work is the same
+    from types import SimpleNamespace
+
+    from gluonbench.check import _same_work
+    from gluonbench.workloads.synthetic import hash_rounds_per_ms
+
+    base = SimpleNamespace(hash_rate=40.5)
+    assert _same_work("synthetic", {"cpu_ms": "1"}, base) == {"cpu_ms": "1", "hash_rate": 40.5}
+    assert _same_work("synthetic", {"cpu_ms": "1", "hash_rate": "7"}, base)["hash_rate"] == "7", "a given one wins"
+    assert _same_work("synthetic", {"cpu_ms": "1"}, None)["hash_rate"] == round(hash_rounds_per_ms(), 3)
+    assert _same_work("synthetic", {"cpu_ms": "1"}, SimpleNamespace(hash_rate=0.0))["hash_rate"] > 0
+    assert _same_work("mnist", {"cpu_ms": "1"}, base) == {"cpu_ms": "1"}, "another pipeline: untouched"
+    # a baseline stores it, and one saved before it existed still loads (no hash_rate: 0)
+    doc = json.loads(baseline.read_text())
+    assert doc["hash_rate"] == 0.0, "a --pipeline check has no synthetic calibration"
+    doc.pop("hash_rate")
+    old = baseline.parent / "old.json"
+    old.write_text(json.dumps(doc))
+    assert load_baseline(old).hash_rate == 0.0
+    doc["hash_rate"] = 33.25
+    old.write_text(json.dumps(doc))
+    assert load_baseline(old).hash_rate == 33.25

@@ -79,6 +79,7 @@ def run_check(
     base = load_baseline(baseline) if baseline is not None else None
     if save is not None:
         check_writable_file(save, "--save-baseline")
+    options = _same_work(pipeline, options, base)
     target = resolve_pipeline(
         pipeline,
         batch_size=batch_size,
@@ -97,8 +98,21 @@ def run_check(
         snap = measure_snapshot(target, budget_s, on_progress=on_progress)
     finally:
         target.close()
+    snap.hash_rate = float((options or {}).get("hash_rate") or 0.0)
     if save is not None:
         save_baseline(snap, save)
         return snap
     assert base is not None
     return decide(snap, base, t, str(baseline))
+
+
+def _same_work(pipeline: Any, options: dict[str, Any] | None, base: Snapshot | None) -> dict[str, Any] | None:
+    """The synthetic workload's options with one ``cpu_ms`` calibration: the baseline's when checking against one
+    (the check runs in another process, whose own calibration can differ by a third), else this process's."""
+    if pipeline != "synthetic" or not options:
+        return options
+    from gluonbench.workloads.synthetic import pin_hash_rate
+
+    if base is not None and base.hash_rate > 0 and not options.get("hash_rate"):
+        options = {**options, "hash_rate": base.hash_rate}
+    return pin_hash_rate(options)

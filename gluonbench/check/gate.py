@@ -128,6 +128,9 @@ class Snapshot:
     rounds: int
     env: dict[str, Any] = field(default_factory=dict)
     started_utc: str = ""
+    hash_rate: float = 0.0
+    """the synthetic workload's ``cpu_ms`` calibration the pipeline was built with (0: none), so a check against this
+    baseline builds it with the same work per sample (:func:`gluonbench.workloads.synthetic.pin_hash_rate`)"""
 
     @property
     def ceiling_samples_per_s(self) -> float:
@@ -155,6 +158,7 @@ class Snapshot:
             rounds=int(d.get("rounds", 0)),
             env=dict(d.get("env") or {}),
             started_utc=str(d.get("started_utc", "")),
+            hash_rate=float(d.get("hash_rate") or 0.0),
         )
 
 
