@@ -36,6 +36,9 @@ import gluonbench
 from diagnose_accuracy import reading
 from gluonbench.workloads.cases import CASES, build
 case = next(c for c in CASES if c.name == {case!r})
+if {hash_rate!r} and (case.options or {{}}).get("cpu_ms"):  # the same work per sample in every run
+    import dataclasses
+    case = dataclasses.replace(case, options={{**case.options, "hash_rate": {hash_rate!r}}})
 d = gluonbench.diagnose(ctx="cpu", budget_s={budget!r}, **build(case, {dirs!r}))
 print(json.dumps({{"reading": reading(d), "input": d.speedups.get("input"),
     "ci": d.speedup_ci.get("input"), "settled_s": d.settled_s, "rounds": d.rounds, "elapsed_s": d.elapsed_s,
@@ -52,6 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=60.0, help="seconds per diagnosis (default 60)")
     p.add_argument("--mnist-dir", help="folder of the MNIST files (default: gluonbench's look-up, no download)")
     p.add_argument("--out", help="write ab_checkouts-<case>-<UTC>.json into this folder")
+    p.add_argument(
+        "--hash-rate",
+        default="auto",
+        help="a synthetic case's cpu_ms calibration (hashing rounds per ms) given to every run, so each does the same "
+        "work per sample: auto (default: calibrated once here), a number, or 0 (each run calibrates itself, as "
+        "checkouts before the hash_rate option must)",
+    )
     args = p.parse_args(argv)
     roots = {"A": str(Path(args.a).resolve()), "B": str(Path(args.b).resolve())}
     for name, root in roots.items():
@@ -69,6 +79,16 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--out {out}: {exc.strerror}; give a folder you can write")
         if not os.access(out, os.W_OK):
             p.error(f"--out {out} is not writable; give a folder you can write")
+    try:
+        hash_rate = 0.0 if args.hash_rate == "0" else float(args.hash_rate) if args.hash_rate != "auto" else None
+    except ValueError:
+        p.error(f"--hash-rate {args.hash_rate!r}: give auto, 0 or a number of rounds per ms, e.g. 33")
+    if hash_rate is None:
+        from gluonbench.workloads.synthetic import hash_rounds_per_ms
+
+        hash_rate = round(hash_rounds_per_ms(), 3)
+    if hash_rate and not 1 <= hash_rate <= 1e6:
+        p.error(f"--hash-rate {hash_rate:g} is out of range: give 1..10^6 rounds per ms, or 0")
     names = [c.name for c in CASES]
     if args.case not in names:
         p.error(f"unknown case {args.case!r}; the cases: {', '.join(names)}")
@@ -82,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mnist_dir:
             dirs["mnist"] = str(Path(args.mnist_dir).resolve())
         for pair, arm in order:
-            code = RUN.format(root=roots[arm], case=args.case, budget=args.budget, dirs=dirs)
+            code = RUN.format(root=roots[arm], case=args.case, budget=args.budget, dirs=dirs, hash_rate=hash_rate)
             proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 print(proc.stderr[-2000:], file=sys.stderr)
@@ -108,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     if out is not None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         path = out / f"ab_checkouts-{args.case}-{stamp}.json"
-        atomic_write_text(path, json.dumps({"command": command_line(), "checkouts": roots, "runs": runs}, indent=1))
+        atomic_write_text(
+            path,
+            json.dumps({"command": command_line(), "checkouts": roots, "hash_rate": hash_rate, "runs": runs}, indent=1),
+        )
         print(f"json: {path}")
     return 0
 

@@ -656,7 +656,7 @@ def run_tune(
     except GluonbenchError as exc:  # measured, then not saved: the one line still gives the result
         raise NotSavedError(f"tune measured (recommended: {result.dataloader}) but not saved: {exc}", result) from None
     if out is not None:
-        store = RunStore(new_run_dir(out, f"tune-{settings.workload}-{result.ctx.replace(':', '')}"))
+        store = RunStore(new_run_dir(out, settings.label(result.ctx)))
         store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": result.env})
         store.append(
             {
@@ -686,7 +686,7 @@ def _keep_stalled_tune(settings: TuneSettings, out: str | Path | None, exc: Budg
             atomic_write_text(settings.json_path, text)
             kept.append(str(settings.json_path))
         if out is not None:
-            store = RunStore(new_run_dir(out, f"tune-{settings.workload}-{partial.ctx.replace(':', '')}-stalled"))
+            store = RunStore(new_run_dir(out, f"{settings.label(partial.ctx)}-stalled"))
             store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": environment()})
             atomic_write_text(store.path / "tune.json", text)
             kept.append(str(store.path / "tune.json"))

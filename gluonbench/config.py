@@ -726,6 +726,11 @@ class TuneSettings:
             return "pipeline", pipeline_workload_options(self.pipeline, self.pipeline_options)
         return self.workload, self.options
 
+    def label(self, ctx: str) -> str:
+        """The run folder's suffix with ``--out``: ``tune-<data set or pipeline>-<ctx>`` (``ctx``: ``cpu``, ``gpu:0``)."""
+        what = pipeline_label(self.pipeline) if self.pipeline else self.workload
+        return f"tune-{what}-{ctx.replace(':', '')}"
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

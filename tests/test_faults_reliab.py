@@ -362,6 +362,7 @@ def test_cli_a_stall_mid_tune_keeps_what_was_measured(cli, tmp_path):
     measured = [e for e in doc["evidence"] if e["status"] == "ok" and e["samples_per_s"]]
     assert measured and all(e["blocks"] >= 1 and e["samples_per_s"] > 0 for e in measured), doc["evidence"]
     (run_dir,) = (tmp_path / "runs").iterdir()
+    assert run_dir.name.endswith("-tune-stalls-make-cpu-stalled"), run_dir.name  # named after the pipeline
     assert json.loads((run_dir / "tune.json").read_text()) == doc
     report = cli("report", str(run_dir), cwd=tmp_path)  # no report of a stalled tune, and the line says why
     assert report.returncode == 2 and "a tune that a stall stopped" in report.stderr, report.stderr
