@@ -581,3 +581,39 @@ def test_the_deadline_logs_where_the_main_thread_was(caplog):
     lines = [r.getMessage() for r in caplog.records if "the main thread was in" in r.getMessage()]
     assert len(lines) == 1, caplog.text
     assert "stuck_here_for_a_while < test_faults_reliab.py:test_the_deadline_logs_where" in lines[0]
+
+
+BACKSTOP = """
+import sys, time
+from gluonbench.engine import deadline
+deadline.exit_hard_when_stuck()
+deadline.HARD_EXIT_S = 1.0  # the backstop: 1 s after budget + grace (0.6 s) ...
+deadline.CLEANUP_S = 4.0  # ... and, once the deadline's error is raised, 4 s from then for the clean-up
+try:
+    with deadline.Deadline(0.3, "test", grace=0.3):  # as with_deadline wraps diagnose() and tune()
+        try:
+            time.sleep(30)  # blocks in Python: the deadline's own error ends it after 0.6 s
+        finally:
+            time.sleep(float(sys.argv[1]))  # their clean-up (loaders closed, nd.waitall()) that follows the error
+except deadline.BudgetExceededError:
+    print("cleaned up")
+"""
+
+
+@pytest.mark.parametrize(("cleanup_s", "finishes"), [(2.0, True), (30.0, False)])
+def test_the_backstop_gives_the_clean_up_after_a_stall_its_own_bounded_time(cleanup_s, finishes):
+    # after the deadline's error the command closes its loaders and saves what it measured: that gets CLEANUP_S of
+    # its own (a 2 s clean-up outlives the HARD_EXIT_S meant for a main thread that never answered), and a clean-up
+    # that hangs is ended too
+    import subprocess
+    import sys
+
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", BACKSTOP, str(cleanup_s)], capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - t0
+    if finishes:
+        assert proc.returncode == 0 and "cleaned up" in proc.stdout, proc.stderr
+    else:
+        assert proc.returncode == 2 and "cleaned up" not in proc.stdout, (proc.returncode, proc.stdout)
+        assert proc.stderr.strip().splitlines()[-1].startswith("gluonbench: error: test stopped after"), proc.stderr
+        assert took < 20, took  # 0.6 s + CLEANUP_S + start-up, not the 30 s clean-up

@@ -14,7 +14,9 @@ armed (logged once), and the schedule's own budget check is what remains.
 A signal's Python handler also runs only when the main thread gets back to Python: a step stuck in native
 code (an MXNet engine operation that never finishes, such as a custom operator that blocks, waited on by
 ``nd.waitall()``) holds it there for good. In the CLI (:func:`exit_hard_when_stuck`) a backstop timer thread
-then ends the process ``HARD_EXIT_S`` after budget + grace, with one line naming the stage, exit 2; its
+then ends the process ``HARD_EXIT_S`` after budget + grace (or ``CLEANUP_S`` after the deadline's own error, when the
+clean-up that follows it, closing loaders and saving what was measured, is what gets stuck), with one line naming the
+stage, exit 2; its
 loader workers are killed with it, and its scratch folders go as after a ``kill -9``
 (:mod:`gluonbench.scratch`). From Python nothing ends the caller's process: the backstop is off.
 """
@@ -45,6 +47,9 @@ GRACE_MAX_S = 60.0
 HARD_EXIT_S = 5.0
 """CLI only: seconds past budget + grace after which a command whose main thread never came back to Python (stuck in
 native code, where no signal handler runs) ends the process (:func:`exit_hard_when_stuck`)"""
+CLEANUP_S = 30.0
+"""CLI only: once the deadline's error is raised, the seconds its clean-up may take (loaders closed, each within
+2 x 5 s; what was measured saved) before the backstop ends the process"""
 
 _hard_exit = False
 
@@ -134,6 +139,7 @@ class Deadline:
 
     def _fire(self, signum: int, frame: FrameType | None) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        self._start_backstop(CLEANUP_S)  # the main thread answered: its clean-up gets its own bounded time
         stage = stalled_stage(frame)
         elapsed = perf_counter() - self._t0
         stopped = f"{self.what} stopped after {elapsed:.0f} s (budget {self.budget_s:g} s + {self.grace:g} s grace)"
@@ -172,11 +178,18 @@ class Deadline:
         self._previous = signal.signal(signal.SIGALRM, self._fire)
         signal.setitimer(signal.ITIMER_REAL, self.limit_s)
         self._armed = True
+        self._start_backstop(self.limit_s + HARD_EXIT_S)
+        return self
+
+    def _start_backstop(self, after_s: float) -> None:
+        """(Re)start the backstop timer (CLI only, :func:`exit_hard_when_stuck`) to fire ``after_s`` from now."""
+        if self._backstop is not None:
+            self._backstop.cancel()
+            self._backstop = None
         if _hard_exit:
-            self._backstop = threading.Timer(self.limit_s + HARD_EXIT_S, self._stuck)
+            self._backstop = threading.Timer(after_s, self._stuck)
             self._backstop.daemon = True
             self._backstop.start()
-        return self
 
     def _stuck(self) -> None:
         """The backstop (a timer thread): the main thread never came back to Python to act on the deadline, or its
