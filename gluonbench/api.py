@@ -497,17 +497,23 @@ def _keep_stalled(settings: DiagnoseSettings, out: str | Path | None, exc: Budge
     is saved, and say where in the error's line."""
     if exc.partial is None:
         return
+    what = f"{count(exc.partial.rounds, 'round')} measured"
     try:
         run_dir, _ = _save_diagnosis(settings, out, exc.partial, status="stalled")
     except Exception as err:  # the stall's one line must still come out, whatever saving the rest did
-        exc.args = (f"{exc}; saving the {exc.partial.rounds} round(s) measured before it failed: {err}",)
+        _say_kept(exc, what, exc.partial.rounds, [], err)
         return
-    kept = [str(p) for p in (settings.json_path, run_dir) if p]
-    if kept:
-        verb = "is" if exc.partial.rounds == 1 else "are"
-        exc.args = (
-            f"{exc}; the {count(exc.partial.rounds, 'round')} measured before it {verb} kept in {' and '.join(kept)}",
-        )
+    _say_kept(exc, what, exc.partial.rounds, [str(p) for p in (settings.json_path, run_dir) if p])
+
+
+def _say_kept(exc: BudgetExceededError, what: str, n: int, kept: list[str], err: Exception | None = None) -> None:
+    """End the stall's one line with where ``what`` (``n`` of them, e.g. "3 rounds measured") before it is kept, or,
+    with ``err``, that saving it failed (naming what was kept before the failure)."""
+    where = " and ".join(kept)
+    if err is not None:
+        exc.args = (f"{exc}; saving the {what} before it failed{f' (kept in {where})' if kept else ''}: {err}",)
+    elif kept:
+        exc.args = (f"{exc}; the {what} before it {'is' if n == 1 else 'are'} kept in {where}",)
 
 
 def _save_diagnosis(
@@ -691,14 +697,9 @@ def _keep_stalled_tune(settings: TuneSettings, out: str | Path | None, exc: Budg
             atomic_write_text(store.path / "tune.json", text)
             kept.append(str(store.path / "tune.json"))
     except Exception as err:  # the stall's one line must still come out, whatever saving the rest did
-        saved = f" (kept in {' and '.join(kept)})" if kept else ""
-        exc.args = (f"{exc}; saving the {count(partial.measured, 'measurement')} made before it failed{saved}: {err}",)
+        _say_kept(exc, f"{count(partial.measured, 'measurement')} made", partial.measured, kept, err)
         return
-    if kept:
-        verb = "is" if partial.measured == 1 else "are"
-        exc.args = (
-            f"{exc}; the {count(partial.measured, 'measurement')} made before it {verb} kept in {' and '.join(kept)}",
-        )
+    _say_kept(exc, f"{count(partial.measured, 'measurement')} made", partial.measured, kept)
 
 
 # -- doctor: preflight checks, ceilings, roofline (issue #20) --

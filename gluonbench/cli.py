@@ -735,6 +735,15 @@ def _add_tune(sub: Any) -> None:
     p.set_defaults(func=cmd_tune)
 
 
+def _print_stalled(text: Callable[[], str], what: str) -> None:
+    """Print what a stalled command measured before the stall (``text()``); its one error line follows, whatever
+    happens here."""
+    try:
+        print(text(), end="")
+    except Exception as err:
+        log.info("%s before the stall could not be printed: %r", what, err)
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from gluonbench import api
     from gluonbench.config import TuneSettings
@@ -789,10 +798,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             progress.close()
     except BudgetExceededError as exc:
         if exc.partial is not None and exc.partial.measured:  # a stall: what was measured before it, then the line
-            try:
-                print(exc.partial.to_text(), end="")
-            except Exception as err:  # the stall's line still comes out
-                log.info("the tune's evidence before the stall could not be printed: %r", err)
+            _print_stalled(exc.partial.to_text, "the tune's evidence")
         raise
     warn()
     print(result.to_text(), end="")
@@ -1244,10 +1250,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             progress.close()
     except BudgetExceededError as exc:
         if exc.partial is not None:  # a stall: what the rounds before it measured, then the one error line
-            try:
-                print(to_text(exc.partial), end="")
-            except Exception as err:  # the stall's line still comes out
-                log.info("the diagnosis before the stall could not be printed: %r", err)
+            partial = exc.partial
+            _print_stalled(lambda: to_text(partial), "the diagnosis")
         raise
     warn()
     print(to_text(d), end="")

@@ -137,12 +137,16 @@ class Deadline:
     def limit_s(self) -> float:
         return self.budget_s + self.grace
 
+    def _stopped(self) -> str:
+        """The start of a stall's line: what stopped, after how long, of which budget and grace."""
+        elapsed = perf_counter() - self._t0
+        return f"{self.what} stopped after {elapsed:.0f} s (budget {self.budget_s:g} s + {self.grace:g} s grace)"
+
     def _fire(self, signum: int, frame: FrameType | None) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         self._start_backstop(CLEANUP_S)  # the main thread answered: its clean-up gets its own bounded time
         stage = stalled_stage(frame)
-        elapsed = perf_counter() - self._t0
-        stopped = f"{self.what} stopped after {elapsed:.0f} s (budget {self.budget_s:g} s + {self.grace:g} s grace)"
+        stopped = self._stopped()
         # where exactly (``-v``): "waiting for a batch" is any wait of the loader's, closing its pool included
         log.info("%s: the main thread was in %s", stopped, frame_trail(frame))
         if stage.startswith("loader"):  # workers that wait for /dev/shm space never hand on a batch
@@ -196,12 +200,10 @@ class Deadline:
         clean-up after it is stuck too; one line, the loader workers killed, exit 2."""
         frame = sys._current_frames().get(threading.main_thread().ident or 0)
         stage = stalled_stage(frame)
-        elapsed = perf_counter() - self._t0
         line = (
-            f"gluonbench: error: {self.what} stopped after {elapsed:.0f} s (budget {self.budget_s:g} s + {self.grace:g} s "
-            f"grace): the pipeline stalled in {stage} inside native code (an MXNet engine operation that never "
-            "finishes, such as a custom operator that blocks), where nothing can interrupt it; the process exits "
-            "now: fix that stage"
+            f"gluonbench: error: {self._stopped()}: the pipeline stalled in {stage} inside native code (an MXNet engine "
+            "operation that never finishes, such as a custom operator that blocks), where nothing can interrupt it; "
+            "the process exits now: fix that stage"
         )
         try:
             log.info("%s: the main thread was in %s", self.what, frame_trail(frame))
