@@ -208,11 +208,14 @@ def sweep(
         raise GluonbenchError("sweep needs settings, or resume= a run folder")
     check_types(settings)
     settings.check()
-    if resume is None and settings.workload == "synthetic" and not settings.pipeline:
-        from gluonbench.workloads.synthetic import pin_hash_rate
+    if resume is None:
+        from gluonbench.workloads.synthetic import is_synthetic, pin_hash_rate
 
         # one calibration for every run (each its own process), kept in sweep.json for --resume
-        settings = replace(settings, options=pin_hash_rate(settings.options))
+        if settings.pipeline and is_synthetic(settings.pipeline):
+            settings = replace(settings, pipeline_options=pin_hash_rate(settings.pipeline_options))
+        elif not settings.pipeline and is_synthetic(settings.workload):
+            settings = replace(settings, options=pin_hash_rate(settings.options))
     if is_dist(settings.kvstore):
         return _dist_sweep(settings, out, resume, on_result, on_progress)
     sizes = check_inputs(settings)

@@ -817,6 +817,8 @@ CHECK_EXAMPLES = """examples:
   gluonbench check --workload mnist --baseline baseline.json --max-slowdown 5%   # on a pull request
   gluonbench check --pipeline mypkg.data:make_pipeline --baseline baseline.json --junit check.xml
   gluonbench check --pipeline ci/pipeline.py:make --workers 2 --baseline baseline.json --json check.json
+  gluonbench check --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images \
+      --save-baseline images.json
   gluonbench check --workload synthetic --set cpu_ms=1 --save-baseline synth.json --budget 90
 
 what is measured: the pipeline's probes (full, preprocessing / reading / loader swapped out, the loader
@@ -826,8 +828,9 @@ what is measured: the pipeline's probes (full, preprocessing / reading / loader 
 exit codes: 0 pass (not slower beyond --max-slowdown, 95 % confidence), 1 regression (names the stage:
   preprocessing, read, loader, copy, compute), 2 bad input, 3 inconclusive (too noisy for the budget;
   the message says what --budget would settle it).
---pipeline MODULE:FUNC / path/to/file.py:FUNC: FUNC() returns a gluonbench Pipeline, a Workload, or a dict
-  with dataset (required), transform, decode, net, loss, batch_size, num_workers.
+--pipeline MODULE:FUNC / path/to/file.py:FUNC: FUNC(**pipeline options) returns a gluonbench PipelineSpec, a
+  Pipeline, a Workload, or a dict with dataset (required), transform, decode, net, loss, batch_size, num_workers.
+  The options (--set or --pipeline-option) are kept in the baseline; a check with other options says so.
 with $GITHUB_STEP_SUMMARY set, a Markdown summary is appended to it.
 """
 
@@ -853,6 +856,14 @@ def _add_check(sub: Any) -> None:
     what.add_argument("--pipeline", metavar="MODULE:FUNC", help="your pipeline: pkg.mod:func or path/to/file.py:func")
     what.add_argument("--workload", "--dataset", dest="workload", help="a registered workload (default: mnist)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="workload option")
+    p.add_argument(
+        "--pipeline-option",
+        dest="pipeline_option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keyword argument of the --pipeline function (a TOML value), repeatable; kept in the baseline",
+    )
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--baseline", metavar="FILE", help="check against this baseline file")
     mode.add_argument("--save-baseline", metavar="FILE", help="measure and save a baseline file")
@@ -913,7 +924,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     from gluonbench.check import render
     from gluonbench.config import parse_overrides
 
-    options = parse_overrides(args.overrides)
+    if args.pipeline and args.overrides:
+        raise GluonbenchError(
+            "--set gives a workload's options (--workload); a --pipeline function's keyword arguments are "
+            "--pipeline-option KEY=VALUE"
+        )
+    if args.pipeline_option and not args.pipeline:
+        raise GluonbenchError("--pipeline-option goes with --pipeline MODULE:FUNC; add --pipeline (or use --set)")
+    options = _pipeline_options(args) if args.pipeline else parse_overrides(args.overrides)
     progress = _PlainProgress("check")
     try:
         result = api.check(

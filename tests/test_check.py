@@ -59,6 +59,7 @@ def test_baseline_holds_what_the_issue_lists(baseline):
     assert doc["stages"]["preprocessing"]["cpu_s_per_sample"] > 0
     snap = load_baseline(baseline, PIPE)
     assert snap.ceiling_samples_per_s > 0
+    assert doc["options"] == {} and snap.options == {}, "the function's keyword arguments (none here)"
 
 
 def test_regression_exit_1_names_the_stage_and_writes_ci_outputs(baseline, tmp_path):
@@ -205,6 +206,10 @@ def test_truncated_real_baseline_is_refused(baseline, tmp_path):
         (["--pipeline", str(REPO / "tests" / "check_pipelines.py") + ":nope"], "has no function"),
         (["--pipeline", str(REPO / "tests" / "check_pipelines.py") + ":not_a_pipeline"], "returned a int"),
         (["--workload", "nosuch"], "unknown pipeline"),
+        (["--set", "samples=64"], "--pipeline-option KEY=VALUE"),
+        (["--workload", "mnist", "--pipeline-option", "samples=64"], "goes with --pipeline"),
+        (["--pipeline-option", "samples=lots"], "calling it failed"),
+        (["--pipeline-option", "colour=red"], "unexpected keyword argument 'colour'"),
         (["--json", "/nonexistent-dir/x.json"], "does not exist"),
     ],
 )
@@ -364,6 +369,8 @@ def test_a_synthetic_check_does_the_baselines_work_per_sample(baseline):
     assert _same_work("synthetic", {"cpu_ms": "1"}, None)["hash_rate"] == round(hash_rounds_per_ms(), 3)
     assert _same_work("synthetic", {"cpu_ms": "1"}, SimpleNamespace(hash_rate=0.0))["hash_rate"] > 0
     assert _same_work("mnist", {"cpu_ms": "1"}, base) == {"cpu_ms": "1"}, "another pipeline: untouched"
+    factory = "gluonbench.workloads.synthetic:make"  # the same workload as a --pipeline, its --pipeline-option
+    assert _same_work(factory, {"cpu_ms": "1"}, base) == {"cpu_ms": "1", "hash_rate": 40.5}
     # a baseline stores it, and one saved before it existed still loads (no hash_rate: 0)
     doc = json.loads(baseline.read_text())
     assert doc["hash_rate"] == 0.0, "a --pipeline check has no synthetic calibration"
@@ -374,3 +381,29 @@ def test_a_synthetic_check_does_the_baselines_work_per_sample(baseline):
     doc["hash_rate"] = 33.25
     old.write_text(json.dumps(doc))
     assert load_baseline(old).hash_rate == 33.25
+
+
+def test_pipeline_options_reach_the_function_and_a_changed_one_is_noted(baseline):
+    # --pipeline-option KEY=VALUE (options= from Python) are the function's keyword arguments, as for every other
+    # command's --pipeline; the baseline keeps them, and a check made with others says so
+    from gluonbench.check.target import resolve_pipeline
+
+    target = resolve_pipeline(PIPE, options={"samples": 64})
+    try:
+        assert len(target.pipeline.dataset) == 64
+    finally:
+        target.close()
+    with pytest.raises(GluonbenchError, match="already built"):
+        resolve_pipeline({"dataset": [(1, 2)]}, options={"samples": 64})
+    base, now = _snap(baseline, 1.0, 0.01), _snap(baseline, 1.0, 0.01)
+    now.options = {"samples": 64}
+    assert "options changed: baseline none, now samples=64" in decide(now, base, 0.05).notes
+    base.options = None  # a baseline saved before options were kept: nothing to compare
+    assert not any("options" in n for n in decide(now, base, 0.05).notes)
+    # credentials in a URL option never reach the baseline
+    from gluonbench.check.gate import options_record
+
+    assert options_record({"uri": "s3://key:secret@bucket/x", "root": Path("/d")}) == {
+        "uri": "s3://***@bucket/x",
+        "root": "/d",
+    }

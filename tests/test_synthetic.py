@@ -80,6 +80,7 @@ def test_a_sweep_gives_every_run_one_calibration(tmp_path, monkeypatch):
     # --resume keeps it (the runs themselves are stubbed: what is checked is what they are given)
     from gluonbench import api
     from gluonbench.config import SweepSettings
+    from gluonbench.workloads.synthetic import FACTORY
 
     given = []
     monkeypatch.setattr(api, "_sweep_locked", lambda store, settings, *a, **k: given.append((store, settings)))
@@ -93,6 +94,10 @@ def test_a_sweep_gives_every_run_one_calibration(tmp_path, monkeypatch):
     assert given[-1][1].options["hash_rate"] == saved["hash_rate"], "resume: the same figure, not a new calibration"
     api.sweep(SweepSettings(workload="mnist", workers=(0,)), out=tmp_path / "runs")
     assert "hash_rate" not in given[-1][1].options, "only a synthetic workload's cpu_ms is pinned"
+    # the same workload named by its factory (--pipeline gluonbench.workloads.synthetic:make --pipeline-option ...)
+    factory = {"cpu_ms": 0.2, "samples": 64, "data_dir": str(tmp_path / "cache")}
+    api.sweep(SweepSettings(pipeline=FACTORY, pipeline_options=factory, workers=(0, 2)), out=tmp_path / "runs")
+    assert given[-1][1].pipeline_options["hash_rate"] >= 1 and "hash_rate" not in factory
 
 
 def test_model_size_follows_width_and_depth(tmp_path):

@@ -27,6 +27,7 @@ from gluonbench.check.gate import (
     decide,
     load_baseline,
     measure_snapshot,
+    options_record,
     parse_fraction,
     save_baseline,
 )
@@ -99,6 +100,7 @@ def run_check(
     finally:
         target.close()
     snap.hash_rate = float((options or {}).get("hash_rate") or 0.0)
+    snap.options = options_record(options)
     if save is not None:
         save_baseline(snap, save)
         return snap
@@ -108,10 +110,12 @@ def run_check(
 
 def _same_work(pipeline: Any, options: dict[str, Any] | None, base: Snapshot | None) -> dict[str, Any] | None:
     """The synthetic workload's options with one ``cpu_ms`` calibration: the baseline's when checking against one
-    (the check runs in another process, whose own calibration can differ by a third), else this process's."""
-    if pipeline != "synthetic" or not options:
+    (the check runs in another process, whose own calibration can differ by a third), else this process's; by name
+    (``synthetic``) or by its factory (``--pipeline gluonbench.workloads.synthetic:make``)."""
+    from gluonbench.workloads.synthetic import is_synthetic, pin_hash_rate
+
+    if not is_synthetic(pipeline) or not options:
         return options
-    from gluonbench.workloads.synthetic import pin_hash_rate
 
     if base is not None and base.hash_rate > 0 and not options.get("hash_rate"):
         options = {**options, "hash_rate": base.hash_rate}

@@ -131,6 +131,9 @@ class Snapshot:
     hash_rate: float = 0.0
     """the synthetic workload's ``cpu_ms`` calibration the pipeline was built with (0: none), so a check against this
     baseline builds it with the same work per sample (:func:`gluonbench.workloads.synthetic.pin_hash_rate`)"""
+    options: dict[str, Any] | None = None
+    """the workload's options (``--set``) or the factory's keyword arguments (``--pipeline-option``) it was built
+    with, URL credentials redacted (:func:`options_record`); None in a baseline saved before they were kept"""
 
     @property
     def ceiling_samples_per_s(self) -> float:
@@ -159,7 +162,24 @@ class Snapshot:
             env=dict(d.get("env") or {}),
             started_utc=str(d.get("started_utc", "")),
             hash_rate=float(d.get("hash_rate") or 0.0),
+            options=dict(d["options"]) if isinstance(d.get("options"), dict) else None,
         )
+
+
+def options_record(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``options`` as a baseline keeps them: JSON values (anything else as its text, such as a path), with the
+    credentials of any URL in them redacted."""
+    from gluonbench.report.store import json_safe
+    from gluonbench.validate import redact
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {str(k): plain(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [plain(x) for x in v]
+        return v if v is None or isinstance(v, str | int | float | bool) else str(v)
+
+    return {k: redact(json_safe(v)) for k, v in plain(options or {}).items()}
 
 
 def check_budget(budget_s: Any) -> float:
@@ -456,6 +476,10 @@ def _choose_basis(now: Snapshot, base: Snapshot) -> tuple[str, str]:
     return "wall", f"wall time had the narrower 95 % CI (+-{widths['wall']:.1%} vs +-{widths['cpu']:.1%} CPU)"
 
 
+def _options_text(options: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(options.items())) or "none"
+
+
 def decide(
     now: Snapshot, base: Snapshot, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, baseline_path: str = ""
 ) -> CheckResult:
@@ -468,6 +492,8 @@ def decide(
     for key in ("batch_size", "num_workers", "ctx"):
         if base.setting.get(key) != now.setting.get(key):
             notes.append(f"{key} changed: baseline {base.setting.get(key)}, now {now.setting.get(key)}")
+    if base.options is not None and now.options is not None and base.options != now.options:
+        notes.append(f"options changed: baseline {_options_text(base.options)}, now {_options_text(now.options)}")
     if base.env.get("cpu") and base.env.get("cpu") != now.env.get("cpu"):
         notes.append(
             f"another CPU model: baseline {base.env.get('cpu')}, now {now.env.get('cpu')} (the ruler normalises speed)"

@@ -4,9 +4,9 @@
 
 * a registered workload name (``mnist``, ``synthetic``, ...): the workload's training pipeline with its
   model step, as ``gluonbench diagnose --dataset NAME`` measures it;
-* ``MODULE:FUNC`` or ``path/to/file.py:FUNC``: a function called with no arguments, returning any of
-  the things below;
-* from Python, a callable returning any of the things below, or one of them directly:
+* ``MODULE:FUNC`` or ``path/to/file.py:FUNC``: a function called with ``options`` as its keyword arguments
+  (``--pipeline-option KEY=VALUE``; none by default), returning any of the things below;
+* from Python, a callable (called the same way) returning any of the things below, or one of them directly:
   a :class:`~gluonbench.pipeline.Pipeline`, a :class:`~gluonbench.PipelineSpec`, a
   :class:`~gluonbench.workloads.Workload` (its ``to_spec()``), or a mapping with ``dataset`` (required),
   ``transform``, ``decode``, ``net``, ``loss``, ``batch_size``, ``num_workers`` (made a spec).
@@ -75,10 +75,11 @@ def resolve_pipeline(
         raise GluonbenchError(f"num_workers must be a whole number >= 0 (got {num_workers!r})")
     ctx = resolve_ctx(ctx)
     closers: list[Callable[[], None]] = []
+    kwargs = dict(options or {})
     if isinstance(what, str):
         if ":" in what:
             fn = import_factory(what)
-            return _from_object(_call(fn, what), identity or what, batch_size, num_workers, ctx, closers)
+            return _from_object(_call(fn, what, kwargs), identity or what, batch_size, num_workers, ctx, closers)
         if what not in workload_names():
             raise GluonbenchError(
                 f"unknown pipeline {what!r}: give a workload ({', '.join(workload_names())}) "
@@ -89,10 +90,15 @@ def resolve_pipeline(
         w = get_workload(what, data_dir=data_dir, download=False, **dict(options or {}))
         return _from_object(w, identity or f"workload:{what}", batch_size, num_workers, ctx, closers)
     if isinstance(what, Pipeline | PipelineSpec | Workload | Mapping):
+        if kwargs:
+            raise GluonbenchError(
+                f"options {sorted(kwargs)} go to a workload name or a pipeline function; this {type(what).__name__} "
+                "is already built: build it with them, or pass the function that builds it"
+            )
         return _from_object(what, identity or type(what).__name__, batch_size, num_workers, ctx, closers)
     if callable(what):
         return _from_object(
-            _call(what, _name_of(what)), identity or _name_of(what), batch_size, num_workers, ctx, closers
+            _call(what, _name_of(what), kwargs), identity or _name_of(what), batch_size, num_workers, ctx, closers
         )
     raise GluonbenchError(
         f"cannot check a {type(what).__name__}: give a workload name, MODULE:FUNC, a Pipeline, a PipelineSpec, "
@@ -100,9 +106,9 @@ def resolve_pipeline(
     )
 
 
-def _call(fn: Callable[[], Any], name: str) -> Any:
+def _call(fn: Callable[..., Any], name: str, kwargs: dict[str, Any]) -> Any:
     try:
-        return fn()
+        return fn(**kwargs)
     except GluonbenchError:
         raise
     except Exception as exc:

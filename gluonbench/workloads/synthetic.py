@@ -228,10 +228,21 @@ def hash_rounds_per_ms() -> float:
     return rounds / max(best * 1000.0, 1e-6)
 
 
+FACTORY = "gluonbench.workloads.synthetic:make"
+"""the ``--pipeline`` that names this workload's factory (``--pipeline-option`` gives its options)"""
+
+
+def is_synthetic(pipeline: Any) -> bool:
+    """True when ``pipeline`` (a workload name or a ``--pipeline`` target) is this workload: one whose ``cpu_ms`` a
+    command pins (:func:`pin_hash_rate`) before the work runs in another process."""
+    return pipeline in ("synthetic", FACTORY)
+
+
 def pin_hash_rate(options: dict[str, Any]) -> dict[str, Any]:
     """``options`` with ``hash_rate`` set from this process's calibration when they ask for ``cpu_ms`` and give none:
-    what a sweep passes to each run (its own process), so every run converts ``cpu_ms`` into the same work."""
-    knobs = _coerce_knobs(options)
+    what a sweep passes to each run (its own process), so every run converts ``cpu_ms`` into the same work. ``options``
+    may be :func:`make`'s keyword arguments (``data_dir`` besides the knobs)."""
+    knobs = _coerce_knobs({k: v for k, v in options.items() if k != "data_dir"})
     if knobs.cpu_ms <= 0 or knobs.hash_rate > 0:
         return options
     return {**options, "hash_rate": round(hash_rounds_per_ms(), 3)}
