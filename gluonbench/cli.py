@@ -817,7 +817,7 @@ CHECK_EXAMPLES = """examples:
   gluonbench check --workload mnist --baseline baseline.json --max-slowdown 5%   # on a pull request
   gluonbench check --pipeline mypkg.data:make_pipeline --baseline baseline.json --junit check.xml
   gluonbench check --pipeline ci/pipeline.py:make --workers 2 --baseline baseline.json --json check.json
-  gluonbench check --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images \
+  gluonbench check --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images \\
       --save-baseline images.json
   gluonbench check --workload synthetic --set cpu_ms=1 --save-baseline synth.json --budget 90
 
