@@ -95,6 +95,32 @@ def sweep_stale(root: str | Path | None = None) -> list[Path]:
     return removed
 
 
+def own_multiprocessing_tempdir() -> Path:
+    """Make this process's :mod:`multiprocessing` temp folder an owned scratch folder (``gluonbench-mp-...``).
+
+    A DataLoader worker that hands a batch over passes its file descriptor through multiprocessing's resource
+    sharer, which listens on a socket in the process's temp folder: made on first use, ``/tmp/pymp-XXXX``, and
+    removed only by that process's normal exit. Loader workers are stopped with SIGTERM (``Pool.terminate()``),
+    so every worker that sent a batch left one ``pymp-*`` folder behind (two per ``gluonbench tune``). Set here,
+    before the workers fork, the folder is inherited: the workers' sockets go into this one, which this process
+    removes at exit and :func:`sweep_stale` removes after a ``kill -9``. Idempotent; returns the folder.
+    """
+    from multiprocessing import process, util
+
+    config = process.current_process()._config
+    current = config.get("tempdir")
+    m = _OWNED.match(Path(current).name) if current else None
+    if current and m is not None and m.group(1) == "mp" and f"{m.group(2)}.{m.group(3)}" == owner_tag():
+        return Path(current)  # made by this process (a forked child makes its own)
+    root = tempfile.gettempdir()
+    socket = f"{root}/{PREFIX}mp-{owner_tag()}-XXXXXXXX/listener-XXXXXXXX"  # the longest path a worker binds there
+    path = owned_tempdir("mp", root=root if len(os.fsencode(socket)) <= AF_UNIX_PATH_MAX else SHORT_ROOT)
+    config["tempdir"] = str(path)
+    # removed at this process's exit like multiprocessing's own folder (a forked worker clears the registry)
+    util.Finalize(None, shutil.rmtree, args=(str(path),), kwargs={"ignore_errors": True}, exitpriority=-100)
+    return path
+
+
 def _load_prctl():  # type: ignore[no-untyped-def]
     try:
         return ctypes.CDLL(None, use_errno=True).prctl
@@ -152,6 +178,8 @@ MX_SEGMENT_PATTERN = r"mx_([0-9a-f]+)_[0-9a-f]+"
 _MX_SEGMENT = re.compile(MX_SEGMENT_PATTERN)
 SHORT_ROOT = "/tmp"
 """where a run's scratch goes when the folder it was given makes socket paths too long (swept at each start)"""
+AF_UNIX_PATH_MAX = 107
+"""the longest path a Unix socket can be bound to (``sun_path`` less its final NUL)"""
 
 
 def shm_entries() -> set[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -108,3 +109,50 @@ def test_a_long_tmpdir_still_gives_the_workers_a_socket(tmp_path, no_leaks):
     assert all(json.loads(line)["status"] == "ok" for line in runs.read_text().splitlines())
     assert not list(long_tmp.iterdir())
     assert not set(Path("/tmp").glob("gluonbench-tmp-*")) - before
+
+
+BUSY_WORKERS_STOPPED = """
+import time
+import numpy as np
+from gluonbench._mx import gluon
+from gluonbench.pipeline.pipeline import close_loader
+from gluonbench.pipeline.stages import Loader
+
+
+class Slow(gluon.data.Dataset):
+    # the first two batches are quick (each worker hands one over, through a socket in its temp folder); then
+    # every sample takes a second, so the workers are busy when the loader stops them
+    def __getitem__(self, i):
+        if i >= 64:
+            time.sleep(1.0)
+        return np.zeros(8, dtype="float32"), np.float32(0)
+
+    def __len__(self):
+        return 1024
+
+
+loader = Loader(batch_size=32, num_workers=2, shuffle=False).make(Slow(), None)
+for n, _ in enumerate(loader):
+    if n == 1:
+        break
+close_loader(loader)  # Pool.terminate(): SIGTERM to the busy workers, whose exit handlers never run
+print("closed")
+"""
+
+
+def test_loader_workers_stopped_mid_batch_leave_no_multiprocessing_folder(tmp_path):
+    """A worker that hands a batch over listens on a socket in its multiprocessing temp folder (``pymp-*``), which
+    only a normal exit removes; a worker stopped by ``Pool.terminate()`` left one behind (``gluonbench tune`` left
+    1-2 per run in /tmp). The workers now use their parent's owned folder, which goes with the parent."""
+    tmp = Path(tempfile.mkdtemp(prefix="gb-mp-"))  # short: a worker's socket path must fit AF_UNIX's 107 bytes
+    try:
+        script = tmp_path / "busy.py"
+        script.write_text(BUSY_WORKERS_STOPPED)
+        proc = subprocess.run(
+            [sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, timeout=120,
+            env=dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(REPO)),
+        )  # fmt: skip
+        assert proc.returncode == 0 and "closed" in proc.stdout, proc.stderr[-2000:]
+        assert not list(tmp.iterdir()), f"left in TMPDIR: {[p.name for p in tmp.iterdir()]}"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -132,6 +132,10 @@ class Loader:
             extra["pin_device_id"] = self.pin_device_id
         if self.timeout is not None:
             extra["timeout"] = self.timeout
+        if self.num_workers > 0 and not self.thread_pool:
+            from gluonbench.scratch import own_multiprocessing_tempdir
+
+            own_multiprocessing_tempdir()  # the workers' sockets in a folder that goes with this process
         return gluon.data.DataLoader(
             source,
             self.batch_size,
