@@ -95,7 +95,7 @@ def sweep_stale(root: str | Path | None = None) -> list[Path]:
     return removed
 
 
-def own_multiprocessing_tempdir() -> Path:
+def own_multiprocessing_tempdir() -> Path | None:
     """Make this process's :mod:`multiprocessing` temp folder an owned scratch folder (``gluonbench-mp-...``).
 
     A DataLoader worker that hands a batch over passes its file descriptor through multiprocessing's resource
@@ -103,7 +103,8 @@ def own_multiprocessing_tempdir() -> Path:
     removed only by that process's normal exit. Loader workers are stopped with SIGTERM (``Pool.terminate()``),
     so every worker that sent a batch left one ``pymp-*`` folder behind (two per ``gluonbench tune``). Set here,
     before the workers fork, the folder is inherited: the workers' sockets go into this one, which this process
-    removes at exit and :func:`sweep_stale` removes after a ``kill -9``. Idempotent; returns the folder.
+    removes at exit and :func:`sweep_stale` removes after a ``kill -9``. Idempotent; returns the folder, or None
+    when none can be made here (a full or read-only temp folder: multiprocessing's own default is left as it is).
     """
     from multiprocessing import process, util
 
@@ -114,7 +115,11 @@ def own_multiprocessing_tempdir() -> Path:
         return Path(current)  # made by this process (a forked child makes its own)
     root = tempfile.gettempdir()
     socket = f"{root}/{PREFIX}mp-{owner_tag()}-XXXXXXXX/listener-XXXXXXXX"  # the longest path a worker binds there
-    path = owned_tempdir("mp", root=root if len(os.fsencode(socket)) <= AF_UNIX_PATH_MAX else SHORT_ROOT)
+    try:
+        path = owned_tempdir("mp", root=root if len(os.fsencode(socket)) <= AF_UNIX_PATH_MAX else SHORT_ROOT)
+    except OSError as exc:
+        log.warning("no scratch folder for the loader workers' sockets (%s); they use multiprocessing's own", exc)
+        return None
     config["tempdir"] = str(path)
     # removed at this process's exit like multiprocessing's own folder (a forked worker clears the registry)
     util.Finalize(None, shutil.rmtree, args=(str(path),), kwargs={"ignore_errors": True}, exitpriority=-100)

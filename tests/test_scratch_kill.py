@@ -229,3 +229,23 @@ def test_profile_killed_with_9_leaves_no_segment_the_program_made(tmp_path):
         for m in made:
             if m.exists():
                 Path(m.read_text()).unlink(missing_ok=True)
+
+
+def test_the_workers_folder_is_made_once_and_a_temp_folder_that_refuses_it_is_not_fatal(monkeypatch):
+    from multiprocessing import process
+
+    from gluonbench import scratch
+
+    first = scratch.own_multiprocessing_tempdir()
+    assert first is not None and first.is_dir() and first.name.startswith(f"gluonbench-mp-{scratch.owner_tag()}-")
+    assert scratch.own_multiprocessing_tempdir() == first, "one folder a process"
+    assert process.current_process()._config["tempdir"] == str(first)
+    # a full or read-only temp folder: the loader still starts, with multiprocessing's own default
+    monkeypatch.setitem(process.current_process()._config, "tempdir", None)
+
+    def refuse(*_a, **_k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(scratch, "owned_tempdir", refuse)
+    assert scratch.own_multiprocessing_tempdir() is None
+    assert process.current_process()._config["tempdir"] is None
