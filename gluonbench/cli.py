@@ -920,18 +920,20 @@ class _PlainProgress:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from types import SimpleNamespace
+
     from gluonbench import api
     from gluonbench.check import render
-    from gluonbench.config import parse_overrides
+    from gluonbench.config import check_pipeline_settings, parse_overrides
 
-    if args.pipeline and args.overrides:
-        raise GluonbenchError(
-            "--set gives a workload's options (--workload); a --pipeline function's keyword arguments are "
-            "--pipeline-option KEY=VALUE"
+    overrides, pipeline_options = parse_overrides(args.overrides), _pipeline_options(args)
+    # every command's rule: a --pipeline function gets --pipeline-option, a workload --set
+    check_pipeline_settings(
+        SimpleNamespace(
+            pipeline=args.pipeline, pipeline_options=pipeline_options, workload="pipeline", options=overrides
         )
-    if args.pipeline_option and not args.pipeline:
-        raise GluonbenchError("--pipeline-option goes with --pipeline MODULE:FUNC; add --pipeline (or use --set)")
-    options = _pipeline_options(args) if args.pipeline else parse_overrides(args.overrides)
+    )
+    options = pipeline_options if args.pipeline else overrides
     progress = _PlainProgress("check")
     try:
         result = api.check(

@@ -114,9 +114,8 @@ def own_multiprocessing_tempdir() -> Path | None:
     if current and m is not None and m.group(1) == "mp" and f"{m.group(2)}.{m.group(3)}" == owner_tag():
         return Path(current)  # made by this process (a forked child makes its own)
     root = tempfile.gettempdir()
-    socket = f"{root}/{PREFIX}mp-{owner_tag()}-XXXXXXXX/listener-XXXXXXXX"  # the longest path a worker binds there
     try:
-        path = owned_tempdir("mp", root=root if len(os.fsencode(socket)) <= AF_UNIX_PATH_MAX else SHORT_ROOT)
+        path = owned_tempdir("mp", root=root if sockets_fit(root) else SHORT_ROOT)
     except OSError as exc:
         log.warning("no scratch folder for the loader workers' sockets (%s); they use multiprocessing's own", exc)
         return None
@@ -185,6 +184,14 @@ SHORT_ROOT = "/tmp"
 """where a run's scratch goes when the folder it was given makes socket paths too long (swept at each start)"""
 AF_UNIX_PATH_MAX = 107
 """the longest path a Unix socket can be bound to (``sun_path`` less its final NUL)"""
+SOCKET_ROOM = 64
+"""bytes a temp folder must leave for a DataLoader worker's socket, ``/gluonbench-mp-PID.START-XXXXXXXX/listener-XXXXXXXX``
+(:func:`own_multiprocessing_tempdir`; pid and start time at their longest), within :data:`AF_UNIX_PATH_MAX`"""
+
+
+def sockets_fit(root: str | Path) -> bool:
+    """True when the loader workers of a process whose temp folder is ``root`` can bind their sockets under it."""
+    return len(os.fsencode(str(root))) + SOCKET_ROOM <= AF_UNIX_PATH_MAX
 
 
 def shm_entries() -> set[str]:

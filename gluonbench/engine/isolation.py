@@ -39,7 +39,7 @@ from gluonbench.engine.watchdog import shm_fixes
 from gluonbench.env import utc_now
 from gluonbench.names import arg
 from gluonbench.report.store import open_nofollow
-from gluonbench.scratch import AF_UNIX_PATH_MAX, SHORT_ROOT, clean_shm, owned_tempdir, shm_entries
+from gluonbench.scratch import SHORT_ROOT, clean_shm, owned_tempdir, shm_entries, sockets_fit
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +78,6 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-SOCKET_ROOM = 64
-"""bytes a run's temp folder must leave for a DataLoader worker's socket,
-``/gluonbench-mp-PID.START-XXXXXXXX/listener-XXXXXXXX`` (:func:`gluonbench.scratch.own_multiprocessing_tempdir`), within
-AF_UNIX's 107-byte path"""
-
-
 def child_tmpdir(run_dir: Path) -> Path:
     """The ``TMPDIR`` of a run's child process, so that nothing its processes put there outlives the run.
 
@@ -91,7 +85,7 @@ def child_tmpdir(run_dir: Path) -> Path:
     a worker's socket path under it fits AF_UNIX's limit; else a short private folder under ``/tmp``, removed the
     same ways (and by the next gluonbench start if both were killed); else the run folder all the same.
     """
-    if len(os.fsencode(str(run_dir))) + SOCKET_ROOM <= AF_UNIX_PATH_MAX:
+    if sockets_fit(run_dir):
         return run_dir
     try:
         return owned_tempdir("tmp", root=SHORT_ROOT)
