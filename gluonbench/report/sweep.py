@@ -17,6 +17,7 @@ from gluonbench.report.exporters import (
     where_when,
 )
 from gluonbench.report.summary import SweepSummary, summarise
+from gluonbench.units import count
 
 CSV_FIELDS = [
     "workers",
@@ -109,7 +110,7 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
             continue
         main.rows.append(
             [
-                f"{row.workers}{' **best**' if row.workers == summary.best_workers else ''}",
+                f"{row.workers}{' **best**' if row.workers == summary.best_workers and summary.best_named else ''}",
                 _spread(row.runs, row.train_s, row.train_s_min, row.train_s_max),
                 fmt(row.eval_s, 4),
                 fmt(row.accuracy, 3),
@@ -123,36 +124,10 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
             ]
         )
     lines += [tables.render(main)]
-    best = next((r for r in summary.rows if r.workers == summary.best_workers), None)
-    if best is not None:
-        cores = summary.env.get("cores_logical")
-        lines.append(
-            f"**Best worker count: {best.workers}** ({fmt(best.samples_per_s, 4)} samples/s, "
-            f"{fmt(best.speedup, 3)}x the {summary.baseline_workers}-worker throughput)"
-            + (f"; this machine has {cores} logical cores." if cores else ".")
-        )
-        if best.runs == 1 and len([r for r in summary.rows if r.runs]) > 1:
-            runner_up = max((r.samples_per_s for r in summary.rows if r.runs and r is not best), default=math.nan)
-            tied = summary.within_noise()
-            lines.append(
-                f"One run per worker count, so the run-to-run spread is unknown: the best is "
-                f"{(best.samples_per_s / runner_up - 1) * 100:.0f} % ahead of the next; treat differences of "
-                "about 10 % or less as noise, or rerun with --repeat 3 for min-max bars."
-                + (
-                    f" Within 10 % of it: {', '.join(map(str, tied))} workers; of those, fewer workers cost less "
-                    "CPU and memory."
-                    if tied
-                    else ""
-                )
-            )
-        if summary.near_best:
-            lines.append(
-                f"Within run-to-run noise of it: {', '.join(map(str, summary.near_best))} workers (their best repeat "
-                "reaches its worst); of those, fewer workers cost less CPU and memory."
-            )
+    lines += best_lines(summary)
     failures = [(r.workers, e) for r in summary.rows for e in r.errors]
     if failures:
-        lines += ["", "## Failed runs", ""] + [f"- {w} workers: {e}" for w, e in failures]
+        lines += ["", "## Failed runs", ""] + [f"- {count(w, 'worker')}: {e}" for w, e in failures]
     extra = [r for r in summary.rows if r.extra.get("verdict")]
     if extra:
         lines += [
@@ -196,6 +171,32 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
     return "\n".join(lines) + "\n"
 
 
+def best_lines(summary: SweepSummary) -> list[str]:
+    """The best worker count, named only when it beats the next by more than the noise
+    (:attr:`SweepSummary.best_named`); otherwise the fastest count, said to be within noise."""
+    best = next((r for r in summary.rows if r.workers == summary.best_workers), None)
+    if best is None:
+        return []
+    cores = summary.env.get("cores_logical")
+    machine = f"; this machine has {cores} logical cores." if cores else "."
+    if not summary.best_named:
+        return [
+            f"**Best worker count: {summary.best_note}**. The fastest: {count(best.workers, 'worker')}, "
+            f"{fmt(best.samples_per_s, 4)} samples/s ({fmt(best.speedup, 3)}x the "
+            f"{count(summary.baseline_workers or 0, 'worker')} throughput){machine}"
+        ]
+    lines = [
+        f"**Best worker count: {best.workers}** ({fmt(best.samples_per_s, 4)} samples/s, "
+        f"{fmt(best.speedup, 3)}x the {count(summary.baseline_workers or 0, 'worker')} throughput){machine}"
+    ]
+    if summary.near_best:
+        lines.append(
+            f"Within run-to-run noise of it: {', '.join(map(str, summary.near_best))} workers (their best repeat "
+            "reaches its worst); of those, fewer workers cost less CPU and memory."
+        )
+    return lines
+
+
 def data_parallel_lines(summary: SweepSummary, tables: TableSyntax) -> list[str]:
     """The kvstore's share of the step for runs over several devices (``--devices``/``--gpus``), else nothing."""
     rows = [r for r in summary.rows if "comm_share" in r.extra]
@@ -234,11 +235,11 @@ def seed_lines(summary: SweepSummary) -> list[str]:
     out = []
     for row in summary.rows:
         if not row.runs:
-            out.append(f"{row.workers} workers: failed")
+            out.append(f"{count(row.workers, 'worker')}: failed")
         else:
             out.append(
-                f"{row.workers} workers: train duration {row.train_s:.4}, eval duration {row.eval_s:.4}, "
-                f"test accuracy {row.accuracy:.2}"
+                f"{count(row.workers, 'worker')}: train duration {row.train_s:.4}, eval duration {row.eval_s:.4}"
+                + (f", test accuracy {row.accuracy:.2}" if math.isfinite(row.accuracy) else "")
             )
     return out
 
@@ -320,7 +321,9 @@ def figure(summary: SweepSummary) -> Any:
             label="best" + (" (median, min-max)" if repeated else ""),
         )
         tied = summary.within_noise()
-        text = f"best: {best.workers} ({best.samples_per_s:.0f}/s)"
+        text = (
+            f"{'best' if summary.best_named else 'fastest, within noise'}: {best.workers} ({best.samples_per_s:.0f}/s)"
+        )
         if tied:
             text += f"\nwithin noise: {', '.join(map(str, tied))}"
         # at an end of the axis the text runs inwards, so it is not cut off
