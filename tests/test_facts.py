@@ -187,3 +187,108 @@ def test_no_roofline_no_binding_stage():
     f = facts(diagnosis("disk_io", roofline=False))
     assert f.binding_stage is None and f.binding_text is None
     assert facts(diagnosis("disk_io")).binding_stage == "read"
+
+
+# -- a sweep's best count, its seed lines ----------------------------------------------------------------
+
+
+def _run(workers: int, rate: float, blocks: list[float] | None, accuracy: float = 0.9, repeat: int = 0) -> dict:
+    steady = {"samples_per_s": rate, "wait_frac": 0.2}
+    if blocks is not None:
+        steady["block_samples_per_s"] = blocks
+    return {
+        "kind": "run",
+        "spec": {"workers": workers, "repeat": repeat},
+        "status": "ok",
+        "train_s": 64000 / rate,
+        "eval_s": 1.0,
+        "accuracy": accuracy,
+        "samples_per_s": rate,
+        "steady": steady,
+        "system": {"peak_mem_bytes": 2**28, "cpu_util_pct": 80.0},
+        "env": {"cores_logical": 2},
+    }
+
+
+def _spread(rate: float, half: float) -> list[float]:
+    return [rate * (1 + half * x) for x in (-1.0, -0.5, 0.0, 0.5, 1.0, 0.2)]
+
+
+def test_one_run_each_names_a_best_count_only_beyond_the_spread_within_the_runs():
+    from gluonbench.report.summary import summarise
+    from gluonbench.report.sweep import to_markdown
+
+    # a loaded machine: 2 workers ran 2.03x the 0-worker rate, but each run's blocks spread more than that
+    s = summarise([_run(0, 1000, _spread(1000, 0.6)), _run(2, 2030, _spread(2030, 0.6))])
+    md = to_markdown(s)
+    assert s.best_workers == 2 and not s.best_named
+    assert "**Best worker count: within noise: rerun with --repeat 3 (2 workers ran 103 % faster than 0" in md
+    assert "**best**" not in md
+    # the same gap from steady runs: named
+    s = summarise([_run(0, 1000, _spread(1000, 0.05)), _run(2, 2030, _spread(2030, 0.05))])
+    assert s.best_named and "**Best worker count: 2** (2030 samples/s, 2.03x the 0 workers throughput)" in to_markdown(
+        s
+    )
+    # runs that recorded no blocks: the spread is unknown, no count is named
+    s = summarise([_run(0, 1000, None), _run(2, 2030, None)])
+    assert not s.best_named and "the spread within those runs was not recorded" in s.best_note
+
+
+def test_seed_lines_say_one_worker_and_leave_out_a_missing_accuracy():
+    from gluonbench.report.summary import summarise
+    from gluonbench.report.sweep import seed_lines
+
+    lines = seed_lines(summarise([_run(1, 1000, None, accuracy=math.nan), _run(2, 1100, None)]))
+    assert lines[0].startswith("1 worker: train duration") and "accuracy" not in lines[0]
+    assert lines[1].startswith("2 workers: ") and "test accuracy 0.9" in lines[1]
+
+
+# -- check: no negative stage time ---------------------------------------------------------------------------
+
+
+def test_a_stage_time_below_zero_is_shown_as_zero_with_the_noise_named():
+    from types import SimpleNamespace
+
+    from gluonbench.check.gate import Row
+    from gluonbench.check.render import to_markdown
+    from gluonbench.check.render import to_text as check_text
+
+    rows = [
+        Row("total (full pipeline)", "x ruler (wall)", 1.0, 1.01, 1.01, [0.99, 1.03], "ok"),
+        Row("preprocessing", "x ruler (wall)", 0.2, -0.155, -0.775, [-2.0, 1.0], "faster"),
+        Row("loader", "x ruler (wall)", -0.340, 0.1, -0.29, [-1.0, 1.0], "unclear"),
+    ]
+    result = SimpleNamespace(
+        rows=rows,
+        now=SimpleNamespace(identity="p", elapsed_s=1.0),
+        baseline=SimpleNamespace(started_utc="t"),
+        baseline_path="b.json",
+        outcome="pass",
+        message="no slowdown",
+        max_slowdown=0.05,
+        basis="wall",
+        basis_reason="narrower",
+        notes=[],
+    )
+    for text in (check_text(result), to_markdown(result)):
+        table = [
+            line for line in text.splitlines() if line.startswith(("preprocessing", "loader", "| preproc", "| loader"))
+        ]
+        assert len(table) == 2 and not any("-0." in line or "−" in line for line in table), table
+        assert all("0.000*" in line and "n/a" in line for line in table)
+        assert (
+            text.count("came out below 0") == 1
+            and "preprocessing now -0.155" in text
+            and "loader baseline -0.340" in text
+        )
+
+
+def test_a_run_records_the_samples_per_second_of_its_blocks():
+    from gluonbench.engine.loop import StepTimes
+    from gluonbench.sweeprun.run import block_rates
+
+    # a slow first step (left out), then 12 steps: 6 at 10 ms and 6 at 20 ms a batch of 64
+    steps = [0.5] + [0.01] * 6 + [0.02] * 6
+    times = StepTimes([0.0] * 13, [0.0] * 13, steps, [64] * 13)
+    assert [round(r) for r in block_rates(times)] == [6400, 6400, 6400, 3200, 3200, 3200]
+    assert block_rates(StepTimes([0.0] * 5, [0.0] * 5, [0.01] * 5, [64] * 5)) == []  # too few steps for blocks
