@@ -292,3 +292,19 @@ def test_a_run_records_the_samples_per_second_of_its_blocks():
     times = StepTimes([0.0] * 13, [0.0] * 13, steps, [64] * 13)
     assert [round(r) for r in block_rates(times)] == [6400, 6400, 6400, 3200, 3200, 3200]
     assert block_rates(StepTimes([0.0] * 5, [0.0] * 5, [0.01] * 5, [64] * 5)) == []  # too few steps for blocks
+
+
+def test_a_sweeps_bottleneck_table_names_the_cpu_model_compute():
+    from gluonbench.report.summary import summarise
+    from gluonbench.report.sweep import to_markdown
+
+    run = _run(0, 1000, None)
+    run["extra"] = {
+        "verdict": "gpu_io",
+        "shares": {"preprocessing": 0.1, "disk_io": 0.29, "gpu_io": 0.61},
+        "input_bound": "not",
+        "diagnosis": {"setting": {"ctx": "cpu(0)"}},
+    }
+    md = to_markdown(summarise([run], {"ctx": "auto"}))
+    row = next(line for line in md.splitlines() if line.startswith("| 0 |") and "%" in line and "compute" in line)
+    assert "model compute (CPU) 61 %" in row and "| model compute (CPU) |" in row and "gpu_io" not in row

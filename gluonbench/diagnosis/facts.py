@@ -176,7 +176,7 @@ def facts(d: Any) -> Facts:
     digits = 3 if reading == "at_line" else 2
     gain_text = removal_text(d, "input", digits) if _num(gain) else "?"
     if wide:
-        gain_text += " (its interval is too wide to be a result)"
+        gain_text += ", an interval too wide to be a result"
     shares = {k: float(v) for k, v in (getattr(d, "shares", None) or {}).items() if k in STAGES and _num(v)}
     labels = {k: stage_label(k, setting) for k in STAGES}
     share_ci = getattr(d, "share_ci", None) or {}

@@ -18,6 +18,7 @@ from typing import Any
 
 from gluonbench.diagnosis.verdict import HEADLINE_OF, Verdict
 from gluonbench.names import arg, example
+from gluonbench.report.exporters import stage_label as label_of
 
 STAGE_TEXT = {
     "preprocessing": "preprocessing: decode and the per-sample transform",
@@ -105,8 +106,8 @@ def _cores(system: Mapping[str, Any]) -> str:
     per = system.get("per_core_pct") or []
     if not per:
         return "?"
-    if len(per) == 2 and min(per) >= 90:
-        return f"both cores at {min(per):.0f} % or more"
+    if len(per) == 2 and min(per) >= 90:  # a sampled figure a little over 100 % is the sampler's rounding
+        return "both cores fully busy" if min(per) >= 99.5 else f"both cores at {min(per):.0f} % or more"
     if len(per) <= 8:
         return "cores at " + ", ".join(f"{c:.0f}" for c in per) + " %"
     busy = sum(1 for c in per if c >= 90)
@@ -150,7 +151,8 @@ def evidence(probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[
         s = p.get("system") or {}
         if not s:
             continue
-        used = float(s.get("cpu_util_pct", 0.0)) / 100 * setting.cores
+        # busy cores cannot exceed the cores: a sampled sum above them is the sampler's timing, capped
+        used = min(float(s.get("cpu_util_pct", 0.0)) / 100 * setting.cores, float(setting.cores))
         mib = 2**20
         out.append(
             f"during `{name}`: {_cores(s)}; this run's processes used {used:.1f} of {setting.cores} cores; "
@@ -207,15 +209,9 @@ def speedup_text(v: Any, key: str, digits: int = 2) -> str:
     return f"{r:{f}}x"
 
 
-STAGE_LABEL = {"preprocessing": "preprocessing", "disk_io": "disk I/O", "gpu_io": "GPU I/O"}
-"""Each headline stage's short display label (the JSON keeps the seed's class names)."""
-
-
 def stage_label(stage: str, setting: Setting | None) -> str:
     """The short label of a headline stage: on a CPU context ``gpu_io`` is ``model compute (CPU)``."""
-    if stage == "gpu_io" and setting is not None and not setting.on_gpu:
-        return "model compute (CPU)"
-    return STAGE_LABEL.get(stage, stage)
+    return label_of(stage, setting.ctx if setting is not None else None)
 
 
 def removal_text(v: Any, key: str, digits: int = 2) -> str:

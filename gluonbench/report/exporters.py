@@ -261,6 +261,18 @@ def where_when(env: dict[str, Any], started_utc: str) -> str:
     return f"{str(env.get('cpu', '?'))[:40]} ({env.get('cores_logical', '?')} cores), {gpus}; {started_utc[:10] or '?'}"
 
 
+STAGE_LABEL = {"preprocessing": "preprocessing", "disk_io": "disk I/O", "gpu_io": "GPU I/O"}
+"""Each headline stage's short display label (records keep the seed's class names)."""
+
+
+def stage_label(stage: str, ctx: str | None = None) -> str:
+    """A headline stage (or verdict class) as reports name it: on a CPU context (``ctx`` not ``gpu...``)
+    ``gpu_io`` is ``model compute (CPU)``; other names pass through."""
+    if stage == "gpu_io" and ctx and not str(ctx).startswith("gpu"):
+        return "model compute (CPU)"
+    return STAGE_LABEL.get(stage, stage)
+
+
 def roofline_text(texts: list[str]) -> str:
     """Roofline lines (each stage against this machine's ceiling, :mod:`gluonbench.doctor.roofline`) as the
     reports print them, under one heading; "" when there are none."""

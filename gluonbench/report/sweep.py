@@ -14,6 +14,7 @@ from gluonbench.report.exporters import (
     fmt,
     machine_line,
     png_bytes,
+    stage_label,
     where_when,
 )
 from gluonbench.report.summary import SweepSummary, summarise
@@ -45,12 +46,16 @@ def _spread(runs: int, value: float, lo: float, hi: float) -> str:
     return f"{fmt(value, 4)} [{fmt(lo, 4)}-{fmt(hi, 4)}]" if runs > 1 else fmt(value, 4)
 
 
-def _extra_cell(value: object) -> object:
-    """A run's extra finding as one csv/markdown cell: shares as ``stage 33 %, ...``, lists joined."""
+def _extra_cell(value: object, ctx: str | None = None) -> object:
+    """A run's extra finding as one csv/markdown cell: shares as ``stage 33 %, ...``, lists joined; with ``ctx``
+    the stages are named as reports name them (:func:`~gluonbench.report.exporters.stage_label`)."""
     if isinstance(value, dict):
         order = {"preprocessing": 0, "disk_io": 1, "gpu_io": 2}
         value = dict(sorted(value.items(), key=lambda kv: order.get(kv[0], len(order))))
-        return ", ".join(f"{k} {v * 100:.0f} %" if isinstance(v, int | float) else f"{k} {v}" for k, v in value.items())
+        name = (lambda k: stage_label(k, ctx)) if ctx else str
+        return ", ".join(
+            f"{name(k)} {v * 100:.0f} %" if isinstance(v, int | float) else f"{name(k)} {v}" for k, v in value.items()
+        )
     if isinstance(value, list | tuple):
         return ", ".join(str(v) for v in value)
     return value
@@ -145,6 +150,7 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
             ["workers", "one reused batch", "verdict", "time saved by removing", "secondary", "input-bound"], align="r"
         )
         for r in extra:
+            ctx = ((r.extra.get("diagnosis") or {}).get("setting") or {}).get("ctx") or s.get("ctx")
             gain, ci = r.extra.get("input_speedup"), r.extra.get("input_speedup_ci") or []
             reused = (
                 f"{gain:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if len(ci) == 2 and None not in ci else "")
@@ -155,11 +161,11 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
                 [
                     r.workers,
                     reused,
-                    r.extra.get("verdict")
+                    stage_label(r.extra.get("verdict"), ctx)
                     + (" (at the line)" if r.extra.get("at_line") else "")
                     + (f" (stalled in {r.extra['stalled']}: the rounds before it)" if r.extra.get("stalled") else ""),
-                    _extra_cell(r.extra.get("shares", "")),
-                    _extra_cell(r.extra.get("secondary", "")) or "-",
+                    _extra_cell(r.extra.get("shares", ""), ctx),
+                    ", ".join(stage_label(x, ctx) for x in r.extra.get("secondary") or []) or "-",
                     r.extra.get("input_bound", "-"),
                 ]
             )

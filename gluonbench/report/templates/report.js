@@ -301,6 +301,13 @@
       "; whiskers: min-max";
   }
 
+  // a headline stage as reports name it (gluonbench/report/exporters.py stage_label)
+  var STAGE_LABEL = { preprocessing: "preprocessing", disk_io: "disk I/O", gpu_io: "GPU I/O" };
+  function stageLabel(k, ctx) {
+    if (k === "gpu_io" && ctx && String(ctx).indexOf("gpu") !== 0) { return "model compute (CPU)"; }
+    return STAGE_LABEL[k] || k;
+  }
+
   // -- sweep (records of kind "run") ----------------------------------------------------------------
   function sweep(d) {
     var rows = list(d.rows), ok = rows.filter(function (r) { return r.runs > 0 && isNum(r.samples_per_s); });
@@ -398,15 +405,15 @@
       }), [1, 0, 0])));
     }
     var failures = [];
-    rows.forEach(function (r) { list(r.errors).forEach(function (e) { failures.push(esc(r.workers + " workers: " + e)); }); });
+    rows.forEach(function (r) { list(r.errors).forEach(function (e) { failures.push(esc(r.workers + (r.workers === 1 ? " worker: " : " workers: ") + e)); }); });
     if (failures.length) { out.push(section("Failed runs", bullets(failures))); }
     var diagnosed = ok.filter(function (r) { return r.extra && r.extra.verdict; });
     if (diagnosed.length) {
       out.push(section("Bottleneck per worker count", table(["workers", "verdict", "shares", "secondary", "input-bound"],
         diagnosed.map(function (r) {
-          var sh = r.extra.shares || {};
-          var verdict = r.extra.verdict + (r.extra.stalled ? " (stalled in " + r.extra.stalled + ": the rounds before it)" : "");
-          return [esc(r.workers), esc(verdict), esc(ordered(sh, STAGE_ORDER).map(function (k) { return k + " " + pct(sh[k]); }).join(", ")),
+          var sh = r.extra.shares || {}, ctx = ((r.extra.diagnosis || {}).setting || {}).ctx || s.ctx;
+          var verdict = stageLabel(r.extra.verdict, ctx) + (r.extra.stalled ? " (stalled in " + r.extra.stalled + ": the rounds before it)" : "");
+          return [esc(r.workers), esc(verdict), esc(ordered(sh, STAGE_ORDER).map(function (k) { return stageLabel(k, ctx) + " " + pct(sh[k]); }).join(", ")),
             esc(list(r.extra.secondary).join(", ") || "-"), esc(get(r.extra, "input_bound", "-"))];
         }))));
     }
