@@ -32,7 +32,7 @@ def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli,
             str(out),
         ),
         (8, 16, 32),
-        lambda proc: proc.returncode != 0 or "**Verdict: inconclusive**" not in proc.stdout,
+        lambda proc: proc.returncode != 0 or "**Verdict: inconclusive" not in proc.stdout,
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr

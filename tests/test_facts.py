@@ -308,3 +308,13 @@ def test_a_sweeps_bottleneck_table_names_the_cpu_model_compute():
     md = to_markdown(summarise([run], {"ctx": "auto"}))
     row = next(line for line in md.splitlines() if line.startswith("| 0 |") and "%" in line and "compute" in line)
     assert "model compute (CPU) 61 %" in row and "| model compute (CPU) |" in row and "gpu_io" not in row
+
+
+def test_a_runs_own_line_says_one_worker_and_leaves_out_a_missing_accuracy():
+    from gluonbench.sweeprun.run import RunResult, RunSpec, seed_line
+
+    r = RunResult(spec=RunSpec(workers=1).to_dict(), status="ok")
+    r.train_s, r.eval_s, r.accuracy = 2.0, 0.0, math.nan
+    assert seed_line(r) == "1 worker: train duration 2.0, eval duration 0.0"
+    r.accuracy = 0.98
+    assert seed_line(r).endswith(", test accuracy 0.98")
