@@ -324,7 +324,8 @@ def figure(summary: SweepSummary) -> Any:
             color="tab:green",
             capsize=6,
             linestyle="none",
-            label="best" + (" (median, min-max)" if repeated else ""),
+            label=("best" if summary.best_named else "fastest, within noise")
+            + (" (median, min-max)" if repeated else ""),
         )
         tied = summary.within_noise()
         text = (
