@@ -744,9 +744,9 @@
     if (diagnosed.length) {
       out.push(section("Bottleneck of the diagnosed worker", table(["workers (dist)", "loader", "repeat", "rank", "verdict", "shares"],
         diagnosed.map(function (x) {
-          var sh = x.shares || {};
-          return [esc(x.hosts), esc(x.workers), esc(x.repeat), esc(x.rank), esc(x.verdict),
-            esc(ordered(sh, STAGE_ORDER).map(function (k) { return k + " " + pct(sh[k]); }).join(", "))];
+          var sh = x.shares || {}, ctx = list((d.settings || {}).gpus).length ? "gpu" : "cpu";
+          return [esc(x.hosts), esc(x.workers), esc(x.repeat), esc(x.rank), esc(stageLabel(x.verdict, ctx)),
+            esc(ordered(sh, STAGE_ORDER).map(function (k) { return stageLabel(k, ctx) + " " + pct(sh[k]); }).join(", "))];
         }))));
     }
     out.push(runInfo(d.env, s.command, d.started_utc, d.finished_utc, [
