@@ -17,21 +17,9 @@ from typing import Any
 
 from gluonbench.diagnosis.recommend import Setting, engine_queue_wait, removal_text, stage_label
 from gluonbench.diagnosis.verdict import STAGES
+from gluonbench.report.exporters import too_wide, wide_text
 
-TOO_WIDE = 2.0
-"""an interval whose upper end exceeds its lower end by more than this factor is too wide to be a result"""
-
-
-def too_wide(lo: Any, hi: Any) -> bool:
-    """True when the interval ``[lo, hi]`` (positive figures) spans more than :data:`TOO_WIDE` times."""
-    if not all(isinstance(x, int | float) and math.isfinite(x) for x in (lo, hi)):
-        return False
-    return lo <= 0 < hi or (lo > 0 and hi / lo > TOO_WIDE)
-
-
-def wide_text(lo: Any, hi: Any) -> str:
-    """`` (too wide to be a result)`` after an interval that is (:func:`too_wide`), else ""."""
-    return " (too wide to be a result)" if too_wide(lo, hi) else ""
+__all__ = ["Facts", "Premise", "facts", "too_wide", "verdict_label", "wide_text"]
 
 
 @dataclass(frozen=True)
