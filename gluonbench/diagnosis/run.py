@@ -18,6 +18,7 @@ from typing import Any
 
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, fewest_for, z_of
 from gluonbench.contexts import ctx_text, resolve_ctx
+from gluonbench.diagnosis.facts import facts
 from gluonbench.diagnosis.measure import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.diagnosis.probes import SUBSTAGES
 from gluonbench.diagnosis.recommend import Recommendation, Setting, advise, evidence, render, stage_name
@@ -115,6 +116,7 @@ class Diagnosis:
 
         d = asdict(self)
         d["probes"] = {k: p.to_dict() for k, p in self.probes.items()}
+        d["facts"] = facts(self).to_dict()  # what every report of it states (diagnosis/facts.py)
         return json_safe(d)
 
     @classmethod

@@ -7,6 +7,7 @@ child process with a timeout (through :mod:`gluonbench.engine.isolation`). Both 
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -24,6 +25,7 @@ from gluonbench.knobs import knob_default
 from gluonbench.monitor import SystemMonitor
 from gluonbench.pipeline.scale import ScaleOut
 from gluonbench.pipeline.stages import EvalStep
+from gluonbench.units import count
 
 log = logging.getLogger(__name__)
 
@@ -304,6 +306,7 @@ def _train_and_eval(
     result.samples_per_s = result.train_samples / result.train_s if result.train_s > 0 else 0.0
     result.first_batch_s = times.wait[0] if len(times) else 0.0
     result.steady = times.split(skip=1).to_dict()
+    result.steady["block_samples_per_s"] = block_rates(times)  # the spread within the run (report/summary.py)
     result.system = system.to_dict()
     result.source = dict(workload.info)
     if spec.emulate_step_ms is not None and len(times):
@@ -329,6 +332,25 @@ def _train_and_eval(
     return result
 
 
+BLOCKS = 6
+"""the steady steps of a run are cut into this many consecutive blocks for its within-run spread"""
+
+
+def block_rates(times: Any, blocks: int = BLOCKS, skip: int = 1) -> list[float]:
+    """Samples/s of each of ``blocks`` consecutive blocks of the steady steps (the first ``skip`` left out);
+    ``[]`` with fewer than two steps a block."""
+    n = len(times) - skip
+    if n < 2 * blocks:
+        return []
+    out = []
+    for b in range(blocks):
+        lo, hi = skip + b * n // blocks, skip + (b + 1) * n // blocks
+        total = sum(times.step(i) for i in range(lo, hi))
+        if total > 0:
+            out.append(sum(times.samples[lo:hi]) / total)
+    return out
+
+
 def train_or_fail(spec: RunSpec, diagnose: DiagnoseRun | None = None) -> tuple[RunResult, int]:
     """:func:`train_and_eval` in a child process: the result and exit code 0, or a failed result
     (the traceback printed to the run's log) and exit code 1."""
@@ -347,10 +369,10 @@ def train_or_fail(spec: RunSpec, diagnose: DiagnoseRun | None = None) -> tuple[R
 
 def seed_line(result: RunResult) -> str:
     """The seed's output line for one run."""
-    w = result.spec["workers"]
+    w = count(result.spec["workers"], "worker")
     if not result.ok:
-        return f"{w} workers: {result.status} ({result.error})"
-    return (
-        f"{w} workers: train duration {result.train_s:.4}, eval duration {result.eval_s:.4}, "
-        f"test accuracy {result.accuracy:.2}"
+        return f"{w}: {result.status} ({result.error})"
+    accuracy = result.accuracy  # none without a test set: not printed
+    return f"{w}: train duration {result.train_s:.4}, eval duration {result.eval_s:.4}" + (
+        f", test accuracy {accuracy:.2}" if isinstance(accuracy, int | float) and math.isfinite(accuracy) else ""
     )
