@@ -885,8 +885,11 @@ def compare(
     json_path: str | Path | None = None,
     html: str | Path | None = None,
     fail_on_slowdown: float | str | None = None,
+    force: bool = False,
 ) -> Any:
     """``gluonbench compare``: diff two run folders of the same kind; write the requested exports.
+
+    Results of different pipelines (factory or script, its options, its data) are refused unless ``force``.
 
     Returns a :class:`~gluonbench.check.compare.Comparison` (its ``exit_code``: 1 when a row is
     significantly slower by more than ``fail_on_slowdown``, else 0).
@@ -902,7 +905,7 @@ def compare(
     for path, what, _ in outputs:
         if path is not None:
             check_writable_file(path, what)
-    cmp = compare_runs(run_a, run_b, fail_on_slowdown=fail_on_slowdown)
+    cmp = compare_runs(run_a, run_b, fail_on_slowdown=fail_on_slowdown, force=force)
     for path, _, render in outputs:
         if path is not None:
             atomic_write_text(path, render(cmp))

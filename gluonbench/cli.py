@@ -893,6 +893,11 @@ def _add_compare(sub: Any) -> None:
     p.add_argument(
         "--fail-on-slowdown", metavar="PCT", help="exit 1 when a row is significantly slower by more, e.g. 5%%"
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="compare results of different pipelines (factory or script, options, data); refused without it",
+    )
     p.set_defaults(func=cmd_compare)
 
 
@@ -973,6 +978,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         json_path=args.json,
         html=args.html,
         fail_on_slowdown=args.fail_on_slowdown,
+        force=args.force,
     )
     print(to_text(cmp))
     return cmp.exit_code

@@ -42,6 +42,11 @@ from typing import Any
 
 Step = Callable[[Any, Any], Any]
 
+BLOCKS = 20
+"""At most this many blocks of consecutive steps per run in :meth:`StepTimes.block_rates`."""
+BLOCK_MIN_STEPS = 3
+"""Steps per block at least: fewer steps give no blocks."""
+
 
 @dataclass
 class StepTimes:
@@ -96,7 +101,21 @@ class StepTimes:
             p95_step_s=ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] if ordered else 0.0,
             samples_per_s=samples / total if total > 0 else 0.0,
             first_batch_s=self.wait[0] if len(self) else 0.0,
+            block_samples_per_s=self.block_rates(skip),
         )
+
+    def block_rates(self, skip: int = 1, blocks: int = BLOCKS, min_steps: int = BLOCK_MIN_STEPS) -> list[float]:
+        """Samples/s of consecutive blocks of the steady steps (at most ``blocks``, each of ``min_steps`` or more):
+        the spread within one run, by which a single run is compared with another (``gluonbench compare``)."""
+        steps, samples = self.steps(skip), self.samples[skip:]
+        n = min(blocks, len(steps) // min_steps)
+        out: list[float] = []
+        for b in range(n):
+            lo, hi = b * len(steps) // n, (b + 1) * len(steps) // n
+            t = sum(steps[lo:hi])
+            if t > 0:
+                out.append(sum(samples[lo:hi]) / t)
+        return out
 
 
 @dataclass
@@ -114,6 +133,8 @@ class StepSplit:
     p95_step_s: float
     samples_per_s: float
     first_batch_s: float
+    block_samples_per_s: list[float] = field(default_factory=list)
+    """samples/s of each block of consecutive steady steps (:meth:`StepTimes.block_rates`)"""
 
     def to_dict(self) -> dict:
         return asdict(self)
