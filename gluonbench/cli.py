@@ -867,6 +867,12 @@ def _add_check(sub: Any) -> None:
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--baseline", metavar="FILE", help="check against this baseline file")
     mode.add_argument("--save-baseline", metavar="FILE", help="measure and save a baseline file")
+    mode.add_argument(
+        "--against",
+        metavar="REF",
+        help="measure REF's code (a git ref of this repository, or another checkout's folder) and the working tree "
+        "side by side in one job; robust to a busy machine",
+    )
     p.add_argument("--max-slowdown", default="5%", help="allowed slowdown before exit 1 (default: 5%%)")
     p.add_argument("--budget", type=float, default=60.0, help="seconds of measurement (default: 60)")
     p.add_argument("--batch-size", type=int, default=64, help="loader batch size where the pipeline sets none")
@@ -945,6 +951,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             args.pipeline or args.workload or "mnist",
             baseline=args.baseline,
             save=args.save_baseline,
+            against=args.against,
             max_slowdown=args.max_slowdown,
             budget_s=args.budget,
             batch_size=args.batch_size,

@@ -438,6 +438,9 @@ class CheckResult:
     baseline_path: str
     now: Snapshot
     baseline: Snapshot
+    reference: str = "ruler"
+    """what every figure is taken over in the same round: ``ruler`` (a stored baseline) or ``baseline`` (``--against``:
+    the baseline's own full pipeline, measured beside the candidate)"""
 
     def to_dict(self) -> dict[str, Any]:
         from gluonbench.report.store import json_safe
@@ -481,9 +484,14 @@ def _options_text(options: Mapping[str, Any]) -> str:
 
 
 def decide(
-    now: Snapshot, base: Snapshot, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, baseline_path: str = ""
+    now: Snapshot,
+    base: Snapshot,
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+    baseline_path: str = "",
+    reference: str = "ruler",
 ) -> CheckResult:
-    """Judge ``now`` against ``base`` (see the module docstring for the rule)."""
+    """Judge ``now`` against ``base`` (see the module docstring for the rule). ``reference``: what the snapshots'
+    relative figures are taken over, ``ruler`` or ``baseline`` (:mod:`gluonbench.check.against`)."""
     t = parse_fraction(max_slowdown)
     notes: list[str] = []
     if now.identity != base.identity:
@@ -503,7 +511,7 @@ def decide(
             notes.append(f"{key} {base.env.get(key)} in the baseline, {now.env.get(key)} now")
 
     s, (lo, hi) = _slowdown(now.total, base.total, basis)
-    rows = _rows(now, base, basis, t)
+    rows = _rows(now, base, basis, t, reference)
     limit = 1 + t
     needed: float | None = None
     stage = None
@@ -519,7 +527,7 @@ def decide(
         outcome = "pass"
         message = (
             f"not slower beyond {threshold_text(t)}: {_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}) against the baseline, "
-            f"{basis} time relative to the ruler"
+            f"{basis} time relative to the {'ruler' if reference == 'ruler' else 'baseline in the same round'}"
         )
     elif s > limit and lo > 1:
         outcome = "regression"
@@ -561,6 +569,7 @@ def decide(
         baseline_path=str(baseline_path),
         now=now,
         baseline=base,
+        reference=reference,
     )
 
 
@@ -596,10 +605,10 @@ def _slower_stage(rows: list[Row], base: Snapshot) -> tuple[str | None, str]:
     return None, "no one stage is clearly slower at this budget (their intervals are wide, or the cost spread)"
 
 
-def _rows(now: Snapshot, base: Snapshot, basis: str, t: float) -> list[Row]:
-    # baseline and now in the unit the ratio is taken in (the pipeline's time over the ruler's in the same
+def _rows(now: Snapshot, base: Snapshot, basis: str, t: float, reference: str = "ruler") -> list[Row]:
+    # baseline and now in the unit the ratio is taken in (the pipeline's time over the reference's in the same
     # round), so the columns and the ratio always agree; the ruler's own row shows the machine's speed
-    unit = "x ruler (CPU)" if basis == "cpu" else "x ruler (wall)"
+    unit = f"x {reference} ({'CPU' if basis == 'cpu' else 'wall'})"
     rows: list[Row] = []
 
     def row(name: str, a: Figure, b: Figure, verdict: Callable[[float, float, float], str]) -> None:
@@ -632,7 +641,10 @@ def _rows(now: Snapshot, base: Snapshot, basis: str, t: float) -> list[Row]:
             return v
 
         row(name, fig, base.stages[name], stage_judge)
-    row("loader-only ceiling", now.ceiling, base.ceiling, judge)
+    if math.isfinite(now.ceiling.s_per_sample) or math.isfinite(base.ceiling.s_per_sample):
+        row("loader-only ceiling", now.ceiling, base.ceiling, judge)
+    if reference != "ruler":
+        return rows  # the reference is the baseline itself: no machine-speed row
     # the ruler itself: its absolute speed today over the baseline's (machine speed, not normalised)
     a, b = now.ruler.absolute(basis), base.ruler.absolute(basis)
     rows.append(
