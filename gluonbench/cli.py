@@ -820,6 +820,7 @@ CHECK_EXAMPLES = """examples:
   gluonbench check --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images \\
       --save-baseline images.json
   gluonbench check --workload synthetic --set cpu_ms=1 --save-baseline synth.json --budget 90
+  gluonbench check --pipeline ci/pipeline.py:make --against origin/main   # base branch and working tree side by side
 
 what is measured: the pipeline's probes (full, preprocessing / reading / loader swapped out, the loader
   alone) beside a fixed reference pipeline, the *ruler* (the seed's CNN step fed through a CPU-bound

@@ -297,6 +297,23 @@ def test_other_core_count_compares_cpu_time_and_says_so(baseline):
     assert r.basis == "cpu" and "1 core(s)" in r.basis_reason and "CPU seconds per sample" in r.basis_reason
 
 
+def test_a_baseline_measured_under_other_conditions_is_called_weaker_and_against_named(baseline):
+    quiet = _snap(baseline, 1.0, 0.01)
+    quiet.background = {"other_cores": 0.0}
+    busy = _snap(baseline, 1.0, 0.01)
+    busy.background = {"other_cores": 1.4}
+    (note,) = [n for n in decide(busy, quiet, 0.05).notes if "weaker" in n]
+    assert "other processes used 0.0 cores then, 1.4 now" in note and "check --against REF" in note
+    assert not any("weaker" in n for n in decide(_snap(baseline, 1.0, 0.01), quiet, 0.05).notes)
+    r = decide(_snap(baseline, 1.0, 0.01, cores=4), _snap(baseline, 1.0, 0.01, cores=2), 0.05)
+    assert any("2 cores then, 4 now" in n and "--against" in n for n in r.notes)
+
+
+def test_a_baseline_keeps_the_background_load_it_was_measured_under(baseline):
+    snap = load_baseline(baseline)
+    assert snap.background is not None and 0 <= snap.background["other_cores"] <= snap.cores
+
+
 def test_figure_round_trips_nan():
     f = Figure.from_dict({"s_per_sample": None, "rel": 1.0, "rel_ci": [None, 2.0]})
     assert math.isnan(f.s_per_sample) and math.isnan(f.rel_ci[0])

@@ -131,6 +131,9 @@ class Snapshot:
     hash_rate: float = 0.0
     """the synthetic workload's ``cpu_ms`` calibration the pipeline was built with (0: none), so a check against this
     baseline builds it with the same work per sample (:func:`gluonbench.workloads.synthetic.pin_hash_rate`)"""
+    background: dict[str, Any] | None = None
+    """other processes' CPU while it was measured (:class:`~gluonbench.monitor.load.BackgroundLoad` as a dict);
+    None in a baseline saved before it was kept"""
     options: dict[str, Any] | None = None
     """the workload's options (``--set``) or the factory's keyword arguments (``--pipeline-option``) it was built
     with, URL credentials redacted (:func:`options_record`); None in a baseline saved before they were kept"""
@@ -163,6 +166,7 @@ class Snapshot:
             started_utc=str(d.get("started_utc", "")),
             hash_rate=float(d.get("hash_rate") or 0.0),
             options=dict(d["options"]) if isinstance(d.get("options"), dict) else None,
+            background=dict(d["background"]) if isinstance(d.get("background"), dict) else None,
         )
 
 
@@ -290,6 +294,7 @@ def measure_snapshot(
     )
     g, rec = gate.records, probes.records
     rw, rc = rec[RULER].per_round, rec[RULER].cpu_per_round
+    background = _background([r.system for r in (*g.values(), *rec.values())])
 
     # each chain probe's per-round figures; a skipped probe is the one before it
     wall: dict[str, dict[int, float]] = {}
@@ -327,7 +332,17 @@ def measure_snapshot(
         rounds=gate.rounds,
         env=environment(),
         started_utc=started,
+        background=background,
     )
+
+
+def _background(systems: list[Any]) -> dict[str, Any] | None:
+    """Other processes' CPU over the whole measurement (its monitors' windows), as a dict."""
+    from gluonbench.monitor import merge_summaries
+    from gluonbench.monitor.load import from_summary
+
+    load = from_summary(merge_summaries(systems).to_dict()) if systems else None
+    return load.to_dict() if load is not None else None
 
 
 # -- baseline files ----------------------------------------------------------------------------------
@@ -502,9 +517,26 @@ def decide(
             notes.append(f"{key} changed: baseline {base.setting.get(key)}, now {now.setting.get(key)}")
     if base.options is not None and now.options is not None and base.options != now.options:
         notes.append(f"options changed: baseline {_options_text(base.options)}, now {_options_text(now.options)}")
+    weaker: list[str] = []
     if base.env.get("cpu") and base.env.get("cpu") != now.env.get("cpu"):
         notes.append(
             f"another CPU model: baseline {base.env.get('cpu')}, now {now.env.get('cpu')} (the ruler normalises speed)"
+        )
+        weaker.append("another CPU model")
+    if now.cores != base.cores:
+        weaker.append(f"{base.cores} cores then, {now.cores} now")
+    loads = [(s.background or {}).get("other_cores") for s in (base, now)]
+    if reference == "ruler" and all(isinstance(x, int | float) for x in loads):
+        then, today = float(loads[0]), float(loads[1])  # type: ignore[arg-type]
+        from gluonbench.monitor.load import OTHER_CORES_WARN, OTHER_SHARE_WARN
+
+        if abs(today - then) >= max(OTHER_CORES_WARN, OTHER_SHARE_WARN * now.cores):
+            weaker.append(f"other processes used {then:.1f} cores then, {today:.1f} now")
+    if weaker and reference == "ruler":
+        notes.append(
+            f"the baseline was measured under other conditions ({'; '.join(weaker)}): the ruler corrects for speed, "
+            "not for everything a machine's state changes, so this comparison is weaker; "
+            "check --against REF measures the baseline's code beside this one, in one job"
         )
     for key in ("mxnet", "numpy", "python"):
         if base.env.get(key) and base.env.get(key) != now.env.get(key):
