@@ -122,3 +122,29 @@ def test_a_relative_baseline_is_taken_from_the_rootdir(tmp_path):
 
     assert resolve_baseline("b/x.json", tmp_path) == tmp_path / "b" / "x.json"
     assert resolve_baseline(tmp_path / "abs.json", Path("/elsewhere")) == tmp_path / "abs.json"
+
+
+def test_the_fixture_needs_one_of_baseline_and_against(tmp_path):
+    (tmp_path / "test_x.py").write_text(
+        "def test_both(gluonbench_check):\n"
+        "    gluonbench_check('no.such:pipeline', baseline='b.json', against='HEAD')\n"
+        "def test_neither(gluonbench_check):\n"
+        "    gluonbench_check('no.such:pipeline')\n"
+    )
+    proc = _pytest(tmp_path, CI="")
+    assert proc.returncode == 1 and "2 failed" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.stdout.count("give baseline=PATH or against=REF") >= 2
+
+
+def test_the_fixture_checks_against_a_git_ref_in_one_line_when_it_is_unknown(tmp_path):
+    import subprocess as sp
+
+    sp.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "test_x.py").write_text(
+        "def test_speed(gluonbench_check):\n"
+        "    gluonbench_check('pipe.py:make', against='no-such-branch', budget_s=10)\n"
+    )
+    proc = _pytest(tmp_path, CI="true")
+    assert proc.returncode == 1 and "1 failed" in proc.stdout, proc.stdout + proc.stderr
+    assert "gluonbench_check: --against no-such-branch: no such commit" in proc.stdout
+    assert "Traceback" not in proc.stdout and "raise " not in proc.stdout

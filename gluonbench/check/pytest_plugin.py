@@ -8,7 +8,9 @@ In a project's own test suite::
 ``make_pipeline`` is anything :func:`gluonbench.check.resolve_pipeline` accepts (a function returning a
 dict with ``dataset``/``transform``/..., a Pipeline, a Workload; a workload name; ``MODULE:FUNC``).
 The test fails on a regression (naming the stage), is skipped with the reason when the check is
-inconclusive, and passes otherwise.
+inconclusive, and passes otherwise. ``against="origin/main"`` instead of ``baseline=`` measures REF's code beside
+the working tree's in the same test (``gluonbench check --against``; the pipeline is named as ``MODULE:FUNC`` or
+``path/to/file.py:FUNC``, relative to the folder pytest runs in).
 
 A relative ``baseline`` path is resolved against pytest's rootdir (the folder of the project's
 ``pytest.ini``/``setup.cfg``/``pyproject.toml``), so the same baseline is found whichever folder pytest
@@ -91,11 +93,17 @@ def resolve_baseline(baseline: str | Path, rootdir: Path) -> Path:
 
 @pytest.fixture
 def gluonbench_check(request: Any) -> Any:
-    """``gluonbench_check(pipeline, baseline=PATH, max_slowdown=None, budget_s=None, **kwargs)``: the check."""
+    """``gluonbench_check(pipeline, baseline=PATH | against=REF, max_slowdown=None, budget_s=None, **kwargs)``: the
+    check against a stored baseline, or side by side with the code of the git ref ``against``."""
     config = request.config
 
     def run(
-        pipeline: Any, baseline: str | Path, max_slowdown: Any = None, budget_s: float | None = None, **kwargs: Any
+        pipeline: Any,
+        baseline: str | Path | None = None,
+        max_slowdown: Any = None,
+        budget_s: float | None = None,
+        against: str | None = None,
+        **kwargs: Any,
     ):
         from gluonbench.check import run_check
         from gluonbench.check.render import headline, to_text
@@ -114,20 +122,16 @@ def gluonbench_check(request: Any) -> Any:
                 limit = DEFAULT_MAX_SLOWDOWN if option is None else _fraction(option, "--gluonbench-max-slowdown")
         except GluonbenchError as exc:
             pytest.fail(f"gluonbench_check: {exc}", pytrace=False)
-        path = resolve_baseline(baseline, config.rootpath)
-        save = config.getoption("--gluonbench-save")
-        if not save and not path.exists():
-            if in_ci():
-                pytest.fail(
-                    f"gluonbench: no baseline at {path}; under CI a missing baseline fails instead of being saved: "
-                    "commit the baseline (measure it with pytest --gluonbench-save)",
-                    pytrace=False,
-                )
-            save = True
-        if save:
-            run_check(pipeline, save=path, budget_s=budget, **kwargs)
-            pytest.skip(f"gluonbench: baseline saved to {path}; the next run checks against it")
-        result = run_check(pipeline, baseline=path, max_slowdown=limit, budget_s=budget, **kwargs)
+        if (baseline is None) == (against is None):
+            pytest.fail("gluonbench_check: give baseline=PATH or against=REF (a git ref), one of them", pytrace=False)
+        try:
+            if against is not None:
+                # side by side with REF's code: nothing to save, nothing stored (the pipeline is named, MODULE:FUNC)
+                result = run_check(pipeline, against=against, max_slowdown=limit, budget_s=budget, **kwargs)
+            else:
+                result = _against_baseline(run_check, pipeline, baseline, config, limit, budget, kwargs)
+        except GluonbenchError as exc:  # bad input or a stalled side: the tool's one line, not a traceback
+            pytest.fail(f"gluonbench_check: {exc}", pytrace=False)
         if result.outcome == "regression":
             pytest.fail(to_text(result), pytrace=False)
         if result.outcome == "inconclusive":
@@ -135,3 +139,23 @@ def gluonbench_check(request: Any) -> Any:
         return result
 
     return run
+
+
+def _against_baseline(
+    run_check: Any, pipeline: Any, baseline: str | Path, config: Any, limit: float, budget: float, kwargs: dict
+) -> Any:
+    """The check against a stored baseline; saved (and the test skipped) when there is none, but under CI."""
+    path = resolve_baseline(baseline, config.rootpath)
+    save = config.getoption("--gluonbench-save")
+    if not save and not path.exists():
+        if in_ci():
+            pytest.fail(
+                f"gluonbench: no baseline at {path}; under CI a missing baseline fails instead of being saved: "
+                "commit the baseline (measure it with pytest --gluonbench-save)",
+                pytrace=False,
+            )
+        save = True
+    if save:
+        run_check(pipeline, save=path, budget_s=budget, **kwargs)
+        pytest.skip(f"gluonbench: baseline saved to {path}; the next run checks against it")
+    return run_check(pipeline, baseline=path, max_slowdown=limit, budget_s=budget, **kwargs)
