@@ -304,9 +304,22 @@ def test_a_baseline_measured_under_other_conditions_is_called_weaker_and_against
     busy.background = {"other_cores": 1.4}
     (note,) = [n for n in decide(busy, quiet, 0.05).notes if "weaker" in n]
     assert "other processes used 0.0 cores then, 1.4 now" in note and "check --against REF" in note
-    assert not any("weaker" in n for n in decide(_snap(baseline, 1.0, 0.01), quiet, 0.05).notes)
+    same = _snap(baseline, 1.0, 0.01)
+    same.background = {"other_cores": 0.1}
+    assert not any("weaker" in n for n in decide(same, quiet, 0.05).notes)
     r = decide(_snap(baseline, 1.0, 0.01, cores=4), _snap(baseline, 1.0, 0.01, cores=2), 0.05)
     assert any("2 cores then, 4 now" in n and "--against" in n for n in r.notes)
+
+
+def test_a_check_under_load_says_so_once(baseline):
+    from gluonbench.monitor.load import BackgroundLoad
+
+    now = _snap(baseline, 1.0, 0.01)
+    now.background = BackgroundLoad(30.0, 2, 1.5, 0.0).to_dict()
+    notes = [n for n in decide(now, _snap(baseline, 1.0, 0.01), 0.05).notes if n.startswith("during this check")]
+    assert len(notes) == 1 and "1.5 of 2 cores busy" in notes[0] and "check --against" in notes[0]
+    now.background = BackgroundLoad(30.0, 2, 0.0, 0.0).to_dict()
+    assert not any(n.startswith("during this check") for n in decide(now, _snap(baseline, 1.0, 0.01), 0.05).notes)
 
 
 def test_a_baseline_keeps_the_background_load_it_was_measured_under(baseline):

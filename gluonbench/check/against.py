@@ -250,6 +250,8 @@ class Rounds2:
 
     wall: dict[str, dict[str, dict[int, float]]] = field(default_factory=lambda: {"baseline": {}, "candidate": {}})
     cpu: dict[str, dict[str, dict[int, float]]] = field(default_factory=lambda: {"baseline": {}, "candidate": {}})
+    background: dict[str, Any] | None = None
+    """other processes' CPU over the whole measurement (:class:`~gluonbench.monitor.load.BackgroundLoad`)"""
 
     def add(self, side: str, phase: str, number: int, report: Mapping[str, Any]) -> None:
         for kind, store in (("wall", self.wall), ("cpu", self.cpu)):
@@ -328,6 +330,7 @@ def snapshots(
                 rounds=total.rounds,
                 env=environment(),
                 started_utc=utc_now(),
+                background=m.background,
             )
         )
     return snaps[0], snaps[1]
@@ -426,7 +429,10 @@ def _measure(
     on_progress: Callable[[float, float], None] | None,
 ) -> tuple[Rounds2, float]:
     """Alternate the sides' rounds: the gate phase (full pipeline), then the stages, for the whole budget."""
+    from gluonbench.monitor.load import LoadMeter
+
     m = Rounds2()
+    meter = LoadMeter().start()  # the sides and their workers are this process's descendants: not background
     start = monotonic()
     gate_end = start + GATE_SHARE * budget_s
     end = start + budget_s
@@ -449,4 +455,5 @@ def _measure(
             m.add(name, phase, number, report)
         if on_progress is not None:
             on_progress(min(monotonic() - start, budget_s), budget_s)
+    m.background = meter.stop().to_dict()
     return m, monotonic() - start

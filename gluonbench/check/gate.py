@@ -532,6 +532,11 @@ def decide(
 
         if abs(today - then) >= max(OTHER_CORES_WARN, OTHER_SHARE_WARN * now.cores):
             weaker.append(f"other processes used {then:.1f} cores then, {today:.1f} now")
+    if (now.background or {}).get("busy"):
+        from gluonbench.monitor.load import BackgroundLoad
+
+        load = BackgroundLoad(**{k: now.background[k] for k in ("window_s", "cores", "other_cores", "steal_pct")})
+        notes.append(f"during this check {load.text()}: {load.effect()}")
     if weaker and reference == "ruler":
         notes.append(
             f"the baseline was measured under other conditions ({'; '.join(weaker)}): the ruler corrects for speed, "

@@ -80,20 +80,34 @@ def own_cpu_s() -> float:
     return out
 
 
+class LoadMeter:
+    """Other processes' CPU between :meth:`start` and :meth:`stop` (this process tree's own is left out; its
+    descendants must still be alive at :meth:`stop` for theirs to be)."""
+
+    def start(self) -> LoadMeter:
+        self.machine0, self.own0, self.t0 = _machine(), own_cpu_s(), time.monotonic()
+        return self
+
+    def stop(self) -> BackgroundLoad:
+        (busy1, steal1, total1), own1, t1 = _machine(), own_cpu_s(), time.monotonic()
+        busy0, steal0, total0 = self.machine0
+        cores = psutil.cpu_count() or 1
+        wall = max(t1 - self.t0, 1e-6)
+        total = max(total1 - total0, 1e-9)
+        other = max(0.0, (busy1 - busy0) - (own1 - self.own0)) / wall
+        return BackgroundLoad(
+            window_s=wall,
+            cores=cores,
+            other_cores=min(other, float(cores)),
+            steal_pct=100.0 * (steal1 - steal0) / total,
+        )
+
+
 def background_load(window_s: float = 0.5) -> BackgroundLoad:
     """Sample the machine for ``window_s`` seconds: other processes' CPU (cores) and steal (%)."""
-    cores = psutil.cpu_count() or 1
-    busy0, steal0, total0 = _machine()
-    own0, t0 = own_cpu_s(), time.monotonic()
+    meter = LoadMeter().start()
     time.sleep(window_s)
-    busy1, steal1, total1 = _machine()
-    own1, t1 = own_cpu_s(), time.monotonic()
-    wall = max(t1 - t0, 1e-6)
-    total = max(total1 - total0, 1e-9)
-    other = max(0.0, (busy1 - busy0) - (own1 - own0)) / wall
-    return BackgroundLoad(
-        window_s=wall, cores=cores, other_cores=min(other, float(cores)), steal_pct=100.0 * (steal1 - steal0) / total
-    )
+    return meter.stop()
 
 
 def from_summary(system: dict, window_s: float | None = None) -> BackgroundLoad | None:
