@@ -171,8 +171,9 @@ class Snapshot:
 
 
 def options_record(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``options`` as a baseline keeps them: JSON values (anything else as its text, such as a path), with the
-    credentials of any URL in them redacted."""
+    """``options`` as a baseline keeps them: JSON values (anything else as its text, such as a path), with every
+    secret in them redacted (:func:`gluonbench.validate.redact`: values under credential names, URL credentials,
+    values of a known credential shape)."""
     from gluonbench.report.store import json_safe
     from gluonbench.validate import redact
 
@@ -183,7 +184,7 @@ def options_record(options: Mapping[str, Any] | None) -> dict[str, Any]:
             return [plain(x) for x in v]
         return v if v is None or isinstance(v, str | int | float | bool) else str(v)
 
-    return {k: redact(json_safe(v)) for k, v in plain(options or {}).items()}
+    return {k: redact(json_safe(v), k) for k, v in plain(options or {}).items()}
 
 
 def check_budget(budget_s: Any) -> float:
