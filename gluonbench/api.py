@@ -30,7 +30,7 @@ from gluonbench.rundir import load
 from gluonbench.sweeprun.child import run_isolated
 from gluonbench.sweeprun.run import RunResult, RunSpec, train_and_eval
 from gluonbench.units import count
-from gluonbench.validate import check_path
+from gluonbench.validate import check_path, redact
 from gluonbench.workloads.spec import check_pipeline, release_spec, take_spec
 
 __all__ = [
@@ -527,7 +527,7 @@ def _save_diagnosis(
     from gluonbench.env import utc_now
 
     if settings.json_path:
-        atomic_write_text(settings.json_path, json.dumps(d.to_dict(), indent=2))
+        atomic_write_text(settings.json_path, json.dumps(redact(d.to_dict()), indent=2))
     if out is None:
         return None, d
     store = RunStore(new_run_dir(out, settings.label()))
@@ -659,7 +659,7 @@ def run_tune(
             release_spec(spec)
     try:
         if settings.json_path:
-            atomic_write_text(settings.json_path, json.dumps(result.to_dict(), indent=2))
+            atomic_write_text(settings.json_path, json.dumps(redact(result.to_dict()), indent=2))
         if settings.toml_path:
             atomic_write_text(settings.toml_path, result.to_toml())
     except GluonbenchError as exc:  # measured, then not saved: the one line still gives the result
@@ -690,7 +690,7 @@ def _keep_stalled_tune(settings: TuneSettings, out: str | Path | None, exc: Budg
         return
     kept: list[str] = []
     try:
-        text = json.dumps(partial.to_dict(), indent=2)
+        text = json.dumps(redact(partial.to_dict()), indent=2)
         if settings.json_path:
             atomic_write_text(settings.json_path, text)
             kept.append(str(settings.json_path))
@@ -862,10 +862,10 @@ def check(
     )
     if save is not None:
         if json_path is not None:
-            atomic_write_text(json_path, json.dumps(result.to_dict(), indent=1) + "\n")
+            atomic_write_text(json_path, json.dumps(redact(result.to_dict()), indent=1) + "\n")
         return result
     if json_path is not None:
-        atomic_write_text(json_path, json.dumps(result.to_dict(), indent=1) + "\n")
+        atomic_write_text(json_path, json.dumps(redact(result.to_dict()), indent=1) + "\n")
     if junit_path is not None:
         atomic_write_text(junit_path, render.to_junit(result))
     if summary_path is not None:
@@ -885,8 +885,11 @@ def compare(
     json_path: str | Path | None = None,
     html: str | Path | None = None,
     fail_on_slowdown: float | str | None = None,
+    force: bool = False,
 ) -> Any:
     """``gluonbench compare``: diff two run folders of the same kind; write the requested exports.
+
+    Results of different pipelines (factory or script, its options, its data) are refused unless ``force``.
 
     Returns a :class:`~gluonbench.check.compare.Comparison` (its ``exit_code``: 1 when a row is
     significantly slower by more than ``fail_on_slowdown``, else 0).
@@ -902,7 +905,7 @@ def compare(
     for path, what, _ in outputs:
         if path is not None:
             check_writable_file(path, what)
-    cmp = compare_runs(run_a, run_b, fail_on_slowdown=fail_on_slowdown)
+    cmp = compare_runs(run_a, run_b, fail_on_slowdown=fail_on_slowdown, force=force)
     for path, _, render in outputs:
         if path is not None:
             atomic_write_text(path, render(cmp))

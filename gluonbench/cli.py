@@ -820,6 +820,7 @@ CHECK_EXAMPLES = """examples:
   gluonbench check --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images \\
       --save-baseline images.json
   gluonbench check --workload synthetic --set cpu_ms=1 --save-baseline synth.json --budget 90
+  gluonbench check --pipeline ci/pipeline.py:make --against origin/main   # base branch and working tree side by side
 
 what is measured: the pipeline's probes (full, preprocessing / reading / loader swapped out, the loader
   alone) beside a fixed reference pipeline, the *ruler* (the seed's CNN step fed through a CPU-bound
@@ -867,6 +868,12 @@ def _add_check(sub: Any) -> None:
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--baseline", metavar="FILE", help="check against this baseline file")
     mode.add_argument("--save-baseline", metavar="FILE", help="measure and save a baseline file")
+    mode.add_argument(
+        "--against",
+        metavar="REF",
+        help="measure REF's code (a git ref of this repository, or another checkout's folder) and the working tree "
+        "side by side in one job; robust to a busy machine",
+    )
     p.add_argument("--max-slowdown", default="5%", help="allowed slowdown before exit 1 (default: 5%%)")
     p.add_argument("--budget", type=float, default=60.0, help="seconds of measurement (default: 60)")
     p.add_argument("--batch-size", type=int, default=64, help="loader batch size where the pipeline sets none")
@@ -892,6 +899,11 @@ def _add_compare(sub: Any) -> None:
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML table")
     p.add_argument(
         "--fail-on-slowdown", metavar="PCT", help="exit 1 when a row is significantly slower by more, e.g. 5%%"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="compare results of different pipelines (factory or script, options, data); refused without it",
     )
     p.set_defaults(func=cmd_compare)
 
@@ -940,6 +952,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             args.pipeline or args.workload or "mnist",
             baseline=args.baseline,
             save=args.save_baseline,
+            against=args.against,
             max_slowdown=args.max_slowdown,
             budget_s=args.budget,
             batch_size=args.batch_size,
@@ -973,6 +986,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         json_path=args.json,
         html=args.html,
         fail_on_slowdown=args.fail_on_slowdown,
+        force=args.force,
     )
     print(to_text(cmp))
     return cmp.exit_code

@@ -263,6 +263,7 @@ def test_a_stage_time_below_zero_is_shown_as_zero_with_the_noise_named():
         now=SimpleNamespace(identity="p", elapsed_s=1.0),
         baseline=SimpleNamespace(started_utc="t"),
         baseline_path="b.json",
+        reference="ruler",
         outcome="pass",
         message="no slowdown",
         max_slowdown=0.05,
@@ -285,13 +286,12 @@ def test_a_stage_time_below_zero_is_shown_as_zero_with_the_noise_named():
 
 def test_a_run_records_the_samples_per_second_of_its_blocks():
     from gluonbench.engine.loop import StepTimes
-    from gluonbench.sweeprun.run import block_rates
 
     # a slow first step (left out), then 12 steps: 6 at 10 ms and 6 at 20 ms a batch of 64
     steps = [0.5] + [0.01] * 6 + [0.02] * 6
     times = StepTimes([0.0] * 13, [0.0] * 13, steps, [64] * 13)
-    assert [round(r) for r in block_rates(times)] == [6400, 6400, 6400, 3200, 3200, 3200]
-    assert block_rates(StepTimes([0.0] * 5, [0.0] * 5, [0.01] * 5, [64] * 5)) == []  # too few steps for blocks
+    assert [round(r) for r in times.block_rates()] == [6400, 6400, 6400, 3200, 3200, 3200]
+    assert StepTimes([0.0] * 5, [0.0] * 5, [0.01] * 5, [64] * 5).block_rates() == []  # too few steps for blocks
 
 
 def test_a_sweeps_bottleneck_table_names_the_cpu_model_compute():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 def test_a_monitor_of_timed_windows_reads_memory_at_their_edges_only(monkeypatch):
     # a PSS reading keeps a core busy for milliseconds: inside a timed window it slows a pipeline that uses every
@@ -25,3 +27,48 @@ def test_a_monitor_of_timed_windows_reads_memory_at_their_edges_only(monkeypatch
     assert summary.memory_samples >= 4, "a plain monitor's thread reads memory whenever it is due"
     summary, _ = window(True, time.perf_counter() + 60)
     assert summary.memory_samples == 0, "not due: not read at all"
+
+
+def test_background_load_sees_another_process_and_not_its_own_children(tmp_path):
+    """A busy loop that is not this process's descendant counts as background; one that is, does not."""
+    import subprocess
+    import sys
+
+    from gluonbench.monitor.load import background_load
+
+    pid_file = tmp_path / "hog.pid"
+    # double fork: the hog is re-parented away from this process, as another job's process would be
+    code = (
+        "import os, sys, time\n"
+        "if os.fork(): os._exit(0)\n"
+        "os.setsid()\n"
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "end = time.monotonic() + 30\n"
+        "while time.monotonic() < end: pass\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
+    try:
+        for _ in range(100):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            import time
+
+            time.sleep(0.05)
+        load = background_load(1.0)
+        assert load.other_cores >= 0.4 and load.busy, load
+        assert "other processes kept" in load.text() and "check --against" in load.effect()
+    finally:
+        import os
+        import signal
+
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_background_load_of_a_summary():
+    from gluonbench.monitor.load import BackgroundLoad, from_summary
+
+    load = from_summary({"per_core_pct": [90.0, 70.0], "cpu_util_pct": 30.0, "cores": 2, "duration_s": 4.0})
+    assert load is not None and load.other_cores == pytest.approx(1.0) and load.busy
+    assert from_summary({}) is None
+    assert not BackgroundLoad(1.0, 16, 1.0, 0.0).busy  # 1 of 16 cores: under 10 %
+    assert BackgroundLoad(1.0, 16, 0.0, 8.0).busy  # steal

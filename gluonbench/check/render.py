@@ -55,6 +55,18 @@ def _cells(result: CheckResult) -> list[tuple[str, ...]]:
     return [(r.name, r.unit, _value(r.baseline), _value(r.now), _ratio(r), r.verdict) for r in result.rows]
 
 
+def _unit_text(result: CheckResult) -> str:
+    if result.reference == "baseline":
+        return (
+            f"baseline = {result.baseline_path}, now = the working tree, measured side by side in alternating rounds; "
+            "each stage's time per sample over the baseline's full pipeline in the same round; ratio = now / baseline"
+        )
+    return (
+        "each stage's time per sample over the ruler's in the same round (machine speed and background load "
+        "cancel); ratio = now / baseline"
+    )
+
+
 def headline(result: CheckResult) -> str:
     return f"gluonbench check: {result.outcome.upper()}: {result.message}"
 
@@ -71,8 +83,7 @@ def to_text(result: CheckResult) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     out = [
-        f"pipeline {result.now.identity}: each stage's time per sample over the ruler's in the same round (machine "
-        "speed and background load cancel); ratio = now / baseline",
+        f"pipeline {result.now.identity}: {_unit_text(result)}",
         *lines,
         *([note] if (note := clamp_note(result.rows)) else []),
         "",
@@ -98,7 +109,7 @@ def to_markdown(result: CheckResult) -> str:
         "|---|---|---:|---:|---:|---|",
         *(f"| {' | '.join(c)} |" for c in _cells(result)),
         "",
-        "Each stage's time per sample over the ruler's in the same interleaved round; ratio = now / baseline.",
+        _unit_text(result)[0].upper() + _unit_text(result)[1:] + ".",
         *([f"\n{note}"] if (note := clamp_note(result.rows)) else []),
     ]
     rows += [f"- note: {n}" for n in result.notes]

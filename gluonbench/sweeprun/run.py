@@ -306,7 +306,6 @@ def _train_and_eval(
     result.samples_per_s = result.train_samples / result.train_s if result.train_s > 0 else 0.0
     result.first_batch_s = times.wait[0] if len(times) else 0.0
     result.steady = times.split(skip=1).to_dict()
-    result.steady["block_samples_per_s"] = block_rates(times)  # the spread within the run (report/summary.py)
     result.system = system.to_dict()
     result.source = dict(workload.info)
     if spec.emulate_step_ms is not None and len(times):
@@ -330,25 +329,6 @@ def _train_and_eval(
     result.finished_utc = utc_now()
     result.wall_s = perf_counter() - t_run
     return result
-
-
-BLOCKS = 6
-"""the steady steps of a run are cut into this many consecutive blocks for its within-run spread"""
-
-
-def block_rates(times: Any, blocks: int = BLOCKS, skip: int = 1) -> list[float]:
-    """Samples/s of each of ``blocks`` consecutive blocks of the steady steps (the first ``skip`` left out);
-    ``[]`` with fewer than two steps a block."""
-    n = len(times) - skip
-    if n < 2 * blocks:
-        return []
-    out = []
-    for b in range(blocks):
-        lo, hi = skip + b * n // blocks, skip + (b + 1) * n // blocks
-        total = sum(times.step(i) for i in range(lo, hi))
-        if total > 0:
-            out.append(sum(times.samples[lo:hi]) / total)
-    return out
 
 
 def train_or_fail(spec: RunSpec, diagnose: DiagnoseRun | None = None) -> tuple[RunResult, int]:
