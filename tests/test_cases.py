@@ -112,3 +112,13 @@ def test_busy_cores_are_ended_with_the_run_even_when_it_fails():
     for pid in pids:
         assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
     assert all(p.returncode is not None for p in procs)
+
+
+@pytest.mark.slow
+def test_the_plain_loop_removes_the_work_inside_dataset_items_through_the_read_only_twin(dirs):
+    import ground_truth
+
+    case = next(c for c in CASES if c.name == "gluon-mnist-transform-mlp")
+    gt = ground_truth.measure(case, dirs, seconds=1.0, min_rounds=2)
+    assert set(gt.step_ms) == {"full", "no_preprocess", "reused"}
+    assert gt.rounds >= 2 and gt.preprocess_speedup > 0
