@@ -45,9 +45,8 @@ if {hash_rate!r} and (case.options or {{}}).get("cpu_ms"):  # the same work per 
     import dataclasses
     case = dataclasses.replace(case, options={{**case.options, "hash_rate": {hash_rate!r}}})
 if {order!r}:  # the rounds' order for this run only: diagnose's own Rounds with the order field set
-    import functools
-    import gluonbench.diagnosis.run as diagnosis_run
-    diagnosis_run.Rounds = functools.partial(diagnosis_run.Rounds, order={order!r})
+    from diagnose_accuracy import use_round_order
+    use_round_order({order!r})
 d = gluonbench.diagnose(ctx="cpu", budget_s={budget!r}, **build(case, {dirs!r}))
 print(json.dumps({{"reading": reading(d), "input": d.speedups.get("input"), "order": {order!r} or "default",
     "ci": d.speedup_ci.get("input"), "settled_s": d.settled_s, "rounds": d.rounds, "elapsed_s": d.elapsed_s,

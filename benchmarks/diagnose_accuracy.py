@@ -15,7 +15,8 @@ line: ``preprocessing``, ``disk_io`` or ``gpu_io``). The target: no wrong class 
 another class, or failing, is wrong), every committed verdict agreeing, and at most 1 in 10 of them left
 undecided (``inconclusive``, at the line included). Cases the plain loop puts at the line, or cannot read, are
 reported and not scored. ``--hog N`` keeps N cores busy (N spinning processes, started and ended here) for the
-whole run, as on a shared machine. The time to a verdict on the seed's MNIST is printed for reference.
+whole run, as on a shared machine; ``--round-order pairs`` runs every diagnosis with ``full`` beside
+``cached_batch`` in each round (``Rounds(order="pairs")``). The time to a verdict on the seed's MNIST is printed for reference.
 
 Exit status 1 if the target is missed.
 
@@ -127,6 +128,20 @@ def busy_cores(n: int) -> Iterator[list[subprocess.Popen]]:
             proc.wait()
 
 
+def use_round_order(order: str) -> None:
+    """Make this process's diagnoses run their rounds in ``order`` (``Rounds.order``: rotate or pairs).
+
+    For benchmarks only (an A/B of the order, a whole accuracy run in one): ``diagnose`` itself takes no such
+    argument, so this sets the field on the ``Rounds`` its module builds.
+    """
+    import functools
+
+    import gluonbench.diagnosis.run as diagnosis_run
+    from gluonbench.engine.measure import Rounds
+
+    diagnosis_run.Rounds = functools.partial(Rounds, order=order)
+
+
 def reading(d) -> str:
     """The diagnosis in the ground truth's words: its verdict, or ``at_line`` for an inconclusive one at the line."""
     return "at_line" if d.at_line else d.verdict
@@ -164,6 +179,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="keep N cores busy for the whole run (N spinning processes, ended with the run; default 0)",
     )
+    p.add_argument(
+        "--round-order",
+        choices=("rotate", "pairs"),
+        help="the order of diagnose's probes within each round (default: the library's, rotate)",
+    )
     p.add_argument("--out", help="write diagnose_accuracy-<UTC>.json with every diagnosis into this folder")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -175,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.hog <= 4 * (os.cpu_count() or 1):
         p.error(f"--hog {args.hog} is out of range: give 0..{4 * (os.cpu_count() or 1)} busy processes, e.g. 1")
     cases = [c for c in CASES if (c.quick or not args.quick) and (not args.only or c.name in args.only)]
+    if args.round_order:
+        use_round_order(args.round_order)
 
     records, rows, mnist_times = [], [], []
     started = datetime.now(UTC)
@@ -240,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
                     "budget_s": budget,
                     "truth_seconds": truth_s,
                     "hog": args.hog,
+                    "round_order": args.round_order or "default",
                     "load_average_end": load,
                     "score": {**asdict(result), "passed": result.passed},
                     "records": records,

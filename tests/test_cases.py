@@ -122,3 +122,11 @@ def test_the_plain_loop_removes_the_work_inside_dataset_items_through_the_read_o
     gt = ground_truth.measure(case, dirs, seconds=1.0, min_rounds=2)
     assert set(gt.step_ms) == {"full", "no_preprocess", "reused"}
     assert gt.rounds >= 2 and gt.preprocess_speedup > 0
+
+
+def test_a_round_order_for_the_benchmark_reaches_the_rounds_diagnose_builds(monkeypatch):
+    import gluonbench.diagnosis.run as diagnosis_run
+
+    monkeypatch.setattr(diagnosis_run, "Rounds", diagnosis_run.Rounds)  # restored after the test
+    acc.use_round_order("pairs")
+    assert diagnosis_run.Rounds(budget_s=5.0).order == "pairs"
