@@ -36,9 +36,7 @@ def test_every_kind_of_user_pipeline_has_a_case():
 def test_a_user_case_builds_fast_and_feeds_its_net_a_valid_batch(case, dirs):
     from gluonbench._mx import autograd, gluon, mx
 
-    t0 = time.perf_counter()
-    built = build_case(case, dirs)
-    assert time.perf_counter() - t0 < 30.0  # < 10 s on a quiet machine; a busy one gets slack
+    built = build_case(case, dirs)  # its time is diagnose_accuracy.py's "setup" column (a benchmark, not a test)
     kw = built.kwargs
     assert kw["label"] == case.name and kw["batch_size"] == case.batch_size and kw["num_workers"] == case.workers
     dataset = kw["dataset"] if kw["transform"] is None else kw["dataset"].transform(kw["transform"])
