@@ -844,13 +844,17 @@ def check(
     3 inconclusive) or, when saving, the :class:`~gluonbench.check.Snapshot`.
     """
     from gluonbench.check import render, run_check
-    from gluonbench.report.store import check_writable_file, write_error
+    from gluonbench.report.store import check_append_file, check_writable_file, refuse_overwriting_inputs, write_error
 
-    for path, what in ((json_path, arg("json_path", "--json")), (junit_path, arg("junit_path", "--junit"))):
-        if path is not None:
+    outputs = {arg("json_path", "--json"): json_path, arg("junit_path", "--junit"): junit_path}
+    if summary_path is not None:
+        outputs["GITHUB_STEP_SUMMARY"] = summary_path
+    refuse_overwriting_inputs(outputs, [p for p in (baseline, save) if p is not None])
+    for what, path in outputs.items():
+        if path is not None and what != "GITHUB_STEP_SUMMARY":
             check_writable_file(path, what)
-    if summary_path is not None and Path(summary_path).is_dir():
-        raise GluonbenchError(f"GITHUB_STEP_SUMMARY={summary_path} is a folder; it must name a file")
+    if summary_path is not None:
+        check_append_file(summary_path, "GITHUB_STEP_SUMMARY")
     result = run_check(
         pipeline,
         baseline=baseline,
@@ -902,6 +906,9 @@ def compare(
         (json_path, arg("json_path", "--json"), to_json),
         (html, arg("html"), to_html),
     )
+    from gluonbench.report.store import refuse_overwriting_inputs
+
+    refuse_overwriting_inputs({what: path for path, what, _ in outputs}, [run_a, run_b])
     for path, what, _ in outputs:
         if path is not None:
             check_writable_file(path, what)

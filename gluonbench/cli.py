@@ -1582,6 +1582,16 @@ def cmd_io(args: argparse.Namespace) -> int:
     return 0 if all(r.get("status") == "ok" for r in summary.rows) else 1
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's own flush at exit does not fail on a closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -1601,6 +1611,7 @@ def main(argv: list[str] | None = None) -> int:
     global _MAIN_PID
     _MAIN_PID = os.getpid()
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)  # a closed terminal or ssh session: the same clean stop
     from gluonbench.scratch import SHORT_ROOT, sweep_stale
 
     sweep_stale()  # scratch folders of a gluonbench run killed with -9 (their owner is gone)
@@ -1608,6 +1619,10 @@ def main(argv: list[str] | None = None) -> int:
         sweep_stale(SHORT_ROOT)  # where a run's TMPDIR goes when its own folder's path is too long for a socket
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # the reader of our output went away (`gluonbench compare A B | head -1`): what it read is all it wanted
+        _quiet_stdout()
+        return 141  # 128 + SIGPIPE, as a shell reports a command its pipe's reader ended
     except GluonbenchError as exc:
         print(f"gluonbench: error: {exc}", file=sys.stderr)
         return 2
