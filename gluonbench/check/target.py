@@ -177,7 +177,7 @@ def _spec_of_mapping(
 def _from_spec(spec: PipelineSpec, identity: str, setting: dict[str, Any], ctx: Any, closers: list) -> Target:
     """The check's pipeline of ``spec``: its net built and put on ``ctx``, the model step, then the one assembly."""
     from gluonbench._mx import gluon
-    from gluonbench.pipeline.net import prepare_net
+    from gluonbench.pipeline.net import initialise_missing, prepare_net
     from gluonbench.pipeline.samples import checked_step
     from gluonbench.pipeline.stages import ModelStep
 
@@ -193,8 +193,8 @@ def _from_spec(spec: PipelineSpec, identity: str, setting: dict[str, Any], ctx: 
         raise
     except Exception as exc:
         raise GluonbenchError(f"pipeline {identity}: building its net failed: {type(exc).__name__}: {exc}") from exc
-    if spec.init is not None:
-        net.collect_params().initialize(spec.init, ctx=ctx, force_reinit=True)
+    if spec.init is not None:  # the spec's initializer, for the parameters the factory left uninitialised only
+        initialise_missing(net, spec.init, ctx)
     prepare_net(net, ctx)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": float(spec.learning_rate)})
     step = checked_step(ModelStep(net, spec.make_loss(), trainer), net)
