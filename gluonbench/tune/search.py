@@ -340,7 +340,9 @@ class _Search:
         return out
 
 
-def _check_inputs(dataset: Any, transform: Any, decode: Any, batch_size: Any, budget_s: Any, max_workers: Any) -> Any:
+def _check_inputs(
+    dataset: Any, transform: Any, decode: Any, batch_size: Any, budget_s: Any, max_workers: Any, batchify_fn: Any = None
+) -> Any:
     from gluonbench.pipeline.samples import as_dataset
 
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -357,7 +359,8 @@ def _check_inputs(dataset: Any, transform: Any, decode: Any, batch_size: Any, bu
     dataset = as_dataset(dataset)
     if len(dataset) < batch_size:
         raise GluonbenchError(f"the dataset has {len(dataset)} samples, fewer than batch_size={batch_size}; lower it")
-    check_samples(dataset, decode, transform)  # None, text or varying shapes: blame dataset[i] or the transform
+    # the loader's first batch must be (data, label) arrays: blame dataset[i], the transform or the batchify
+    check_samples(dataset, decode, transform, batch_size, batchify_fn)
     return dataset
 
 
@@ -372,6 +375,7 @@ def tune(
     budget_s: float = 60.0,
     *,
     decode: Callable[..., Any] | None = None,
+    batchify_fn: Callable[[list[Any]], Any] | None = None,
     num_workers: int = 0,
     thread_pool: bool = False,
     prefetch: int | None = None,
@@ -387,7 +391,7 @@ def tune(
 ) -> TuneResult:
     """Find the cheapest DataLoader setting within noise of the fastest, for this training pipeline.
 
-    Arguments as :func:`gluonbench.diagnose`; ``num_workers``, ``thread_pool`` and ``prefetch`` are
+    Arguments as :func:`gluonbench.diagnose` (``batchify_fn`` too); ``num_workers``, ``thread_pool`` and ``prefetch`` are
     the current setting (the baseline the result is compared with). ``budget_s``: wall-clock
     budget of the whole search (at least 10 s); it ends earlier when the answer is clear.
     ``max_workers``: the most workers tried (default ``max(16, 4 x cores)``; more than the cores
@@ -413,7 +417,7 @@ def tune(
     from gluonbench.pipeline.stages import ModelStep
     from gluonbench.workloads.mnist import seed_loss, seed_net
 
-    dataset = _check_inputs(dataset, transform, decode, batch_size, budget_s, max_workers)
+    dataset = _check_inputs(dataset, transform, decode, batch_size, budget_s, max_workers, batchify_fn)
     check_loss(loss)
     for what, value in (("num_workers", num_workers), ("prefetch", prefetch)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
@@ -447,7 +451,8 @@ def tune(
     if emulation is None:
         net = net if net is not None else seed_net()
         loss = loss if loss is not None else seed_loss()
-        check_labels(dataset, net, loss, decode, transform)  # outside the net's classes: MXNet would clip them
+        # outside the net's classes: MXNet would clip them
+        check_labels(dataset, net, loss, decode, transform, batch_size, batchify_fn)
         saved = prepare_net(net, ctx)
         trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": learning_rate})
         step = checked_step(ModelStep(net, loss, trainer), net)
@@ -460,7 +465,7 @@ def tune(
             share = budget_s / len(sizes)
             this_step = emulated_step(emulation, bs) if emulation is not None else step
             pipeline = build_pipeline(
-                {"dataset": dataset, "net": net, "decode": decode, "transform": transform},
+                {"dataset": dataset, "net": net, "decode": decode, "transform": transform, "batchify_fn": batchify_fn},
                 ctx=ctx,
                 step=this_step,
                 source=source,
@@ -729,6 +734,7 @@ def tune_workload(
             ctx,
             budget_s,
             decode=w.decode,
+            batchify_fn=w.batchify_fn,
             learning_rate=w.learning_rate,
             source=w.info,
             label=kwargs.pop("label", None) or name,

@@ -46,6 +46,8 @@ class Workload:
     close: Callable[[], None] | None = None
     decode: Callable[[Any, Any], tuple[Any, Any]] | None = None
     """per-sample decode of the raw record, applied in the loader before ``transform``"""
+    batchify_fn: Callable[[list[Any]], Any] | None = None
+    """the loader's batchify: a batch's items -> ``(data, label)`` arrays (None: MXNet's default)"""
 
     def to_spec(self) -> Any:
         """This workload as the :class:`~gluonbench.PipelineSpec` that :func:`gluonbench.build_pipeline` assembles
@@ -59,6 +61,7 @@ class Workload:
             loss=self.make_loss,
             transform=self.transform,
             decode=self.decode,
+            batchify_fn=self.batchify_fn,
             test_dataset=self.test,
             classes=self.classes or None,
             learning_rate=self.learning_rate,
