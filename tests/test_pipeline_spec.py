@@ -230,7 +230,7 @@ def _example(images: Path) -> list[str]:
 
 
 def test_example_sweep_pipeline(images: Path, tmp_path: Path) -> None:
-    """The example user module (gluon image folder, gluon's vision transforms, a gluoncv model) swept."""
+    """The example user module (gluon image folder, gluon's vision transforms, a small CNN) swept."""
     r = _cli(
         [
             "sweep",

@@ -339,7 +339,10 @@ def _build(part: Any) -> Any:
 
 
 def _short(x: Any) -> str:
-    text = f"{type(x).__name__} {x!r}"
+    shape = getattr(x, "shape", None)
+    if shape is not None:  # an array: its kind and shape (its repr spans lines)
+        return f"{type(x).__name__} of shape {tuple(shape)}"
+    text = " ".join(f"{type(x).__name__} {x!r}".split())
     return text if len(text) <= 80 else text[:77] + "..."
 
 
