@@ -125,6 +125,8 @@ def test_above_the_ceiling_is_read_as_at_it_from_the_same_rounds():
     line = next(line for line in r.to_text().splitlines() if line.startswith("expected:"))
     assert "105 % of the model ceiling" in line and "in the same rounds" in line, line
     assert "above 100 % within the noise" in line and "read it as at the ceiling" in line, line
+    # recommending the current setting: no speed-up of a setting over itself
+    assert "the current setting itself (0 workers, batch 64)" in line and "1.00x" not in line, line
 
 
 def test_an_older_file_without_same_rounds_falls_back_to_the_medians():

@@ -214,10 +214,15 @@ class TuneResult:
             lines.append(f"             {self.lr_note}")
         sp, (sp_lo, sp_hi) = self.speedup_ci()
         interval = f" [{sp_lo:.2f}, {sp_hi:.2f}]" if math.isfinite(sp_lo) and math.isfinite(sp_hi) else ""
+        is_current = self.recommended == cur and self.batch_size == self.current_batch_size
+        against = (
+            f"the current setting itself ({cur.label}, batch {self.current_batch_size})"
+            if is_current
+            else f"{_x(sp)}{interval} the current setting ({cur.label}, batch {self.current_batch_size}: "
+            f"{_rate(self.current_samples_per_s, self.current_ci)})"
+        )
         lines.append(
-            f"expected:    {_rate(self.samples_per_s, self.ci)} in steady state; "
-            f"{_x(sp)}{interval} the current setting ({cur.label}, batch {self.current_batch_size}: "
-            f"{_rate(self.current_samples_per_s, self.current_ci)}); {self.ceiling_text()}"
+            f"expected:    {_rate(self.samples_per_s, self.ci)} in steady state; {against}; {self.ceiling_text()}"
         )
         sweep_line = self.sweep_expectation()
         if sweep_line:

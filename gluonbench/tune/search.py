@@ -750,7 +750,8 @@ def _note_skips(search: _Search, model: Any, ceiling: float, max_workers: int, c
     if top < max_workers:
         pred = model.predict(max_workers)
         why = (
-            f"the loader already outruns the model ({ceiling:.0f} samples/s) at fewer workers"
+            f"the loader alone already outruns the model (the first phase's ceiling, {ceiling:.0f} samples/s) at fewer "
+            "workers"
             if any(p.low >= ceiling * 1.2 for p in search.points)
             else (
                 f"predicted no faster than measured: the model gives {pred:.0f} samples/s at {max_workers} workers"
