@@ -111,8 +111,12 @@ def test_diagnose_and_tune_take_a_batchify(items) -> None:
         spec.dataset, batch_size=8, budget_s=2.0, ctx="cpu", net=spec.make_net(), batchify_fn=spec.batchify_fn
     )
     assert d.probes  # measured, not refused
-    with pytest.raises(GluonbenchError, match="budget must be at least 10"):  # tune validates, then its budget
-        gluonbench.tune(spec.dataset, batch_size=8, budget_s=1, batchify_fn=spec.batchify_fn)
+    # tune checks its inputs (the first batch through the batchify) before any measurement
+    from gluonbench.tune.search import _check_inputs
+
+    assert len(_check_inputs(spec.dataset, None, None, 8, 10, None, spec.batchify_fn)) == len(spec.dataset)
+    with pytest.raises(GluonbenchError, match="give the spec a batchify_fn"):
+        _check_inputs(spec.dataset, None, None, 8, 10, None, None)
 
 
 @pytest.mark.parametrize(
