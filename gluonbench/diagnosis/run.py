@@ -151,6 +151,7 @@ def diagnose(
     budget_s: float = 60.0,
     *,
     decode: Callable[..., Any] | None = None,
+    batchify_fn: Callable[[list[Any]], Any] | None = None,
     thread_pool: bool = False,
     prefetch: int | None = None,
     pin_memory: bool = False,
@@ -175,7 +176,9 @@ def diagnose(
     ``input_gain`` line at 95 and 99 % (``stop_confidence``) and every share is known within
     ``thresholds.share_precision``. ``decode``: a per-sample
     ``(raw, label) -> (array, label)`` applied before ``transform`` (counted as
-    preprocessing, never as reading). ``pin_memory``: the loader hands batches over in page-locked
+    preprocessing, never as reading). ``batchify_fn``: the DataLoader's, a batch's items -> ``(data, label)``
+    arrays (e.g. token lists padded to one length); any item the transform and the batchify turn into arrays is
+    accepted. ``pin_memory``: the loader hands batches over in page-locked
     memory pinned for ``ctx``'s GPU (``pin_device_id``), and the ``cached_batch`` ceiling keeps its batch
     in the same kind of memory.
 
@@ -210,7 +213,8 @@ def diagnose(
     n = len(dataset)
     if n < batch_size:
         raise GluonbenchError(f"the dataset has {n} samples, fewer than batch_size={batch_size}; lower the batch size")
-    check_samples(dataset, decode, transform)  # None, text or varying shapes: blame dataset[i] or the transform
+    # the loader's first batch must be (data, label) arrays: blame dataset[i], the transform or the batchify
+    check_samples(dataset, decode, transform, batch_size, batchify_fn)
     check_loss(loss)
     started = utc_now()
     if seed is not None:
@@ -220,7 +224,8 @@ def diagnose(
         np.random.seed(seed)
     net = net if net is not None else seed_net()
     loss = loss if loss is not None else seed_loss()
-    check_labels(dataset, net, loss, decode, transform)  # outside the net's classes: MXNet would clip them silently
+    # outside the net's classes: MXNet would clip them silently
+    check_labels(dataset, net, loss, decode, transform, batch_size, batchify_fn)
     saved = prepare_net(net, ctx)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": learning_rate})
     step = ModelStep(net, loss, trainer)
@@ -234,7 +239,7 @@ def diagnose(
         converge_on=frozenset(),
     )
     pipeline = build_pipeline(
-        {"dataset": dataset, "net": net, "decode": decode, "transform": transform},
+        {"dataset": dataset, "net": net, "decode": decode, "transform": transform, "batchify_fn": batchify_fn},
         ctx=ctx,
         step=checked_step(step, net),
         source=source,
@@ -447,6 +452,7 @@ def diagnose_workload(
             budget_s,
             learning_rate=w.learning_rate,
             decode=w.decode,
+            batchify_fn=w.batchify_fn,
             source=w.info,
             label=kwargs.pop("label", None) or name,
             **kwargs,
