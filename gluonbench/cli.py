@@ -370,6 +370,23 @@ def _add_diagnose(sub: Any) -> None:
     )
     _add_synthetic_knobs(p)
     _add_vision_args(p)
+    g = p.add_argument_group("with -- CMD: your own training script, run as written (the probes act inside it)")
+    g.add_argument(
+        "--loader",
+        type=int,
+        metavar="N",
+        help="diagnose the N-th DataLoader the script makes "
+        "(default: the first whose batches are followed by a Trainer update)",
+    )
+    g.add_argument(
+        "--start-timeout",
+        dest="start_timeout_s",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds the script may take to reach its first training steps (default 120)",
+    )
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="a training command: python train.py ARGS")
     p.set_defaults(func=cmd_diagnose)
 
 
@@ -1219,6 +1236,14 @@ def _sweep_plan(settings: Any, resume: str | None) -> str:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from gluonbench.config import DiagnoseSettings, parse_thresholds
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if cmd:
+        return _diagnose_script(args, cmd)
+    if args.loader is not None:
+        raise GluonbenchError(
+            "--loader N goes with a training command: gluonbench diagnose --loader 2 -- python train.py"
+        )
     from gluonbench.workloads.vision_zoo import resolve_workload
 
     options = {**synthetic_options(args, args.workload), **vision_options(args)}
@@ -1274,6 +1299,51 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             _print_stalled(lambda: to_text(partial), "the diagnosis")
         raise
     warn()
+    print(to_text(d), end="")
+    if args.json:
+        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    if run_dir is not None:
+        print(f"results: {run_dir}")
+    return 0
+
+
+SCRIPT_IGNORES = ("workload", "data_dir", "workers", "batch_size", "ctx", "thread_pool", "pin_memory", "pipeline")
+
+
+def _diagnose_script(args: argparse.Namespace, cmd: list[str]) -> int:
+    """``gluonbench diagnose [options] -- python train.py ARGS``: the script's own loader, step and contexts."""
+    from gluonbench import api
+    from gluonbench.config import parse_thresholds
+    from gluonbench.console import Progress, duration
+    from gluonbench.diagnosis.report import to_text
+
+    defaults = build_parser().parse_args(["diagnose"])
+    given = [k for k in SCRIPT_IGNORES if getattr(args, k, None) != getattr(defaults, k, None)]
+    if given:
+        flag = "--dataset" if given[0] == "workload" else "--" + given[0].replace("_", "-")
+        raise GluonbenchError(
+            f"{flag} does not apply to a training command: the script's own DataLoader, batch size and contexts "
+            "are diagnosed as written; change them in the script (or its arguments)"
+        )
+    thresholds = parse_thresholds(args.thresholds)
+    progress = Progress("diagnose", args.budget_s, "s", timed=True)
+    progress.start(
+        f"running {' '.join(cmd)} with gluonbench's hooks; once it trains, its training DataLoader's batches are "
+        f"swapped for stand-ins in interleaved rounds within a {duration(args.budget_s)} budget, then it is stopped"
+    )
+    try:
+        run_dir, d = api.diagnose_script(
+            cmd,
+            args.budget_s,
+            out=args.out,
+            json_path=args.json,
+            thresholds=thresholds,
+            loader=args.loader,
+            start_timeout_s=args.start_timeout_s,
+            on_progress=progress.advance,
+        )
+    finally:
+        progress.close()
     print(to_text(d), end="")
     if args.json:
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
