@@ -546,6 +546,17 @@ def _save_diagnosis(
     return store.path, d
 
 
+def check_script(
+    cmd: list[str], budget_s: float, out: str | Path | None, loader: int | None = None, start_timeout_s: float = 120.0
+) -> None:
+    """What :func:`diagnose_script` checks before it starts the script (the command, its interpreter, ``out``)."""
+    from gluonbench.script.run import check_inputs
+
+    check_inputs(cmd, budget_s, loader, start_timeout_s)
+    if out is not None:
+        make_out(out)
+
+
 def diagnose_script(
     cmd: list[str],
     budget_s: float = 60.0,

@@ -1326,6 +1326,9 @@ def _diagnose_script(args: argparse.Namespace, cmd: list[str]) -> int:
             "are diagnosed as written; change them in the script (or its arguments)"
         )
     thresholds = parse_thresholds(args.thresholds)
+    api.check_script(
+        cmd, args.budget_s, args.out, args.loader, args.start_timeout_s
+    )  # bad input: before the first line
     progress = Progress("diagnose", args.budget_s, "s", timed=True)
     progress.start(
         f"running {' '.join(cmd)} with gluonbench's hooks; once it trains, its training DataLoader's batches are "

@@ -54,7 +54,8 @@ log = logging.getLogger(__name__)
 EXAMPLE = "gluonbench diagnose -- python train.py --epochs 5"
 TAKES_VALUE = {"-W", "-X", "-Q"}
 """interpreter options whose value is the next word"""
-STOP_GRACE_S = 5.0
+STOP_GRACE_S = 1.0
+"""seconds the script has to end by itself once told to stop (it does at once when it waits for a round)"""
 REMOVES = {
     "full": "nothing (the script as written)",
     "no_preprocess": "the transform of the loader's .transform()/.transform_first() dataset (its base dataset is "
@@ -158,6 +159,19 @@ def check_interpreter(command: ScriptCommand, env: dict[str, str] | None = None)
             f"{command.python} cannot import {missing}: the script's interpreter needs both; install gluonbench "
             "into the environment the script runs in, or name that environment's python in the command"
         )
+
+
+def check_inputs(cmd: list[str], budget_s: float, loader: int | None, start_timeout_s: float) -> ScriptCommand:
+    """Every check that needs no run of the script: the command, its interpreter, the budget, ``--loader``."""
+    if not (isinstance(budget_s, int | float) and math.isfinite(budget_s) and budget_s >= 2):
+        raise GluonbenchError(f"budget must be at least 2 seconds (got {budget_s!r}); e.g. 60")
+    if loader is not None and (isinstance(loader, bool) or not isinstance(loader, int) or not 1 <= loader < SLOTS):
+        raise GluonbenchError(f"--loader {loader!r}: give the DataLoader's number, 1 for the first the script makes")
+    if not (isinstance(start_timeout_s, int | float) and math.isfinite(start_timeout_s) and start_timeout_s > 0):
+        raise GluonbenchError(f"--start-timeout {start_timeout_s!r}: give seconds > 0, e.g. 120")
+    command = parse_command(cmd)
+    check_interpreter(command)
+    return command
 
 
 class ScriptEndedError(GluonbenchError):
@@ -396,12 +410,7 @@ def diagnose_script(
     ``start_timeout_s``: how long the script may take to reach its first training steps.
     """
     thresholds = Thresholds() if thresholds is None else thresholds
-    if not (isinstance(budget_s, int | float) and math.isfinite(budget_s) and budget_s >= 2):
-        raise GluonbenchError(f"budget must be at least 2 seconds (got {budget_s!r}); e.g. 60")
-    if loader is not None and (isinstance(loader, bool) or not isinstance(loader, int) or not 1 <= loader < SLOTS):
-        raise GluonbenchError(f"--loader {loader!r}: give the DataLoader's number, 1 for the first the script makes")
-    command = parse_command(cmd)
-    check_interpreter(command)
+    command = check_inputs(cmd, budget_s, loader, start_timeout_s)
     from gluonbench.env import utc_now
 
     started = utc_now()
