@@ -232,3 +232,33 @@ def test_kill_9_of_gluonbench_takes_the_script_and_its_workers_with_it(tmp_path,
     gb.wait()
     _, alive = psutil.wait_procs(tree, timeout=20)
     assert not alive, alive
+
+
+@pytest.mark.slow
+def test_a_module_with_gradient_accumulation_and_a_custom_batchify_is_diagnosed(tmp_path, no_leaks):
+    proc = run_cli(
+        "diagnose",
+        "--budget",
+        "10",
+        "--json",
+        str(tmp_path / "d.json"),
+        "--",
+        "python",
+        "-m",
+        "examples.train_cifar_synthetic",
+        "--epochs",
+        "1000",
+        "--train-size",
+        "1024",
+        "--num-workers",
+        "1",
+        "--accumulate",
+        "2",
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads((tmp_path / "d.json").read_text())
+    assert d["label"] == "examples.train_cifar_synthetic"
+    assert d["setting"]["batch_size"] == 128  # two batches of 64 per trainer.step: one step
+    assert "batchify batchify" in d["pipeline"]["loader"]
+    assert d["elapsed_s"] < 10 + 30  # the round in flight at the budget's end stops at its next probe

@@ -175,6 +175,7 @@ class Driver:
         self.cached: Any = None
         self.plan: list[tuple[str, float, int, int]] = []
         self.round = 0
+        self.deadline = 0.0
         self.slice: Slice | None = None
         self.results: dict[str, list[list[tuple[float, int, float]]]] = {}
 
@@ -355,11 +356,17 @@ class Driver:
             os._exit(0)  # the parent stops the run: it ends the process group and cleans up after it
         self.round = int(message["n"])
         self.plan = [tuple(p) for p in message["plan"]]  # type: ignore[misc]
+        self.deadline = perf_counter() + float(message.get("left_s", 1e9))
         self.results = {}
         self.phase = "slice"
         self.start_slice()
 
     def start_slice(self) -> None:
+        if perf_counter() >= self.deadline:  # the budget is spent: the probes not yet run sit this round out
+            self.plan = []
+            self.slice = Slice("", 0.0, 1, 0)
+            self.next_slice()
+            return
         probe, round_s, k, skip = self.plan.pop(0)
         self.slice = Slice(probe, float(round_s), max(1, int(k)), int(skip), skip=int(skip))
         self.set_mode(probe)
@@ -370,7 +377,8 @@ class Driver:
         s = self.slice
         if s is None:
             return
-        self.results[s.probe] = s.blocks
+        if s.probe:
+            self.results[s.probe] = s.blocks
         self.slice = None
         if self.plan:
             self.start_slice()

@@ -493,7 +493,7 @@ def _rounds(
             rec.block_steps = k
             skip = 1 if name == "cached_batch" else prefetch + 1
             schedule.append([name, slice_s, k, skip])
-        proc.channel.send({"op": "round", "n": rounds, "plan": schedule})  # type: ignore[union-attr]
+        proc.channel.send({"op": "round", "n": rounds, "plan": schedule, "left_s": budget_end - perf_counter()})  # type: ignore[union-attr]
         grace = max(30.0, 20 * sum(r.est_step_s * r.block_steps for r in records.values()))
         try:
             message = _wait_for(proc, "round", max(budget_end - perf_counter(), 0.0) + grace)
