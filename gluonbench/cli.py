@@ -54,6 +54,7 @@ scale-out (batch size is per device; see README "Scale-out"):
 DIAGNOSE_EXAMPLES = """examples:
   gluonbench diagnose                                   # the seed's MNIST pipeline, 0 workers, batch 64
   gluonbench diagnose --pipeline mypkg.train:make --workers 2   # your own pipeline (gluonbench.PipelineSpec)
+  gluonbench diagnose --budget 30 -- python train.py --epochs 20   # your own training script, unmodified
   gluonbench diagnose --workers 2 --batch-size 256 --json results/diagnose-mnist-w2.json
   gluonbench diagnose --dataset fashion-mnist --ctx gpu:0 --budget 120
   gluonbench diagnose --dataset synthetic --cpu-ms 2           # per-sample preprocessing of 2 ms CPU
