@@ -239,6 +239,23 @@ def _add_sweep(sub: Any) -> None:
     _add_synthetic_knobs(p)
     _add_vision_args(p)
     _add_scale_args(p)
+    g = p.add_argument_group("with -- CMD: your own training script, once per --workers count (fresh process each)")
+    g.add_argument(
+        "--loader",
+        type=int,
+        metavar="N",
+        help="set the N-th DataLoader the script makes (default: the "
+        "first whose batches are followed by a Trainer update)",
+    )
+    g.add_argument(
+        "--start-timeout",
+        dest="start_timeout_s",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds the script may take to reach its first training steps (default 120)",
+    )
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="a training command: python train.py ARGS")
     p.set_defaults(func=cmd_sweep)
 
 
@@ -1108,6 +1125,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from gluonbench.report.sweep import to_markdown
     from gluonbench.sweeprun.run import seed_line
 
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if cmd:
+        return _sweep_script(args, cmd)
+
     settings = None if args.resume else settings_from_args(args)
     if settings is not None:
         warn = _preflight(
@@ -1353,6 +1374,54 @@ def _diagnose_script(args: argparse.Namespace, cmd: list[str]) -> int:
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
     if run_dir is not None:
         print(f"results: {run_dir}")
+    return 0
+
+
+SWEEP_SCRIPT_FLAGS = ("workload", "data_dir", "batch_size", "epochs", "repeat", "ctx", "pipeline", "resume", "config")
+
+
+def _sweep_script(args: argparse.Namespace, cmd: list[str]) -> int:
+    """``gluonbench sweep --workers 0,2 -- python train.py ARGS``: the script once per worker count."""
+    from gluonbench import api
+    from gluonbench.ranges import parse_int_list
+
+    given = [k for k in SWEEP_SCRIPT_FLAGS if getattr(args, k, None)]
+    if given or args.diagnose:
+        flag = (
+            "--dataset" if given[:1] == ["workload"] else "--" + (given[0] if given else "diagnose").replace("_", "-")
+        )
+        raise GluonbenchError(
+            f"{flag} does not apply to a training command: the script runs as written, with only its training "
+            "DataLoader's num_workers set per run; pass --workers and --max-batches (or change the script's arguments)"
+        )
+    workers = parse_int_list(args.workers or "0..8")
+    max_batches = args.max_batches or 100
+    api.check_script(cmd, 60.0, None, args.loader, args.start_timeout_s)  # bad input: before the first line
+    print(
+        f"sweep: running {' '.join(cmd)} at {', '.join(map(str, workers))} worker(s), a fresh process each, its "
+        f"training DataLoader's num_workers set; {max_batches} of its training steps timed per run after warm-up",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    def on_run(run: Any) -> None:
+        print(f"sweep: {run.workers} worker(s): {run.samples_per_s:.1f} samples/s", file=sys.stderr, flush=True)
+
+    result = api.sweep_script(
+        cmd, workers, max_batches, loader=args.loader, start_timeout_s=args.start_timeout_s, on_run=on_run
+    )
+    info = result.loader_info
+    print(
+        f"# gluonbench sweep: {' '.join(cmd)}\n\nDataLoader #{result.loader} of the script ({info.get('dataset')}, "
+        f"batch size {info.get('batch_size')}), {max_batches} training steps a run\n"
+    )
+    best = result.best
+    print("| workers | samples/s | step (ms) | steps |\n|---:|---:|---:|---:|")
+    for r in result.runs:
+        star = " *" if r is best else ""
+        print(f"| {r.workers}{star} | {r.samples_per_s:.1f} | {r.step_s * 1000:.1f} | {r.steps} |")
+    if best is not None:
+        print(f"\nfastest: {best.workers} worker(s) (*): DataLoader(..., num_workers={best.workers})")
     return 0
 
 

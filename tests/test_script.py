@@ -262,3 +262,43 @@ def test_a_module_with_gradient_accumulation_and_a_custom_batchify_is_diagnosed(
     assert d["setting"]["batch_size"] == 128  # two batches of 64 per trainer.step: one step
     assert "batchify batchify" in d["pipeline"]["loader"]
     assert d["elapsed_s"] < 10 + 30  # the round in flight at the budget's end stops at its next probe
+
+
+def test_the_hooks_set_one_loaders_workers_and_count_accumulated_batches_as_one_step():
+    code = textwrap.dedent(
+        """
+        from gluonbench.script.hooks import install
+        driver = install(None, None, None, workers=(2, 1))
+        from mxnet import autograd, gluon, nd
+        data = gluon.data.ArrayDataset(nd.ones((64, 3)), nd.zeros((64,)))
+        first = gluon.data.DataLoader(data, batch_size=8)
+        second = gluon.data.DataLoader(data, 8, False, None, None, None, None, 0)  # num_workers given by position
+        assert (first._num_workers, second._num_workers) == (0, 1), (first._num_workers, second._num_workers)
+        net = gluon.nn.Dense(2)
+        net.initialize()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+        done = []
+        driver.step_done = lambda seconds, samples, wait, batch: done.append(samples)
+        for i, (x, y) in enumerate(first):
+            with autograd.record():
+                loss = net(x).sum()
+            loss.backward()
+            if i % 2 == 1:
+                trainer.step(16)
+        assert driver.training == 1 and done == [16, 16], (driver.training, done)
+        print("ok")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_sweep_runs_the_script_once_per_worker_count(tmp_path, no_leaks):
+    script = _script(tmp_path, SMALL)
+    proc = run_cli("sweep", "--workers", "0,1", "--max-batches", "5", "--", "python", script, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "DataLoader #1 of the script (ArrayDataset, batch size 32)" in proc.stdout
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(("| 0", "| 1"))]
+    assert len(rows) == 2 and all(line.endswith("| 5 |") for line in rows), proc.stdout
+    assert "fastest:" in proc.stdout

@@ -16,6 +16,8 @@ FD_ENV = "GLUONBENCH_SCRIPT_FD"
 """the child's end of the socket pair (a file descriptor number)"""
 DIR_ENV = "GLUONBENCH_SCRIPT_DIR"
 """the run's private folder: the loaders' mode flags (a file every loader worker maps)"""
+WORKERS_ENV = "GLUONBENCH_SCRIPT_WORKERS"
+"""``N:W``: the N-th DataLoader the script makes is made with ``num_workers=W`` (gluonbench sweep -- CMD)"""
 LOADER_ENV = "GLUONBENCH_SCRIPT_LOADER"
 """which DataLoader to diagnose (1 = the first one made), empty for the first followed by updates"""
 

@@ -119,6 +119,13 @@ class Switch(Dataset):
         return self._cache[idx % len(self._cache)]
 
 
+def _dataset_name(ds: Any) -> str:
+    """The loader's dataset in words: its class, and whether a lazy transform wraps it."""
+    if isinstance(ds, Switch):
+        return f"{type(ds._base).__name__} with a lazy transform" if ds.transforms else type(ds._data).__name__
+    return type(ds).__name__
+
+
 def _samples(batch: Any, fallback: int) -> int:
     first = batch[0] if isinstance(batch, tuple | list) and batch else batch
     if isinstance(first, dict) and first:
@@ -176,6 +183,8 @@ class Driver:
         self.plan: list[tuple[str, float, int, int]] = []
         self.round = 0
         self.deadline = 0.0
+        self.count_left = 0
+        self.counted: list[float] = [0.0, 0, 0]
         self.slice: Slice | None = None
         self.results: dict[str, list[list[tuple[float, int, float]]]] = {}
 
@@ -196,7 +205,7 @@ class Driver:
             "switch": isinstance(ds, Switch),
             "batch_size": int(getattr(sampler, "_batch_size", 0) or 0),
             "batches": len(sampler) if sampler is not None and hasattr(sampler, "__len__") else None,
-            "dataset": type(ds._data if isinstance(ds, Switch) else ds).__name__,
+            "dataset": _dataset_name(ds),
             "batchify": getattr(getattr(loader, "_batchify_fn", None), "__name__", "?"),
         }
 
@@ -327,6 +336,15 @@ class Driver:
                 )
                 self.await_round()
             return
+        if self.phase == "count":
+            self.counted = [self.counted[0] + seconds, self.counted[1] + samples, self.counted[2] + 1]
+            self.count_left -= 1
+            if self.count_left <= 0:
+                self.phase = "wait"
+                seconds_, samples_, steps = self.counted
+                self.send({"ev": "count", "seconds": seconds_, "samples": samples_, "steps": steps})
+                self.await_round()
+            return
         s = self.slice
         if self.phase != "slice" or s is None:
             return
@@ -352,6 +370,10 @@ class Driver:
         if self.channel is None:
             return
         message = self.channel.recv()
+        if message is not None and message.get("op") == "count":  # a sweep run: time the next N steps as they are
+            self.phase, self.count_left = "count", int(message["steps"])
+            self.counted = [0.0, 0, 0]
+            return
         if message is None or message.get("op") != "round":
             os._exit(0)  # the parent stops the run: it ends the process group and cleans up after it
         self.round = int(message["n"])
@@ -409,8 +431,18 @@ class Feed:
         return self.driver.next_batch(self)
 
 
-def install(channel: Channel | None, flags: str | None, wanted: int | None) -> Driver:
-    """Patch ``gluon.data.DataLoader`` and ``gluon.Trainer`` in this process; the driver that the hooks report to."""
+NUM_WORKERS_AT = 7
+"""``num_workers``'s place among DataLoader's positional arguments after ``self``"""
+
+
+def install(
+    channel: Channel | None, flags: str | None, wanted: int | None, workers: tuple[int, int] | None = None
+) -> Driver:
+    """Patch ``gluon.data.DataLoader`` and ``gluon.Trainer`` in this process; the driver that the hooks report to.
+
+    ``workers``: ``(N, W)`` makes the N-th DataLoader with ``num_workers=W``, as if the script said so (MXNet
+    then picks its batchify and prefetch defaults for W itself).
+    """
     driver = Driver(channel, flags, wanted)
     loader_cls = gluon.data.DataLoader
     trainer_cls = gluon.Trainer
@@ -423,6 +455,11 @@ def install(channel: Channel | None, flags: str | None, wanted: int | None) -> D
                 args = (Switch(args[0], flags, index), *args[1:])
             elif "dataset" in kwargs:
                 kwargs["dataset"] = Switch(kwargs["dataset"], flags, index)
+        if workers is not None and index == workers[0]:
+            if len(args) > NUM_WORKERS_AT:
+                args = (*args[:NUM_WORKERS_AT], workers[1], *args[NUM_WORKERS_AT + 1 :])
+            else:
+                kwargs["num_workers"] = workers[1]
         real_init(self, *args, **kwargs)
         self._gluonbench_index = index
         driver.loaders[index] = weakref.ref(self)  # never keeps a loader (its workers) alive

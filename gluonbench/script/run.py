@@ -46,7 +46,7 @@ from gluonbench.scratch import (
     owned_tempdir,
     shm_entries,
 )
-from gluonbench.script.channel import DIR_ENV, FD_ENV, LOADER_ENV, Channel
+from gluonbench.script.channel import DIR_ENV, FD_ENV, LOADER_ENV, WORKERS_ENV, Channel
 from gluonbench.script.hooks import FLAGS, SLOTS
 
 log = logging.getLogger(__name__)
@@ -184,6 +184,8 @@ class ScriptProcess:
 
     command: ScriptCommand
     loader: int | None = None
+    workers: tuple[int, int] | None = None
+    """``(N, W)``: the N-th DataLoader the script makes gets ``num_workers=W``"""
     proc: subprocess.Popen | None = None
     channel: Channel | None = None
     folder: Path | None = None
@@ -203,6 +205,7 @@ class ScriptProcess:
                 FD_ENV: str(child.fileno()),
                 DIR_ENV: str(self.folder),
                 LOADER_ENV: "" if self.loader is None else str(self.loader),
+                WORKERS_ENV: "" if self.workers is None else f"{self.workers[0]}:{self.workers[1]}",
                 MARKER_ENV: self.token,
                 "PYTHONUNBUFFERED": "1",
             },
@@ -367,7 +370,19 @@ def _take(rec: Record, blocks: list[list[list[float]]], number: int) -> None:
     rec.rounds += 1
 
 
-def _wait_for(proc: ScriptProcess, kind: str, timeout: float) -> dict[str, Any]:
+def until_training(proc: ScriptProcess, start_timeout_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Wait for the started script's training loader (``training``) and its warm-up steps (``ready``)."""
+    try:
+        return wait_for(proc, "training", start_timeout_s), wait_for(proc, "ready", start_timeout_s)
+    except TimeoutError:
+        raise ScriptEndedError(
+            f"the script showed no Gluon DataLoader batch followed by a gluon.Trainer update within "
+            f"{start_timeout_s:g} s: this mode needs a gluon.data.DataLoader feeding a gluon.Trainer (step, update "
+            "or allreduce_grads); if the script takes longer to reach training, raise --start-timeout"
+        ) from None
+
+
+def wait_for(proc: ScriptProcess, kind: str, timeout: float) -> dict[str, Any]:
     """The script's next message of ``kind``; :class:`ScriptEndedError` when it ended or reported an ``error``,
     :class:`TimeoutError` after ``timeout`` seconds."""
     end = time.monotonic() + timeout
@@ -418,16 +433,8 @@ def diagnose_script(
     t_launch = perf_counter()
     proc.start()
     try:
-        try:
-            found = _wait_for(proc, "training", start_timeout_s)
-            info = found.get("loader") or {}
-            ready = _wait_for(proc, "ready", start_timeout_s)
-        except TimeoutError:
-            raise ScriptEndedError(
-                f"the script showed no Gluon DataLoader batch followed by a gluon.Trainer update within "
-                f"{start_timeout_s:g} s: this mode needs a gluon.data.DataLoader feeding a gluon.Trainer (step, update "
-                "or allreduce_grads); if the script takes longer to reach training, raise --start-timeout"
-            ) from None
+        found, ready = until_training(proc, start_timeout_s)
+        info = found.get("loader") or {}
         probes = _rounds(proc, info, ready, float(budget_s), thresholds, perf_counter() - t_launch, on_progress)
     finally:
         proc.stop()
@@ -496,7 +503,7 @@ def _rounds(
         proc.channel.send({"op": "round", "n": rounds, "plan": schedule, "left_s": budget_end - perf_counter()})  # type: ignore[union-attr]
         grace = max(30.0, 20 * sum(r.est_step_s * r.block_steps for r in records.values()))
         try:
-            message = _wait_for(proc, "round", max(budget_end - perf_counter(), 0.0) + grace)
+            message = wait_for(proc, "round", max(budget_end - perf_counter(), 0.0) + grace)
         except TimeoutError:
             if rounds == 1:
                 raise ScriptEndedError(
