@@ -170,6 +170,8 @@ def test_diagnose_runs_an_unmodified_training_script_and_leaves_nothing(tmp_path
     assert d["setting"]["batch_size"] == 64 and d["rounds"] >= 1
     assert all(d["probes"][p]["blocks"] for p in ("full", "no_preprocess", "no_read", "cached_batch", "loader_only"))
     assert d["probes"]["device_batch"]["same_as"] == "cached_batch"
+    # psutil evidence per probe, of the script's process tree (it and its loader worker)
+    assert d["probes"]["full"]["system"]["samples"] >= 2 and d["probes"]["full"]["system"]["peak_processes"] >= 2
     (run_dir,) = out.iterdir()
     assert (run_dir / "runs.jsonl").exists() and (run_dir / "diagnosis.md").exists()
 

@@ -38,6 +38,7 @@ from typing import Any
 from mxnet import gluon, nd
 from mxnet.gluon.data.dataset import Dataset, _LazyTransformDataset
 
+from gluonbench.monitor import SystemMonitor
 from gluonbench.script.channel import Channel
 
 FLAGS = "modes"
@@ -187,6 +188,9 @@ class Driver:
         self.counted: list[float] = [0.0, 0, 0]
         self.slice: Slice | None = None
         self.results: dict[str, list[list[tuple[float, int, float]]]] = {}
+        self.systems: dict[str, dict[str, Any]] = {}
+        self.monitor: SystemMonitor | None = None
+        self.memory_due = 0.0
 
     # -- the loaders ------------------------------------------------------------------------------------------
     def new_loader(self) -> int:
@@ -379,7 +383,7 @@ class Driver:
         self.round = int(message["n"])
         self.plan = [tuple(p) for p in message["plan"]]  # type: ignore[misc]
         self.deadline = perf_counter() + float(message.get("left_s", 1e9))
-        self.results = {}
+        self.results, self.systems = {}, {}
         self.phase = "slice"
         self.start_slice()
 
@@ -391,6 +395,8 @@ class Driver:
             return
         probe, round_s, k, skip = self.plan.pop(0)
         self.slice = Slice(probe, float(round_s), max(1, int(k)), int(skip), skip=int(skip))
+        # psutil evidence of this process tree (the script and its loader workers) over the slice, as Rounds keeps
+        self.monitor = SystemMonitor(interval=0.5, memory_due=self.memory_due, edges_only=True).start()
         self.set_mode(probe)
         if probe != "loader_only":
             self.break_step()  # the step in progress ran in the mode before
@@ -401,13 +407,16 @@ class Driver:
             return
         if s.probe:
             self.results[s.probe] = s.blocks
+        if self.monitor is not None:
+            self.systems[s.probe] = self.monitor.stop(memory=None).to_dict()
+            self.memory_due, self.monitor = self.monitor.memory_due, None
         self.slice = None
         if self.plan:
             self.start_slice()
             return
         self.set_mode("full")
         self.phase = "wait"
-        self.send({"ev": "round", "n": self.round, "results": self.results})
+        self.send({"ev": "round", "n": self.round, "results": self.results, "systems": self.systems})
         self.await_round()
 
     def set_mode(self, probe: str) -> None:

@@ -35,6 +35,7 @@ from gluonbench.diagnosis.verdict import Thresholds
 from gluonbench.engine.loop import StepTimes
 from gluonbench.engine.measure import Record, Rounds
 from gluonbench.errors import GluonbenchError
+from gluonbench.monitor import SystemSummary
 from gluonbench.profiler.session import WATCHDOG
 from gluonbench.scratch import (
     MARKER_ENV,
@@ -341,6 +342,7 @@ def _probe_set(
             res.block_steps = rec.block_steps
             res.update()
             res.split = rec.times.split(skip=0).to_dict() if len(rec.times) else {}
+            res.system = rec.system.to_dict() if rec.systems else {}
             out[probe.name] = res
         if probe.in_chain:
             previous = probe.name
@@ -513,6 +515,9 @@ def _rounds(
             rounds -= 1  # the round did not come back in time: the complete ones give the figures
             stop_reason = "stalled in the script"
             break
+        for name, system in (message.get("systems") or {}).items():
+            if name in records:
+                records[name].systems.append(SystemSummary(**system))
         for name, blocks in (message.get("results") or {}).items():
             if name in records:
                 _take(records[name], blocks, rounds)
