@@ -48,6 +48,9 @@ DATASET_MODES = {"full": 0, "no_preprocess": 1, "no_read": 2, "cached_batch": 0,
 CACHE_SAMPLES = 256
 CACHE_BYTES = 64 << 20
 WARMUP_STEPS = 3
+WARMUP_S = 1.0
+"""warm-up in the script: at least WARMUP_STEPS steps and WARMUP_S seconds of them before the first round (its
+first rounds ran slower than the later ones with three steps alone: allocation, the first epoch's caches)"""
 ERROR_UPDATES = 3
 """Trainer updates with no Gluon DataLoader batch before them: the script feeds from something else"""
 
@@ -328,7 +331,8 @@ class Driver:
             return
         if self.phase == "warmup":
             self.warm.append((seconds, samples))
-            if len(self.warm) >= WARMUP_STEPS + 1:  # the first one found the loader's queue as it was
+            # the first step found the loader's queue as it was; then WARMUP_STEPS and WARMUP_S of steady steps
+            if len(self.warm) >= WARMUP_STEPS + 1 and sum(s for s, _ in self.warm[1:]) >= WARMUP_S:
                 steady = self.warm[1:]
                 self.phase = "wait"
                 self.send(
