@@ -546,6 +546,81 @@ def _save_diagnosis(
     return store.path, d
 
 
+def check_script(
+    cmd: list[str], budget_s: float, out: str | Path | None, loader: int | None = None, start_timeout_s: float = 120.0
+) -> None:
+    """What :func:`diagnose_script` checks before it starts the script (the command, its interpreter, ``out``)."""
+    from gluonbench.script.run import check_inputs
+
+    check_inputs(cmd, budget_s, loader, start_timeout_s)
+    if out is not None:
+        make_out(out)
+
+
+def diagnose_script(
+    cmd: list[str],
+    budget_s: float = 60.0,
+    *,
+    out: str | Path | None = None,
+    json_path: str | None = None,
+    thresholds: Any = None,
+    loader: int | None = None,
+    start_timeout_s: float = 120.0,
+    on_progress: Callable[[float, float], None] | None = None,
+) -> tuple[Path | None, Diagnosis]:
+    """Diagnose the user's own training command, unmodified (``gluonbench diagnose -- python train.py ARGS``).
+
+    The probes run inside the script's process (:func:`gluonbench.script.run.diagnose_script`); the diagnosis
+    is saved as :func:`run_diagnosis` saves one: ``json_path``, and with ``out`` a run folder
+    ``OUT/<UTC>-diagnose-script-<name>/`` that ``gluonbench report`` rebuilds.
+    """
+    from gluonbench.env import utc_now
+    from gluonbench.script.run import diagnose_script as run_script
+
+    if out is not None:  # fail before starting the script
+        make_out(out)
+    d = run_script(
+        cmd, budget_s, thresholds=thresholds, loader=loader, start_timeout_s=start_timeout_s, on_progress=on_progress
+    )
+    if json_path:
+        atomic_write_text(json_path, json.dumps(d.to_dict(), indent=2))
+    if out is None:
+        return None, d
+    name = "".join(c if c.isalnum() or c in "-_" else "-" for c in Path(d.label).stem)[:48] or "script"
+    store = RunStore(new_run_dir(out, f"diagnose-script-{name}"))
+    settings = {"command": list(cmd), "budget_s": budget_s, "loader": loader, "thresholds": d.thresholds}
+    store.write_settings({"settings": settings, "command": command_line(), "env": d.env or environment()})
+    store.append(
+        {
+            "kind": "diagnosis",
+            "status": "ok",
+            "diagnosis": d.to_dict(),
+            "probe_order": list(d.probes),
+            "command": command_line(),
+            "finished_utc": utc_now(),
+        }
+    )
+    _write_reports(store)
+    return store.path, d
+
+
+def sweep_script(
+    cmd: list[str],
+    workers: list[int],
+    max_batches: int = 100,
+    *,
+    loader: int | None = None,
+    start_timeout_s: float = 120.0,
+    on_run: Callable[[Any], None] | None = None,
+) -> Any:
+    """The user's training command once per worker count, a fresh process each, its training DataLoader made with
+    that ``num_workers`` (``gluonbench sweep -- python train.py ARGS``); see
+    :func:`gluonbench.script.sweep.sweep_script`."""
+    from gluonbench.script.sweep import sweep_script as run_sweep
+
+    return run_sweep(cmd, workers, max_batches, loader=loader, start_timeout_s=start_timeout_s, on_run=on_run)
+
+
 # -- input modes (gluonbench io) ----------------------------------------------------------------
 
 

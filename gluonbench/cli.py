@@ -54,6 +54,7 @@ scale-out (batch size is per device; see README "Scale-out"):
 DIAGNOSE_EXAMPLES = """examples:
   gluonbench diagnose                                   # the seed's MNIST pipeline, 0 workers, batch 64
   gluonbench diagnose --pipeline mypkg.train:make --workers 2   # your own pipeline (gluonbench.PipelineSpec)
+  gluonbench diagnose --budget 30 -- python train.py --epochs 20   # your own training script, unmodified
   gluonbench diagnose --workers 2 --batch-size 256 --json results/diagnose-mnist-w2.json
   gluonbench diagnose --dataset fashion-mnist --ctx gpu:0 --budget 120
   gluonbench diagnose --dataset synthetic --cpu-ms 2           # per-sample preprocessing of 2 ms CPU
@@ -238,6 +239,23 @@ def _add_sweep(sub: Any) -> None:
     _add_synthetic_knobs(p)
     _add_vision_args(p)
     _add_scale_args(p)
+    g = p.add_argument_group("with -- CMD: your own training script, once per --workers count (fresh process each)")
+    g.add_argument(
+        "--loader",
+        type=int,
+        metavar="N",
+        help="set the N-th DataLoader the script makes (default: the "
+        "first whose batches are followed by a Trainer update)",
+    )
+    g.add_argument(
+        "--start-timeout",
+        dest="start_timeout_s",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds the script may take to reach its first training steps (default 120)",
+    )
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="a training command: python train.py ARGS")
     p.set_defaults(func=cmd_sweep)
 
 
@@ -370,6 +388,23 @@ def _add_diagnose(sub: Any) -> None:
     )
     _add_synthetic_knobs(p)
     _add_vision_args(p)
+    g = p.add_argument_group("with -- CMD: your own training script, run as written (the probes act inside it)")
+    g.add_argument(
+        "--loader",
+        type=int,
+        metavar="N",
+        help="diagnose the N-th DataLoader the script makes "
+        "(default: the first whose batches are followed by a Trainer update)",
+    )
+    g.add_argument(
+        "--start-timeout",
+        dest="start_timeout_s",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds the script may take to reach its first training steps (default 120)",
+    )
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="a training command: python train.py ARGS")
     p.set_defaults(func=cmd_diagnose)
 
 
@@ -1104,6 +1139,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from gluonbench.report.sweep import to_markdown
     from gluonbench.sweeprun.run import seed_line
 
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if cmd:
+        return _sweep_script(args, cmd)
+
     settings = None if args.resume else settings_from_args(args)
     if settings is not None:
         warn = _preflight(
@@ -1233,6 +1272,14 @@ def _sweep_plan(settings: Any, resume: str | None) -> str:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from gluonbench.config import DiagnoseSettings, parse_thresholds
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if cmd:
+        return _diagnose_script(args, cmd)
+    if args.loader is not None:
+        raise GluonbenchError(
+            "--loader N goes with a training command: gluonbench diagnose --loader 2 -- python train.py"
+        )
     from gluonbench.workloads.vision_zoo import resolve_workload
 
     options = {**synthetic_options(args, args.workload), **vision_options(args)}
@@ -1293,6 +1340,102 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
     if run_dir is not None:
         print(f"results: {run_dir}")
+    return 0
+
+
+SCRIPT_IGNORES = ("workload", "data_dir", "workers", "batch_size", "ctx", "thread_pool", "pin_memory", "pipeline")
+
+
+def _diagnose_script(args: argparse.Namespace, cmd: list[str]) -> int:
+    """``gluonbench diagnose [options] -- python train.py ARGS``: the script's own loader, step and contexts."""
+    from gluonbench import api
+    from gluonbench.config import parse_thresholds
+    from gluonbench.console import Progress, duration
+    from gluonbench.diagnosis.report import to_text
+
+    defaults = build_parser().parse_args(["diagnose"])
+    given = [k for k in SCRIPT_IGNORES if getattr(args, k, None) != getattr(defaults, k, None)]
+    if given:
+        flag = "--dataset" if given[0] == "workload" else "--" + given[0].replace("_", "-")
+        raise GluonbenchError(
+            f"{flag} does not apply to a training command: the script's own DataLoader, batch size and contexts "
+            "are diagnosed as written; change them in the script (or its arguments)"
+        )
+    thresholds = parse_thresholds(args.thresholds)
+    api.check_script(
+        cmd, args.budget_s, args.out, args.loader, args.start_timeout_s
+    )  # bad input: before the first line
+    progress = Progress("diagnose", args.budget_s, "s", timed=True)
+    progress.start(
+        f"running {' '.join(cmd)} with gluonbench's hooks; once it trains, its training DataLoader's batches are "
+        f"swapped for stand-ins in interleaved rounds within a {duration(args.budget_s)} budget, then it is stopped"
+    )
+    try:
+        run_dir, d = api.diagnose_script(
+            cmd,
+            args.budget_s,
+            out=args.out,
+            json_path=args.json,
+            thresholds=thresholds,
+            loader=args.loader,
+            start_timeout_s=args.start_timeout_s,
+            on_progress=progress.advance,
+        )
+    finally:
+        progress.close()
+    print(to_text(d), end="")
+    if args.json:
+        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    if run_dir is not None:
+        print(f"results: {run_dir}")
+    return 0
+
+
+SWEEP_SCRIPT_FLAGS = ("workload", "data_dir", "batch_size", "epochs", "repeat", "ctx", "pipeline", "resume", "config")
+
+
+def _sweep_script(args: argparse.Namespace, cmd: list[str]) -> int:
+    """``gluonbench sweep --workers 0,2 -- python train.py ARGS``: the script once per worker count."""
+    from gluonbench import api
+    from gluonbench.ranges import parse_int_list
+
+    given = [k for k in SWEEP_SCRIPT_FLAGS if getattr(args, k, None)]
+    if given or args.diagnose:
+        flag = (
+            "--dataset" if given[:1] == ["workload"] else "--" + (given[0] if given else "diagnose").replace("_", "-")
+        )
+        raise GluonbenchError(
+            f"{flag} does not apply to a training command: the script runs as written, with only its training "
+            "DataLoader's num_workers set per run; pass --workers and --max-batches (or change the script's arguments)"
+        )
+    workers = parse_int_list(args.workers or "0..8")
+    max_batches = args.max_batches or 100
+    api.check_script(cmd, 60.0, None, args.loader, args.start_timeout_s)  # bad input: before the first line
+    print(
+        f"sweep: running {' '.join(cmd)} at {', '.join(map(str, workers))} worker(s), a fresh process each, its "
+        f"training DataLoader's num_workers set; {max_batches} of its training steps timed per run after warm-up",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    def on_run(run: Any) -> None:
+        print(f"sweep: {run.workers} worker(s): {run.samples_per_s:.1f} samples/s", file=sys.stderr, flush=True)
+
+    result = api.sweep_script(
+        cmd, workers, max_batches, loader=args.loader, start_timeout_s=args.start_timeout_s, on_run=on_run
+    )
+    info = result.loader_info
+    print(
+        f"# gluonbench sweep: {' '.join(cmd)}\n\nDataLoader #{result.loader} of the script ({info.get('dataset')}, "
+        f"batch size {info.get('batch_size')}), {max_batches} training steps a run\n"
+    )
+    best = result.best
+    print("| workers | samples/s | step (ms) | steps |\n|---:|---:|---:|---:|")
+    for r in result.runs:
+        star = " *" if r is best else ""
+        print(f"| {r.workers}{star} | {r.samples_per_s:.1f} | {r.step_s * 1000:.1f} | {r.steps} |")
+    if best is not None:
+        print(f"\nfastest: {best.workers} worker(s) (*): DataLoader(..., num_workers={best.workers})")
     return 0
 
 

@@ -187,7 +187,7 @@ def diagnose(
     rounds measured before the stall (None when no round paired every probe).
     """
     from gluonbench._mx import gluon, mx, nd
-    from gluonbench.env import environment, utc_now
+    from gluonbench.env import utc_now
     from gluonbench.pipeline.stages import ModelStep
     from gluonbench.workloads.mnist import seed_loss, seed_net
 
@@ -251,10 +251,9 @@ def diagnose(
     )
 
     def settled(ps: ProbeSet) -> bool:
-        return _classify(ps.probes, thresholds).verdict != "inconclusive"
+        return verdict_settled(ps, thresholds)
 
     def reading_of(probes: ProbeSet, elapsed_s: float) -> Diagnosis:
-        verdict = _classify(probes.probes, thresholds)
         setting = Setting(
             batch_size=batch_size,
             num_workers=num_workers,
@@ -265,21 +264,7 @@ def diagnose(
             hybridized=bool(getattr(net, "_active", False)) if isinstance(net, gluon.HybridBlock) else None,
             budget_s=float(budget_s),
         )
-        return Diagnosis(
-            **_reading(verdict, probes.probes, setting),
-            pipeline=pipeline.stages(),
-            probes=probes.probes,
-            evidence=evidence({k: p.to_dict() for k, p in probes.probes.items()}, setting),
-            setting=setting.to_dict(),
-            thresholds=thresholds.to_dict(),
-            elapsed_s=elapsed_s,
-            settled_s=probes.settled_s,
-            stop_reason=probes.stop_reason,
-            rounds=probes.rounds,
-            env=environment(),
-            started_utc=started,
-            label=label,
-        )
+        return read_probes(probes, setting, thresholds, pipeline.stages(), elapsed_s, started, label)
 
     t0 = perf_counter()
     try:
@@ -303,6 +288,48 @@ def diagnose(
     elapsed = result.elapsed_s
     log.info("diagnosis: %s %s in %.1f s", result.verdict, {k: round(v, 3) for k, v in result.shares.items()}, elapsed)
     return result
+
+
+def read_probes(
+    probes: ProbeSet,
+    setting: Setting,
+    thresholds: Thresholds,
+    pipeline: dict[str, str],
+    elapsed_s: float,
+    started_utc: str,
+    label: str = "",
+) -> Diagnosis:
+    """The diagnosis that ``probes`` (measured however: :func:`diagnose`'s pipelines, a user's running script)
+    read by the verdict rule: verdict, shares, intervals, evidence and advice."""
+    from gluonbench.env import environment
+
+    verdict = _classify(probes.probes, thresholds)
+    return Diagnosis(
+        **_reading(verdict, probes.probes, setting),
+        pipeline=pipeline,
+        probes=probes.probes,
+        evidence=evidence({k: p.to_dict() for k, p in probes.probes.items()}, setting),
+        setting=setting.to_dict(),
+        thresholds=thresholds.to_dict(),
+        elapsed_s=elapsed_s,
+        settled_s=probes.settled_s,
+        stop_reason=probes.stop_reason,
+        rounds=probes.rounds,
+        env=environment(),
+        started_utc=started_utc,
+        label=label,
+    )
+
+
+def verdict_settled(ps: ProbeSet, thresholds: Thresholds) -> bool:
+    """True when the probes so far give a verdict (not inconclusive): the ``settled`` check of the rounds."""
+    return _classify(ps.probes, thresholds).verdict != "inconclusive"
+
+
+def verdict_finished(ps: ProbeSet, thresholds: Thresholds) -> bool:
+    """True when the rounds may stop early: the verdict clear of the line at 95 % and ``stop_confidence``,
+    every share within ``share_precision`` (the ``done`` check of :func:`diagnose`)."""
+    return _finished(ps, thresholds)
 
 
 def _stalled(exc: BudgetExceededError, reading_of: Callable[[ProbeSet, float], Diagnosis]) -> Diagnosis | None:
