@@ -825,7 +825,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         progress.advance(elapsed, budget, best)
 
     from gluonbench.engine.deadline import BudgetExceededError
+    from gluonbench.monitor.load import LoadMeter
 
+    meter = LoadMeter().start()  # other processes' CPU during the search: one warning at the end if it mattered
     try:
         try:
             result = api.run_tune(settings, on_progress, out=args.out)
@@ -844,6 +846,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(f"gluonbench: wrote {args.toml} (gluonbench sweep --config {args.toml})", file=sys.stderr)
     if result.run_dir is not None:
         print(f"results: {result.run_dir}")
+    _load_warning(meter, "tune")
     return 0
 
 
@@ -1280,7 +1283,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         raise GluonbenchError(
             "--loader N goes with a training command: gluonbench diagnose --loader 2 -- python train.py"
         )
+    from gluonbench.monitor.load import LoadMeter
     from gluonbench.workloads.vision_zoo import resolve_workload
+
+    meter = LoadMeter().start()  # other processes' CPU over the whole command: one warning at the end if it mattered
 
     options = {**synthetic_options(args, args.workload), **vision_options(args)}
     source = _source_options(args, options)
@@ -1340,6 +1346,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
     if run_dir is not None:
         print(f"results: {run_dir}")
+    _load_warning(meter, "diagnosis")
     return 0
 
 
@@ -1723,6 +1730,15 @@ def cmd_io(args: argparse.Namespace) -> int:
     print(to_markdown(summary))
     print(f"results: {run_dir}")
     return 0 if all(r.get("status") == "ok" for r in summary.rows) else 1
+
+
+def _load_warning(meter: Any, what: str) -> None:
+    """After a measurement: one line when other processes' load was enough to change it (monitor.load)."""
+    from gluonbench.monitor.load import warning
+
+    line = warning(meter.stop(), what)
+    if line:
+        print(line, file=sys.stderr)
 
 
 def _quiet_stdout() -> None:

@@ -68,16 +68,24 @@ def _machine() -> tuple[float, float, float]:
 
 
 def own_cpu_s() -> float:
-    """CPU seconds of this process and its living descendants."""
+    """CPU seconds of this process, its living descendants and its children that ended (and were waited for: the
+    loader workers of a closed DataLoader)."""
     me = psutil.Process()
     out = 0.0
     for p in (me, *me.children(recursive=True)):
         try:
             t = p.cpu_times()
-            out += t.user + t.system
+            out += t.user + t.system + (t.children_user + t.children_system if p is me else 0.0)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
     return out
+
+
+def warning(load: BackgroundLoad, what: str) -> str | None:
+    """The one line a command prints after its measurement when the load was enough to change it, else None."""
+    if not load.busy:
+        return None
+    return f"gluonbench: warning: during this {what} {load.text()}: {load.effect()}"
 
 
 class LoadMeter:
