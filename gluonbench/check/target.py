@@ -121,6 +121,10 @@ def _call(fn: Callable[..., Any], name: str, kwargs: dict[str, Any]) -> Any:
         return fn(**kwargs)
     except GluonbenchError:
         raise
+    except SystemExit as exc:
+        from gluonbench.workloads.spec import exit_error
+
+        raise exit_error("pipeline", name, "the function", exc) from None
     except Exception as exc:
         raise GluonbenchError(f"pipeline {name}: calling it failed: {type(exc).__name__}: {exc}") from exc
 

@@ -375,6 +375,14 @@ def absolute_target(target: str, what: str | None = None) -> str:
     return target.strip()
 
 
+def exit_error(what: str, target: str, doing: str, exc: SystemExit) -> GluonbenchError:
+    """The one line for user code that called ``sys.exit`` (or ``exit()``): never a silent pass with its code."""
+    return GluonbenchError(
+        f"{what} {target}: {doing} called sys.exit({exc.code!r}); the module and its function must return the "
+        "pipeline, not end the program (guard the script part with if __name__ == '__main__':)"
+    )
+
+
 def import_factory(target: str, what: str | None = None) -> Callable[..., Any]:
     """The factory ``target`` names; one line when the module or the function is missing."""
     what = what or arg("pipeline")  # the argument as the caller knows it
@@ -394,6 +402,8 @@ def import_factory(target: str, what: str | None = None) -> Callable[..., Any]:
                     "run from the folder that holds it, add it to PYTHONPATH, or give path/to/file.py:FUNCTION"
                 ) from None
             raise GluonbenchError(f"{what} {target}: importing {where} failed: {exc}") from None
+        except SystemExit as exc:
+            raise exit_error(what, target, f"importing {where}", exc) from None
         except Exception as exc:
             raise GluonbenchError(f"{what} {target}: importing {where} raised {type(exc).__name__}: {exc}") from None
     factory = getattr(module, func, None)
@@ -421,6 +431,9 @@ def _import_file(path: Path, what: str, target: str) -> Any:
         sys.path.insert(0, folder)  # the file's own imports of its neighbours work, as with `python file.py`
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:
+        del sys.modules[name]
+        raise exit_error(what, target, f"importing {path.name}", exc) from None
     except Exception as exc:
         del sys.modules[name]
         raise GluonbenchError(f"{what} {target}: importing {path.name} raised {type(exc).__name__}: {exc}") from None
@@ -436,6 +449,8 @@ def load_spec(target: str, options: Mapping[str, Any] | None = None, what: str |
     factory = import_factory(target, what)
     try:
         made = factory(**options)
+    except SystemExit as exc:
+        raise exit_error(what, target, "the factory", exc) from None
     except Exception as exc:
         raise GluonbenchError(f"{what} {target}: the factory raised {type(exc).__name__}: {exc}"[:500]) from None
     if isinstance(made, Mapping):
