@@ -15,6 +15,7 @@ import pytest
 from conftest import assert_one_clear_line
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.report.exporters import stage_label
 from gluonbench.report.store import RunStore, atomic_write_text, check_free_space, check_writable_file, dumps
 
 # -- class 1: touching what is not ours ------------------------------------------------------------
@@ -483,7 +484,9 @@ def test_sweep_diagnose_keeps_the_rounds_before_a_stall(tmp_path, monkeypatch):
     (run_dir / "runs.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     rebuild(run_dir)
     md = (run_dir / "summary.md").read_text()
-    assert f"{stored.verdict} (stalled in read: the rounds before it)" in md, md[md.find("## Bottleneck") :][:800]
+    assert f"{stage_label(stored.verdict, 'cpu')} (stalled in read: the rounds before it)" in md, md[
+        md.find("## Bottleneck") :
+    ][:800]
 
 
 def test_interrupting_diagnose_does_not_suggest_resume(tmp_path):

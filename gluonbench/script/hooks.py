@@ -35,11 +35,14 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
-from mxnet import gluon, nd
-from mxnet.gluon.data.dataset import Dataset, _LazyTransformDataset
-
+from gluonbench._mx import gluon, nd
 from gluonbench.monitor import SystemMonitor
 from gluonbench.script.channel import Channel
+
+Dataset = gluon.data.Dataset
+_LazyTransformDataset = gluon.data.dataset._LazyTransformDataset
+"""what ``Dataset.transform()`` / ``transform_first()`` return: MXNet has no public name for it, and the probe that
+removes the transform alone must recognise it"""
 
 FLAGS = "modes"
 """the shared file of loader modes in the run's folder: one byte per DataLoader (its number)"""

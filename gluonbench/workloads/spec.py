@@ -242,6 +242,8 @@ def check_first_batch(
     for i in picks:
         try:
             item = dataset[i]
+        except GluonbenchError:
+            raise  # gluonbench's own (the deadline's stall in read, a source's one line): not a bad item
         except Exception as exc:
             raise GluonbenchError(f"{what}: dataset[{i}] raised {type(exc).__name__}: {exc}"[:400]) from None
         for name, fn in (("decode", decode), ("transform", transform)):
