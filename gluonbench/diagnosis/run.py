@@ -30,6 +30,7 @@ from gluonbench.diagnosis.verdict import (
     paired_rounds,
     paired_timings,
     probe_gains,
+    read_evidence,
 )
 from gluonbench.engine.deadline import BudgetExceededError, with_deadline
 from gluonbench.engine.measure import Rounds
@@ -244,10 +245,10 @@ def diagnose(
     )
 
     def settled(ps: ProbeSet) -> bool:
-        return _classify(ps.probes, thresholds).verdict != "inconclusive"
+        return _classify(ps.probes, thresholds, num_workers).verdict != "inconclusive"
 
     def reading_of(probes: ProbeSet, elapsed_s: float) -> Diagnosis:
-        verdict = _classify(probes.probes, thresholds)
+        verdict = _classify(probes.probes, thresholds, num_workers)
         setting = Setting(
             batch_size=batch_size,
             num_workers=num_workers,
@@ -351,9 +352,16 @@ def clear_to_stop(probes: dict[str, ProbeResult], thresholds: Thresholds) -> boo
     return clear_of(lo, hi, thresholds.line)
 
 
-def _classify(probes: dict[str, ProbeResult], thresholds: Thresholds) -> Verdict:
-    """The verdict from probe results, while measuring (no step split yet) or from stored records."""
+def _classify(probes: dict[str, ProbeResult], thresholds: Thresholds, workers: int | None = None) -> Verdict:
+    """The verdict from probe results, while measuring (no step split yet) or from stored records.
+
+    ``workers``: the loader's num_workers (a bound decides only where it is known, :func:`bound`)."""
     full = probes["full"]
+    # the read named by what it spends: the probe with dataset[i] (no_preprocess, or full when it is the same)
+    # against the one without it (no_read)
+    before = probes.get("no_preprocess", full)
+    after = probes.get("no_read")
+    read = read_evidence(before.evidence, after.evidence) if after is not None and not after.same_as else {}
     wait = full.split.get("wait_frac", math.nan) if full.split else math.nan
     measured = {n: p for n, p in probes.items() if p.same_as is None}
     return attribute(
@@ -367,6 +375,9 @@ def _classify(probes: dict[str, ProbeResult], thresholds: Thresholds) -> Verdict
         thresholds=thresholds,
         enough_data=all(len(p.blocks) >= thresholds.min_blocks for p in measured.values()),
         gains=probe_gains(probes),
+        read=read,
+        workers=workers,
+        full_evidence={"evidence": full.evidence, "system": full.system},
     )
 
 
@@ -404,7 +415,8 @@ def reassess(d: Diagnosis, thresholds: Thresholds | None = None) -> Diagnosis:
     if thresholds is None:
         names = {f for f in Thresholds.__dataclass_fields__}
         thresholds = Thresholds(**{k: v for k, v in (d.thresholds or {}).items() if k in names})
-    reading = _reading(_classify(d.probes, thresholds), d.probes, Setting(**d.setting))
+    workers = (d.setting or {}).get("num_workers")
+    reading = _reading(_classify(d.probes, thresholds, workers), d.probes, Setting(**d.setting))
     # when the verdict held is known for the verdict measured; another verdict read now has no such time, and
     # an inconclusive one never has one (as when measured: no verdict held to the end)
     kept = reading["verdict"] == d.verdict and reading["verdict"] != "inconclusive"
