@@ -28,7 +28,7 @@ def stages_text(d: Any, setting: Setting | None) -> str:
     stages = d.stages or {}
     for k in [k for k in HEADLINE_OF if k in stages]:  # pipeline order, whatever order they were stored in
         v = stages[k]
-        name = substage_name(k, setting) if setting else k
+        name = substage_name(k, setting, (d.analysis or {}).get("read")) if setting else k
         parts.append(f"{name} {v * 100:.0f} %{_ci((d.stage_ci or {}).get(k))}")
     return ", ".join(parts)
 
@@ -55,8 +55,10 @@ def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
         )
     elif d.verdict == "gpu_io":
         name = stage_name(d.verdict, setting) if setting else d.verdict
+        bound = (d.analysis or {}).get("bound") or {}
         out.append(
-            f"**Verdict: {name.split(':')[0]}** (`gpu_io`): reusing one batch gains nothing beyond the noise"
+            f"**Verdict: {name.split(':')[0]}** (`gpu_io`): "
+            + (bound["text"] if bound.get("text") else "reusing one batch gains nothing beyond the noise")
             + (f" (a perfect input pipeline: {speedup_text(d, 'input')})" if has_gains else "")
             + "; the input pipeline keeps up and training runs at its peak for this batch size"
         )
@@ -70,6 +72,9 @@ def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
                 else ""
             )
         )
+    read = (d.analysis or {}).get("read") or {}
+    if read.get("kind") not in (None, "unknown", "none") and read.get("why"):
+        out.append(f"- dataset[i] is {read.get('name')} ({read['headline']}): {read['why']}")
     if has_gains:
         sub = ""
         if (d.stages or {}).get("read") is not None and "read" in (d.speedups or {}):

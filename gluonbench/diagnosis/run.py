@@ -210,6 +210,8 @@ def diagnose(
     if n < batch_size:
         raise GluonbenchError(f"the dataset has {n} samples, fewer than batch_size={batch_size}; lower the batch size")
     check_samples(dataset, decode, transform)  # None, text or varying shapes: blame dataset[i] or the transform
+    first = dataset[0]
+    sample_type = type(first[0] if isinstance(first, tuple | list) and first else first).__name__
     check_loss(loss)
     started = utc_now()
     if seed is not None:
@@ -258,6 +260,8 @@ def diagnose(
             transform=pipeline.preprocesses,
             hybridized=bool(getattr(net, "_active", False)) if isinstance(net, gluon.HybridBlock) else None,
             budget_s=float(budget_s),
+            sample_type=sample_type,
+            dataset_type=_innermost(dataset),
         )
         return Diagnosis(
             **_reading(verdict, probes.probes, setting),
@@ -327,6 +331,21 @@ def _stalled(exc: BudgetExceededError, reading_of: Callable[[ProbeSet, float], D
     d.advice = [r.to_dict() for r in (fix, *kept)]
     d.recommendations = render([fix, *kept])  # the text from the records, in the one place advice is rendered
     return d
+
+
+def _innermost(dataset: Any) -> str:
+    """The class name of the data set under gluon's wrappers (``transform``/``transform_first``, ``take``,
+    ``filter``: each keeps the one it wraps as ``_data`` or ``_dataset``)."""
+    for _ in range(16):
+        # a gluon Dataset (it has transform_first), not the arrays an ArrayDataset or MNIST keeps as _data
+        inner = next(
+            (x for x in (getattr(dataset, k, None) for k in ("_data", "_dataset")) if hasattr(x, "transform_first")),
+            None,
+        )
+        if inner is None or inner is dataset:
+            break
+        dataset = inner
+    return type(dataset).__name__
 
 
 def _finished(ps: ProbeSet, thresholds: Thresholds) -> bool:
