@@ -258,9 +258,9 @@ def _preprocessing(
             substage="read" if inside and v.top_substage(head) == "read" else head,
         )
     ]
-    if inside:
+    if inside:  # its own fixes name the workers and thread_pool for the decoder
         out += _inside_fixes(s)
-    if s.num_workers < s.cores:
+    elif s.num_workers < s.cores:
         target = s.cores if s.num_workers == 0 else min(s.cores, max(2 * s.num_workers, s.num_workers + 1))
         out.append(
             Rec(
@@ -295,7 +295,7 @@ def _preprocessing(
             "transform",
         )
     )
-    if not s.thread_pool:
+    if not s.thread_pool and not inside:
         out.append(
             Rec(
                 head,
@@ -643,7 +643,7 @@ def _device(
     split = _split_text(v, head, s)
     what = "copy and model step" if s.on_gpu else "model step (CPU compute; nothing is copied on a CPU context)"
     why = (
-        f"{v.bound['text'][0].upper()}{v.bound['text'][1:]} ({perfect_input_text(v)} by the reused batch alone)"
+        f"{v.bound['text'][0].upper()}{v.bound['text'][1:]} (one reused batch alone: {speedup_text(v, 'input')})"
         if v.bound
         else f"Reusing one batch gains nothing beyond the noise or the input_gain line: {perfect_input_text(v)}"
     )

@@ -64,8 +64,11 @@ other programs' I/O on a shared machine, and a page-cache hit reads 0 bytes from
 
 * ``storage`` (disk_io) when it made the kernel read from storage (at least :data:`STORAGE_BYTES_PER_S` of its
   time) or blocked on storage for :data:`BLOCKED_SHARE` of its time;
-* ``cpu_work`` when its CPU time (plus the time its threads waited for a core, which is CPU work slowed by other
-  programs) is at least :data:`CPU_BOUND_SHARE` of its wall time: work inside ``dataset[i]``, named
+* ``cpu_work`` when its CPU time is at least :data:`CPU_BOUND_SHARE` of its wall time, or, on a busy machine,
+  its CPU time and its threads' wait for a core together are (CPU work waits for cores there), its CPU time is
+  at least :data:`CPU_FLOOR_SHARE` of its wall time and the wait at most :data:`RUNQ_CREDIT` times the CPU time
+  (beyond that the counters cannot tell CPU work slowed by others from a read that sleeps and then waits for a
+  core: the wait is not credited): work inside ``dataset[i]``, named
   "decode/transform inside dataset[i]". Mostly system time (:data:`SYSTEM_SHARE`) is ``file_system`` work
   (opening and reading many small files: disk_io); otherwise it is *preprocessing*: the read's time then counts
   toward the preprocessing headline (its speed-up: full / no_read) and the loader alone stays disk_io;
@@ -120,7 +123,12 @@ VERDICTS = (*STAGES, "inconclusive")
 READ_WORK = "decode/transform inside dataset[i]"
 """The name of the read sub-stage when its evidence shows CPU work (it then counts as preprocessing)."""
 CPU_BOUND_SHARE = 0.5
-"""the read's CPU time plus its threads' wait for a core, over its wall time, from which it is CPU work"""
+"""the read's CPU time over its wall time from which it is CPU work"""
+CPU_FLOOR_SHARE = 0.2
+"""the least CPU time over wall time for which the threads' wait for a core counts as CPU work's too"""
+RUNQ_CREDIT = 2.0
+"""the most wait for a core, per CPU second, credited to CPU work (on 2026-11-27, on a 2-core VM shared by five
+jobs, a read that sleeps 1 ms waited 3.1 s for a core per CPU second; a PNG decode inside dataset[i] 0.3 s)"""
 SYSTEM_SHARE = 0.5
 """the share of that CPU time in the kernel from which the work is the file system's (opening many small files)"""
 STORAGE_BYTES_PER_S = 1e6
@@ -553,7 +561,9 @@ def read_evidence(before: Mapping[str, Any] | None, after: Mapping[str, Any] | N
         why = f"dataset[i] read {read_bytes / wall / 1e6:.1f} MB/s from storage over its {us}" + (
             f", blocked on it {blocked / wall:.0%} of the time" if blocked is not None else ""
         )
-    elif cpu + runq >= CPU_BOUND_SHARE * wall:
+    elif cpu >= CPU_BOUND_SHARE * wall or (
+        cpu >= CPU_FLOOR_SHARE * wall and runq <= RUNQ_CREDIT * cpu and cpu + runq >= CPU_BOUND_SHARE * wall
+    ):
         kind = "file_system" if system >= SYSTEM_SHARE * cpu else "cpu_work"
         why = (
             f"dataset[i] used {cpu / wall:.0%} of its {us} on the CPU ({system / max(cpu, 1e-12):.0%} of it in the "

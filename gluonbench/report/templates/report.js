@@ -480,6 +480,11 @@
         (list(d.secondary).length ? "; secondary: " + esc(d.secondary.join(", ")) : "") +
         (d.input_bound ? "; input-bound: " + esc(d.input_bound) +
           (isNum(d.wait_frac) ? " (input wait " + esc(pct(d.wait_frac)) + " of the full pipeline's step)" : "") : ""), "headline"));
+      var bound = (d.analysis || {}).bound || {}, read = (d.analysis || {}).read || {};
+      if (bound.text) { out.push(para(esc(bound.text))); }
+      if (read.why && ["unknown", "none"].indexOf(read.kind) < 0) {
+        out.push(para("dataset[i] is " + esc(read.name) + " (" + esc(read.headline) + "): " + esc(read.why)));
+      }
     }
     if (d.pipeline && typeof d.pipeline === "object") {
       out.push(section("Pipeline", h("div", ordered(d.pipeline, PIPELINE_ORDER).map(function (k, i) {
