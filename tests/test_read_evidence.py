@@ -67,16 +67,21 @@ def test_user_cpu_inside_dataset_is_preprocessing():
 
 
 def test_cpu_work_slowed_by_other_programs_is_still_cpu_work():
-    # on a busy machine the read's threads got the CPU 30 % of the time and waited for a core 60 %: not I/O
-    read = read_evidence(ev(2500, user_us=1550, runq_us=1300), ev(1000, user_us=950, runq_us=500))
-    assert read["kind"] == "cpu_work", "40 % CPU and 53 % waiting for a core"
-    # a read that sleeps (latency) and on waking waits for a core: little CPU of either, so waiting, not CPU work
-    slept = read_evidence(ev(3100, user_us=1100, runq_us=1500), ev(1000, user_us=950, runq_us=500))
-    assert slept["kind"] == "waiting"
-    # the same on a saturated machine (measured: the ground truth's 1 ms latency case, five jobs on 2 cores):
-    # 24 % CPU, and 3.1 s waiting for a core per CPU second, is not credited as CPU work
-    saturated = read_evidence(ev(3035, user_us=1443, runq_us=2011), ev(1000, user_us=950, runq_us=500))
-    assert saturated["kind"] == "waiting"
+    # on a busy machine the read's threads got the CPU 60 % of its time and waited for a core 40 %: not I/O
+    read = read_evidence(ev(2500, user_us=1850, runq_us=1100), ev(1000, user_us=950, runq_us=500))
+    assert read["kind"] == "cpu_work" and "waited for a core 40%" in read["why"]
+
+
+def test_a_wait_for_a_core_is_not_credited_as_cpu_work():
+    # measured: the ground truth's 1 ms latency read at 0 workers on a 2-core VM shared by five jobs used the CPU
+    # 22 % of its time and its threads (summed) waited for a core 32 %: a read that sleeps, then waits to wake
+    slept = read_evidence(ev(2479, user_us=1278, runq_us=976), ev(1000, user_us=950, runq_us=500))
+    assert slept["kind"] == "waiting" and "quieter" in slept["why"]
+    # with 2 workers the read's 1365 us a sample is shared by two processes (measured: the 3 ms latency case on 2
+    # workers used 446 us of CPU a sample): waiting; the same CPU at 0 workers would be CPU work
+    two = (ev(2365, user_us=1676), ev(1000, user_us=950))
+    assert read_evidence(*two, parallel=2)["kind"] == "waiting"
+    assert read_evidence(*two, parallel=1)["kind"] == "cpu_work"
 
 
 def test_system_cpu_from_many_small_opens_is_file_system_work_in_disk_io():
@@ -275,3 +280,27 @@ def test_a_dataset_that_decodes_in_getitem_reads_preprocessing(no_leaks):
         assert any("transform_first" in r for r in d.recommendations)
         assert not any("Copy the data set to local disk" in r for r in d.recommendations)
     assert {"user_s", "system_s", "read_bytes", "blkio_s", "runq_s", "wall_s"} <= set(d.probes["full"].evidence)
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "setting", "applies"),
+    [
+        ({"read": "ImageFolderDataset", "decode": "none"}, {}, True),
+        ({"read": "_LazyTransformDataset", "decode": "none"}, {"dataset_type": "ImageRecordDataset"}, True),
+        ({"read": "BlobDataset", "decode": "none"}, {"sample_type": "bytes"}, True),
+        ({"read": "MNIST", "decode": "none"}, {"sample_type": "NDArray", "dataset_type": "MNIST"}, False),
+    ],
+)
+def test_the_decode_ceiling_applies_to_image_datasets_and_encoded_bytes(pipeline, setting, applies):
+    from gluonbench.doctor.roofline import for_diagnosis
+
+    d = {
+        "setting": {"num_workers": 0, "cores": 2, "ctx": "cpu(0)", **setting},
+        "pipeline": pipeline,
+        "probes": {"loader_only": {"samples_per_s": 900.0, "system": {}}},
+        "verdict": "preprocessing",
+    }
+    decode = next(ln for ln in for_diagnosis(d, None) if ln.stage == "decode")
+    assert ("not decoded images" not in decode.text) == applies, decode.text
+    if applies:
+        assert "no decode ceiling measured for this data folder (gluonbench doctor)" in decode.text

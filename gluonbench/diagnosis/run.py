@@ -380,7 +380,11 @@ def _classify(probes: dict[str, ProbeResult], thresholds: Thresholds, workers: i
     # against the one without it (no_read)
     before = probes.get("no_preprocess", full)
     after = probes.get("no_read")
-    read = read_evidence(before.evidence, after.evidence) if after is not None and not after.same_as else {}
+    # dataset[i] runs in this many processes at once: the workers (at most the cores), or the loop's own thread
+    seen = int(before.evidence.get("processes", 1) or 1) - 1 if before.evidence else 0
+    cores = int((before.system or {}).get("cores") or os.cpu_count() or 1)
+    parallel = max(1, min(workers if workers is not None else seen, cores))
+    read = read_evidence(before.evidence, after.evidence, parallel) if after is not None and not after.same_as else {}
     wait = full.split.get("wait_frac", math.nan) if full.split else math.nan
     measured = {n: p for n, p in probes.items() if p.same_as is None}
     return attribute(

@@ -338,8 +338,9 @@ def _process_usage(pid: int, own: bool) -> TreeUsage | None:
             import resource
 
             r = resource.getrusage(resource.RUSAGE_SELF)
+            # the kernel's precise total, split by its ticks; threads that have ended still count
             u.user_s, u.system_s = r.ru_utime, r.ru_stime
-            u.cpu_s = max(ns / 1e9, u.user_s + u.system_s) if ns else u.user_s + u.system_s
+            u.cpu_s = u.user_s + u.system_s
         else:
             # clock ticks split the precise (nanosecond) total between user and kernel time
             u.cpu_s = ns / 1e9 if ns else utime + stime
