@@ -65,10 +65,10 @@ other programs' I/O on a shared machine, and a page-cache hit reads 0 bytes from
 * ``storage`` (disk_io) when it made the kernel read from storage (at least :data:`STORAGE_BYTES_PER_S` of its
   time) or blocked on storage for :data:`BLOCKED_SHARE` of its time;
 * ``cpu_work`` when its CPU time is at least :data:`CPU_BOUND_SHARE` of its wall time (times the ``dataset[i]``
-  calls that run at once: the workers, at most the cores). The time its threads waited for a core is recorded and
-  cited but not credited: summed over every thread (MXNet's engine and OpenMP threads wake and wait too) it
-  cannot be told apart from a read that sleeps and then waits for a core. work inside ``dataset[i]``, named
-  "decode/transform inside dataset[i]". Mostly system time (:data:`SYSTEM_SHARE`) is ``file_system`` work
+  calls that run at once: the workers, at most the cores): work inside ``dataset[i]``, named "decode/transform
+  inside dataset[i]". The time its threads waited for a core is recorded and cited but not credited: summed over
+  every thread (MXNet's engine and OpenMP threads wake and wait too) it cannot be told apart from a read that
+  sleeps and then waits for a core. Mostly system time (:data:`SYSTEM_SHARE`) is ``file_system`` work
   (opening and reading many small files: disk_io); otherwise it is *preprocessing*: the read's time then counts
   toward the preprocessing headline (its speed-up: full / no_read) and the loader alone stays disk_io;
 * ``waiting`` (disk_io) when it takes wall time with little CPU: latency (a network file system, an object store);

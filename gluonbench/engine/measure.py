@@ -123,18 +123,7 @@ class Window:
     samples: int = 0
 
     def __add__(self, other: Window) -> Window:
-        a, b = self.used, other.used
-        used = TreeUsage(
-            a.cpu_s + b.cpu_s,
-            a.user_s + b.user_s,
-            a.system_s + b.system_s,
-            a.runq_s + b.runq_s,
-            a.read_bytes + b.read_bytes,
-            a.blkio_s + b.blkio_s,
-            a.blkio_reported and b.blkio_reported,
-            max(a.processes, b.processes),
-        )
-        return Window(used, self.wall_s + other.wall_s, self.samples + other.samples)
+        return Window(self.used + other.used, self.wall_s + other.wall_s, self.samples + other.samples)
 
     def per_sample(self) -> dict[str, Any]:
         """Each figure per sample trained on (seconds, bytes); ``blkio_s`` None where the kernel does not report it."""
@@ -421,8 +410,8 @@ def tree_cpu_s(descendants: Sequence[Any]) -> float:
     """CPU seconds used so far by this process (all threads) and ``descendants``, its live child processes
     (``psutil.Process``: the loader workers a :class:`~gluonbench.monitor.SystemMonitor` found).
 
-    Nanosecond clocks where Linux has them (each thread's ``/proc/PID/task/TID/schedstat``), not psutil's 10 ms
-    clock ticks: a round is a fraction of a second. :func:`~gluonbench.monitor.tree_usage` reads it, with the
+    Precise clocks where Linux has them (``getrusage`` here, each worker thread's ``/proc/PID/task/TID/schedstat``),
+    not psutil's 10 ms clock ticks: a round is a fraction of a second. :func:`~gluonbench.monitor.tree_usage` reads it, with the
     rest of the tree's evidence.
     """
     return tree_usage(list(descendants), reported=False).cpu_s

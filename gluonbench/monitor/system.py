@@ -290,6 +290,19 @@ class TreeUsage:
     """the kernel keeps :attr:`blkio_s` (delay accounting on); when off it reads 0, which is not evidence"""
     processes: int = 0
 
+    def __add__(self, other: TreeUsage) -> TreeUsage:
+        """Two windows of one tree, one after the other (the process count is the larger)."""
+        return TreeUsage(
+            self.cpu_s + other.cpu_s,
+            self.user_s + other.user_s,
+            self.system_s + other.system_s,
+            self.runq_s + other.runq_s,
+            self.read_bytes + other.read_bytes,
+            self.blkio_s + other.blkio_s,
+            self.blkio_reported and other.blkio_reported,
+            max(self.processes, other.processes),
+        )
+
     def __sub__(self, other: TreeUsage) -> TreeUsage:
         return TreeUsage(
             self.cpu_s - other.cpu_s,
