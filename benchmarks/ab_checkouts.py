@@ -10,6 +10,11 @@ bias under the rounds' noise: read several pairs, and the case's plain loop (``d
     git worktree add /tmp/before HEAD~2
     python benchmarks/ab_checkouts.py --case mnist-seed-2workers --a /tmp/before --b . --pairs 2 \\
         --mnist-dir ../shared/data/mnist --out results/benchmarks
+
+An A/B of the rounds' order alone (one checkout, ``Rounds(order=...)`` set for each arm's diagnoses; the
+summary gives each arm's median width of the reused batch's 95 % interval)::
+
+    python benchmarks/ab_checkouts.py --case synthetic-heavy-model --a . --b . --order-a rotate --order-b pairs
 """
 
 from __future__ import annotations
@@ -39,11 +44,20 @@ case = next(c for c in CASES if c.name == {case!r})
 if {hash_rate!r} and (case.options or {{}}).get("cpu_ms"):  # the same work per sample in every run
     import dataclasses
     case = dataclasses.replace(case, options={{**case.options, "hash_rate": {hash_rate!r}}})
+if {order!r}:  # the rounds' order for this run only: diagnose's own Rounds with the order field set
+    from diagnose_accuracy import use_round_order
+    use_round_order({order!r})
 d = gluonbench.diagnose(ctx="cpu", budget_s={budget!r}, **build(case, {dirs!r}))
-print(json.dumps({{"reading": reading(d), "input": d.speedups.get("input"),
+print(json.dumps({{"reading": reading(d), "input": d.speedups.get("input"), "order": {order!r} or "default",
     "ci": d.speedup_ci.get("input"), "settled_s": d.settled_s, "rounds": d.rounds, "elapsed_s": d.elapsed_s,
     "stop": d.stop_reason, "steps": {{k: p.steps for k, p in d.probes.items()}}}}))
 """
+
+
+def _width(run: dict) -> float:
+    """The width of a run's 95 % interval of the reused batch's speed-up, in log units (hi/lo as a log)."""
+    lo, hi = run["ci"]
+    return math.log(hi / lo) if lo and hi and lo > 0 else math.inf
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,6 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=60.0, help="seconds per diagnosis (default 60)")
     p.add_argument("--mnist-dir", help="folder of the MNIST files (default: gluonbench's look-up, no download)")
     p.add_argument("--out", help="write ab_checkouts-<case>-<UTC>.json into this folder")
+    for arm in ("a", "b"):
+        p.add_argument(
+            f"--order-{arm}",
+            choices=("rotate", "pairs"),
+            help=f"the rounds' order for checkout {arm.upper()}'s diagnoses (default: the checkout's own); with "
+            "--a and --b the same checkout this is an A/B of the order alone",
+        )
     p.add_argument(
         "--hash-rate",
         default="auto",
@@ -102,7 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.mnist_dir:
             dirs["mnist"] = str(Path(args.mnist_dir).resolve())
         for pair, arm in order:
-            code = RUN.format(root=roots[arm], case=args.case, budget=args.budget, dirs=dirs, hash_rate=hash_rate)
+            order_of = args.order_a if arm == "A" else args.order_b
+            code = RUN.format(
+                root=roots[arm], case=args.case, budget=args.budget, dirs=dirs, hash_rate=hash_rate, order=order_of
+            )
             proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 print(proc.stderr[-2000:], file=sys.stderr)
@@ -113,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             lo, hi = r["ci"]
             settled = f"{r['settled_s']:.1f} s" if r["settled_s"] is not None else "-"
             print(
-                f"{arm} {r['reading']:13s} reused batch {r['input']:.3f}x [{lo:.3f}, {hi:.3f}]  "
+                f"{arm} ({r['order']}) {r['reading']:13s} reused batch {r['input']:.3f}x [{lo:.3f}, {hi:.3f}]  "
                 f"{r['rounds']} rounds  verdict@{settled}  ({r['stop']} after {r['elapsed_s']:.1f} s)",
                 flush=True,
             )
@@ -123,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{arm} ({roots[arm]}): median reused batch {statistics.median(r['input'] for r in mine):.3f}x, "
                 f"median rounds {statistics.median(r['rounds'] for r in mine):g}, "
+                f"median width of its 95 % interval {statistics.median(_width(r) for r in mine):.3f} "
+                f"(in log units), "
                 f"readings {', '.join(r['reading'] for r in mine)}"
             )
     if out is not None:
@@ -130,7 +156,17 @@ def main(argv: list[str] | None = None) -> int:
         path = out / f"ab_checkouts-{args.case}-{stamp}.json"
         atomic_write_text(
             path,
-            json.dumps({"command": command_line(), "checkouts": roots, "hash_rate": hash_rate, "runs": runs}, indent=1),
+            json.dumps(
+                {
+                    "command": command_line(),
+                    "checkouts": roots,
+                    "orders": {"A": args.order_a, "B": args.order_b},
+                    "hash_rate": hash_rate,
+                    "load_average": os.getloadavg(),
+                    "runs": runs,
+                },
+                indent=1,
+            ),
         )
         print(f"json: {path}")
     return 0

@@ -8,7 +8,12 @@ pipeline costs about X % more CPU time (and the transform about X / share more).
 ``python -m gluonbench check`` process; the hog (``--hog``) is another process spinning on one core
 for the whole check.
 
-Per case (slowdown, hog): N checks; the share of exit 1 (regression; at 0 % a false alarm), exit 0
+``--mode against`` measures ``check --against HEAD`` instead: a git repository made by the benchmark holds the
+pipeline's file with no extra work committed, and the working tree adds the slowdown's extra rounds (uncommitted),
+so the baseline's code and the candidate's run side by side in one job; ``--mode both`` runs the two modes' checks
+alternately, case by case, so they see the same machine.
+
+Per case (mode, slowdown, hog): N checks; the share of exit 1 (regression; at 0 % a false alarm), exit 0
 (pass) and exit 3 (inconclusive), and the mean wall time per check. Targets from issue 19 (a loaded
 2-core machine): false alarms <= 5 % at 0 %; detection >= 95 % at 10 % and >= 80 % at 5 %; each check
 <= 90 s. Writes ``OUT/check_power-<UTC>.json`` and ``.md``.
@@ -16,6 +21,7 @@ Per case (slowdown, hog): N checks; the share of exit 1 (regression; at 0 % a fa
     python benchmarks/check_power.py --n 2 --out results/benchmarks          # a small sample (~20 min)
     python benchmarks/check_power.py --n 20 --hog yes --out results/benchmarks     # the targets' cases (~2 h)
     python benchmarks/check_power.py --n 20 --budget 60 --out results/benchmarks   # all 8 cases (~3.5 h)
+    python benchmarks/check_power.py --mode both --n 2 --hog yes --out results/benchmarks   # the two modes, side by side
 """
 
 from __future__ import annotations
@@ -50,24 +56,54 @@ def make() -> dict:
     return {"dataset": dataset, "transform": SyntheticTransform(BASE_ROUNDS + extra), "batch_size": 64}
 
 
-def _hog() -> subprocess.Popen:
-    code = "import hashlib\nd=b'x'*16384\nwhile True:\n    d=hashlib.blake2b(d).digest()*256\n"
-    return subprocess.Popen([sys.executable, "-c", code])
+PIPE = """
+import numpy as np
+
+EXTRA = {extra}
 
 
-def _check(baseline: Path, extra: int, budget: float, max_slowdown: str, hog: bool, work: Path) -> dict:
-    out = work / f"r-{time.time_ns()}.json"
-    env = dict(os.environ, CHECK_POWER_EXTRA_ROUNDS=str(extra))
-    cmd = [sys.executable, "-m", "gluonbench", "check", "--pipeline", f"{HERE}:make", "--baseline", str(baseline)]
+def make() -> dict:
+    from gluonbench._mx import gluon
+    from gluonbench.workloads.synthetic import SyntheticTransform
+
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(2048, 28, 28, 1), dtype=np.uint8)
+    labels = rng.integers(0, 10, size=2048).astype(np.int32)
+    dataset = gluon.data.SimpleDataset(list(zip(images, labels, strict=True)))
+    return {{"dataset": dataset, "transform": SyntheticTransform({base} + EXTRA), "batch_size": 64}}
+"""
+
+
+def _repo(work: Path) -> Path:
+    """A git repository whose committed ``pipe.py`` is the unchanged pipeline (``--against HEAD``'s baseline)."""
+    repo = work / "repo"
+    repo.mkdir()
+    env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@example.org")
+    env.update(GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@example.org")
+    (repo / "pipe.py").write_text(PIPE.format(extra=0, base=BASE_ROUNDS))
+    for cmd in (["init", "-q"], ["add", "pipe.py"], ["commit", "-qm", "baseline"]):
+        subprocess.run(["git", "-C", str(repo), *cmd], check=True, env=env, capture_output=True)
+    return repo
+
+
+def _check_against(repo: Path, extra: int, budget: float, max_slowdown: str, hogs: int, work: Path) -> dict:
+    """``check --against HEAD`` with ``extra`` rounds in the working tree (uncommitted)."""
+    (repo / "pipe.py").write_text(PIPE.format(extra=extra, base=BASE_ROUNDS))
+    out = work / f"a-{time.time_ns()}.json"
+    cmd = [sys.executable, "-m", "gluonbench", "check", "--pipeline", "pipe.py:make", "--against", "HEAD"]
     cmd += ["--budget", str(budget), "--max-slowdown", max_slowdown, "--json", str(out)]
-    hog_proc = _hog() if hog else None
+    return _timed(cmd, dict(os.environ), repo, hogs, out, budget)
+
+
+def _timed(cmd: list[str], env: dict, cwd: Path | None, hogs: int, out: Path, budget: float) -> dict:
+    hog_procs = [_hog() for _ in range(hogs)]
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=budget * 4 + 120)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=budget * 4 + 120, cwd=cwd)
     finally:
-        if hog_proc is not None:
-            hog_proc.kill()
-            hog_proc.wait()
+        for h in hog_procs:
+            h.kill()
+            h.wait()
     wall = time.perf_counter() - t0
     result = json.loads(out.read_text()) if out.is_file() else {}
     return {
@@ -81,6 +117,19 @@ def _check(baseline: Path, extra: int, budget: float, max_slowdown: str, hog: bo
     }
 
 
+def _hog() -> subprocess.Popen:
+    code = "import hashlib\nd=b'x'*16384\nwhile True:\n    d=hashlib.blake2b(d).digest()*256\n"
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def _check(baseline: Path, extra: int, budget: float, max_slowdown: str, hogs: int, work: Path) -> dict:
+    out = work / f"r-{time.time_ns()}.json"
+    env = dict(os.environ, CHECK_POWER_EXTRA_ROUNDS=str(extra))
+    cmd = [sys.executable, "-m", "gluonbench", "check", "--pipeline", f"{HERE}:make", "--baseline", str(baseline)]
+    cmd += ["--budget", str(budget), "--max-slowdown", max_slowdown, "--json", str(out)]
+    return _timed(cmd, env, None, hogs, out, budget)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -91,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slowdowns", default="0,5,10,20", help="percent, comma-separated")
     ap.add_argument("--hog", choices=("both", "yes", "no"), default="both",
                     help="cases with the CPU hog beside the check, without it, or both (default)")  # fmt: skip
+    ap.add_argument("--hogs", type=int, default=1, help="CPU hogs beside a check in the hog cases (default 1)")
+    ap.add_argument("--mode", choices=("stored", "against", "both"), default="stored",
+                    help="check against a stored baseline, --against HEAD side by side, or both alternately")  # fmt: skip
     ap.add_argument("--out", default="results/benchmarks", help="folder for the JSON and Markdown results")
     args = ap.parse_args(argv)
     from gluonbench.env import command_line, environment
@@ -104,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         baseline = work / "baseline.json"
         cmd = [sys.executable, "-m", "gluonbench", "check", "--pipeline", f"{HERE}:make", "--save-baseline"]
         subprocess.run([*cmd, str(baseline), "--budget", str(args.baseline_budget)], check=True, capture_output=True)
+        repo = _repo(work)
+        modes = ("stored", "against") if args.mode == "both" else (args.mode,)
         doc = json.loads(baseline.read_text())
         cpu_ms = doc["total"]["cpu_s_per_sample"] * 1000
         rounds_per_cpu_ms = hash_rounds_per_ms()
@@ -111,16 +165,22 @@ def main(argv: list[str] | None = None) -> int:
         for hog in {"both": (False, True), "yes": (True,), "no": (False,)}[args.hog]:
             for pct in (float(p) for p in args.slowdowns.split(",")):
                 extra = round(pct / 100 * cpu_ms * rounds_per_cpu_ms)
-                runs = []
+                hogs = args.hogs if hog else 0
+                by_mode: dict[str, list[dict]] = {m: [] for m in modes}
                 for i in range(args.n):
-                    r = _check(baseline, extra, args.budget, args.max_slowdown, hog, work)
-                    r["load_1min"] = os.getloadavg()[0]
-                    runs.append(r)
-                    print(f"slowdown {pct:g} % hog={hog} #{i + 1}: exit {r['exit']} slowdown {r['slowdown']} "
-                          f"in {r['wall_s']:.0f} s  load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
-                n = len(runs)
-                cases.append({
-                    "slowdown_pct": pct, "hog": hog, "extra_rounds": extra, "n": n,
+                    for mode in modes:  # the modes alternate, check by check: the same machine for both
+                        if mode == "stored":
+                            r = _check(baseline, extra, args.budget, args.max_slowdown, hogs, work)
+                        else:
+                            r = _check_against(repo, extra, args.budget, args.max_slowdown, hogs, work)
+                        r["load_1min"] = os.getloadavg()[0]
+                        by_mode[mode].append(r)
+                        print(f"{mode}: slowdown {pct:g} % hogs={hogs} #{i + 1}: exit {r['exit']} slowdown "
+                              f"{r['slowdown']} in {r['wall_s']:.0f} s  load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+                for mode, runs in by_mode.items():
+                    n = len(runs)
+                    cases.append({
+                    "mode": mode, "slowdown_pct": pct, "hog": hog, "hogs": hogs, "extra_rounds": extra, "n": n,
                     "regression_rate": sum(r["exit"] == 1 for r in runs) / n,
                     "pass_rate": sum(r["exit"] == 0 for r in runs) / n,
                     "inconclusive_rate": sum(r["exit"] == 3 for r in runs) / n,
@@ -128,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                     "mean_check_s": sum(r["wall_s"] for r in runs) / n,
                     "max_check_s": max(r["wall_s"] for r in runs),
                     "runs": runs,
-                })  # fmt: skip
+                    })  # fmt: skip
     finished = datetime.now(UTC)
     summary = {
         "command": command_line(),
@@ -152,12 +212,12 @@ def main(argv: list[str] | None = None) -> int:
         f"baseline {args.baseline_budget:g} s; load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after "
         f"({os.cpu_count()} cores). A slowdown is extra hashing work worth that share of the pipeline's CPU time.",
         "",
-        "| slowdown | CPU hog | N | exit 1 (regression) | exit 0 (pass) | exit 3 (inconclusive) | other | s per check (mean, max) | load (1 min) |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| mode | slowdown | CPU hogs | N | exit 1 (regression) | exit 0 (pass) | exit 3 (inconclusive) | other | s per check (mean, max) | load (1 min) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in cases:
         lines.append(
-            f"| {c['slowdown_pct']:g} % | {'yes' if c['hog'] else 'no'} | {c['n']} | {c['regression_rate']:.0%} | "
+            f"| {c['mode']} | {c['slowdown_pct']:g} % | {c['hogs']} | {c['n']} | {c['regression_rate']:.0%} | "
             f"{c['pass_rate']:.0%} | {c['inconclusive_rate']:.0%} | {c['error_rate']:.0%} | "
             f"{c['mean_check_s']:.0f}, {c['max_check_s']:.0f} | "
             f"{min(r['load_1min'] for r in c['runs']):.1f}-{max(r['load_1min'] for r in c['runs']):.1f} |"

@@ -1,10 +1,12 @@
-"""A user's own training pipeline for gluonbench: a gluon image-folder data set, gluon's vision transforms and
-a gluoncv model (random weights, nothing downloaded).
+"""A user's own training pipeline for gluonbench: a gluon image-folder data set, gluon's vision transforms (a
+random resized crop, as image training uses) and a small CNN, or any gluoncv classification model with
+``--pipeline-option model=NAME`` (random weights, nothing downloaded).
 
     python examples/imagefolder_pipeline.py data/images        # write a small demo folder of PNG images
     gluonbench sweep    --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images \\
                         --workers 0,2 --max-batches 50
-    gluonbench diagnose --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images
+    gluonbench diagnose --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images \\
+                        --workers 0 --batch-size 16 --budget 60      # preprocessing-bound: the augmentations
     gluonbench tune     --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images
     gluonbench profile  --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images \\
                         --workers 2 --max-batches 50
@@ -34,9 +36,10 @@ def _train_transform(size: int):
     if size not in _TRAIN:
         _TRAIN[size] = transforms.Compose(
             [
-                transforms.Resize(size),
+                transforms.RandomResizedCrop(size),
                 transforms.RandomFlipLeftRight(),
-                transforms.RandomColorJitter(brightness=0.2, contrast=0.2, saturation=0.2),
+                transforms.RandomColorJitter(brightness=0.2, contrast=0.2, saturation=0.2, hue=0.1),
+                transforms.RandomLighting(0.1),
                 transforms.ToTensor(),
                 transforms.Normalize(_MEAN, _STD),
             ]
@@ -54,15 +57,30 @@ class Augment:
         return _train_transform(self.size)(data), np.float32(label)
 
 
+def small_cnn(classes: int):
+    """A small CNN: two convolutions and a classifier (hybridized)."""
+    net = gluon.nn.HybridSequential()
+    net.add(
+        gluon.nn.Conv2D(16, 3, padding=1, activation="relu"),
+        gluon.nn.MaxPool2D(2),
+        gluon.nn.Conv2D(32, 3, padding=1, activation="relu"),
+        gluon.nn.GlobalAvgPool2D(),
+        gluon.nn.Dense(classes),
+    )
+    net.hybridize()
+    return net
+
+
 def make(
     root: str,
-    model: str = "cifar_resnet20_v1",
+    model: str = "small",
     image_size: int = 32,
     batch_size: int = 16,
     classes: int | None = None,
 ) -> gluonbench.PipelineSpec:
-    """The pipeline: ``ImageFolderDataset(root)`` (ROOT/<class>/*.png|jpg), gluon's augmentations, a gluoncv
-    classification model with as many outputs as classes, softmax cross-entropy."""
+    """The pipeline: ``ImageFolderDataset(root)`` (ROOT/<class>/*.png|jpg), gluon's augmentations, a model with
+    as many outputs as classes (``small``: :func:`small_cnn`; else a gluoncv model name, e.g.
+    ``cifar_resnet20_v1``), softmax cross-entropy."""
     folder = Path(root)
     if not folder.is_dir():
         raise ValueError(f"root={root!r} is not a folder; write one with: python {__file__} {root}")
@@ -70,6 +88,8 @@ def make(
     n = classes or len(dataset.synsets)
 
     def net():
+        if model == "small":
+            return small_cnn(n)
         from gluoncv import model_zoo
 
         return model_zoo.get_model(model, classes=n, pretrained=False)

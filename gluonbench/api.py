@@ -30,7 +30,7 @@ from gluonbench.rundir import load
 from gluonbench.sweeprun.child import run_isolated
 from gluonbench.sweeprun.run import RunResult, RunSpec, train_and_eval
 from gluonbench.units import count
-from gluonbench.validate import check_path
+from gluonbench.validate import check_path, redact
 from gluonbench.workloads.spec import check_pipeline, release_spec, take_spec
 
 __all__ = [
@@ -527,7 +527,7 @@ def _save_diagnosis(
     from gluonbench.env import utc_now
 
     if settings.json_path:
-        atomic_write_text(settings.json_path, json.dumps(d.to_dict(), indent=2))
+        atomic_write_text(settings.json_path, json.dumps(redact(d.to_dict()), indent=2))
     if out is None:
         return None, d
     store = RunStore(new_run_dir(out, settings.label()))
@@ -544,6 +544,81 @@ def _save_diagnosis(
     )
     _write_reports(store)
     return store.path, d
+
+
+def check_script(
+    cmd: list[str], budget_s: float, out: str | Path | None, loader: int | None = None, start_timeout_s: float = 120.0
+) -> None:
+    """What :func:`diagnose_script` checks before it starts the script (the command, its interpreter, ``out``)."""
+    from gluonbench.script.run import check_inputs
+
+    check_inputs(cmd, budget_s, loader, start_timeout_s)
+    if out is not None:
+        make_out(out)
+
+
+def diagnose_script(
+    cmd: list[str],
+    budget_s: float = 60.0,
+    *,
+    out: str | Path | None = None,
+    json_path: str | None = None,
+    thresholds: Any = None,
+    loader: int | None = None,
+    start_timeout_s: float = 120.0,
+    on_progress: Callable[[float, float], None] | None = None,
+) -> tuple[Path | None, Diagnosis]:
+    """Diagnose the user's own training command, unmodified (``gluonbench diagnose -- python train.py ARGS``).
+
+    The probes run inside the script's process (:func:`gluonbench.script.run.diagnose_script`); the diagnosis
+    is saved as :func:`run_diagnosis` saves one: ``json_path``, and with ``out`` a run folder
+    ``OUT/<UTC>-diagnose-script-<name>/`` that ``gluonbench report`` rebuilds.
+    """
+    from gluonbench.env import utc_now
+    from gluonbench.script.run import diagnose_script as run_script
+
+    if out is not None:  # fail before starting the script
+        make_out(out)
+    d = run_script(
+        cmd, budget_s, thresholds=thresholds, loader=loader, start_timeout_s=start_timeout_s, on_progress=on_progress
+    )
+    if json_path:
+        atomic_write_text(json_path, json.dumps(d.to_dict(), indent=2))
+    if out is None:
+        return None, d
+    name = "".join(c if c.isalnum() or c in "-_" else "-" for c in Path(d.label).stem)[:48] or "script"
+    store = RunStore(new_run_dir(out, f"diagnose-script-{name}"))
+    settings = {"command": list(cmd), "budget_s": budget_s, "loader": loader, "thresholds": d.thresholds}
+    store.write_settings({"settings": settings, "command": command_line(), "env": d.env or environment()})
+    store.append(
+        {
+            "kind": "diagnosis",
+            "status": "ok",
+            "diagnosis": d.to_dict(),
+            "probe_order": list(d.probes),
+            "command": command_line(),
+            "finished_utc": utc_now(),
+        }
+    )
+    _write_reports(store)
+    return store.path, d
+
+
+def sweep_script(
+    cmd: list[str],
+    workers: list[int],
+    max_batches: int = 100,
+    *,
+    loader: int | None = None,
+    start_timeout_s: float = 120.0,
+    on_run: Callable[[Any], None] | None = None,
+) -> Any:
+    """The user's training command once per worker count, a fresh process each, its training DataLoader made with
+    that ``num_workers`` (``gluonbench sweep -- python train.py ARGS``); see
+    :func:`gluonbench.script.sweep.sweep_script`."""
+    from gluonbench.script.sweep import sweep_script as run_sweep
+
+    return run_sweep(cmd, workers, max_batches, loader=loader, start_timeout_s=start_timeout_s, on_run=on_run)
 
 
 # -- input modes (gluonbench io) ----------------------------------------------------------------
@@ -659,7 +734,7 @@ def run_tune(
             release_spec(spec)
     try:
         if settings.json_path:
-            atomic_write_text(settings.json_path, json.dumps(result.to_dict(), indent=2))
+            atomic_write_text(settings.json_path, json.dumps(redact(result.to_dict()), indent=2))
         if settings.toml_path:
             atomic_write_text(settings.toml_path, result.to_toml())
     except GluonbenchError as exc:  # measured, then not saved: the one line still gives the result
@@ -690,7 +765,7 @@ def _keep_stalled_tune(settings: TuneSettings, out: str | Path | None, exc: Budg
         return
     kept: list[str] = []
     try:
-        text = json.dumps(partial.to_dict(), indent=2)
+        text = json.dumps(redact(partial.to_dict()), indent=2)
         if settings.json_path:
             atomic_write_text(settings.json_path, text)
             kept.append(str(settings.json_path))
@@ -844,13 +919,17 @@ def check(
     3 inconclusive) or, when saving, the :class:`~gluonbench.check.Snapshot`.
     """
     from gluonbench.check import render, run_check
-    from gluonbench.report.store import check_writable_file, write_error
+    from gluonbench.report.store import check_append_file, check_writable_file, refuse_overwriting_inputs, write_error
 
-    for path, what in ((json_path, arg("json_path", "--json")), (junit_path, arg("junit_path", "--junit"))):
-        if path is not None:
+    outputs = {arg("json_path", "--json"): json_path, arg("junit_path", "--junit"): junit_path}
+    if summary_path is not None:
+        outputs["GITHUB_STEP_SUMMARY"] = summary_path
+    refuse_overwriting_inputs(outputs, [p for p in (baseline, save) if p is not None])
+    for what, path in outputs.items():
+        if path is not None and what != "GITHUB_STEP_SUMMARY":
             check_writable_file(path, what)
-    if summary_path is not None and Path(summary_path).is_dir():
-        raise GluonbenchError(f"GITHUB_STEP_SUMMARY={summary_path} is a folder; it must name a file")
+    if summary_path is not None:
+        check_append_file(summary_path, "GITHUB_STEP_SUMMARY")
     result = run_check(
         pipeline,
         baseline=baseline,
@@ -862,10 +941,10 @@ def check(
     )
     if save is not None:
         if json_path is not None:
-            atomic_write_text(json_path, json.dumps(result.to_dict(), indent=1) + "\n")
+            atomic_write_text(json_path, json.dumps(redact(result.to_dict()), indent=1) + "\n")
         return result
     if json_path is not None:
-        atomic_write_text(json_path, json.dumps(result.to_dict(), indent=1) + "\n")
+        atomic_write_text(json_path, json.dumps(redact(result.to_dict()), indent=1) + "\n")
     if junit_path is not None:
         atomic_write_text(junit_path, render.to_junit(result))
     if summary_path is not None:
@@ -885,8 +964,11 @@ def compare(
     json_path: str | Path | None = None,
     html: str | Path | None = None,
     fail_on_slowdown: float | str | None = None,
+    force: bool = False,
 ) -> Any:
     """``gluonbench compare``: diff two run folders of the same kind; write the requested exports.
+
+    Results of different pipelines (factory or script, its options, its data) are refused unless ``force``.
 
     Returns a :class:`~gluonbench.check.compare.Comparison` (its ``exit_code``: 1 when a row is
     significantly slower by more than ``fail_on_slowdown``, else 0).
@@ -899,10 +981,13 @@ def compare(
         (json_path, arg("json_path", "--json"), to_json),
         (html, arg("html"), to_html),
     )
+    from gluonbench.report.store import refuse_overwriting_inputs
+
+    refuse_overwriting_inputs({what: path for path, what, _ in outputs}, [run_a, run_b])
     for path, what, _ in outputs:
         if path is not None:
             check_writable_file(path, what)
-    cmp = compare_runs(run_a, run_b, fail_on_slowdown=fail_on_slowdown)
+    cmp = compare_runs(run_a, run_b, fail_on_slowdown=fail_on_slowdown, force=force)
     for path, _, render in outputs:
         if path is not None:
             atomic_write_text(path, render(cmp))

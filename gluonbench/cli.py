@@ -54,6 +54,7 @@ scale-out (batch size is per device; see README "Scale-out"):
 DIAGNOSE_EXAMPLES = """examples:
   gluonbench diagnose                                   # the seed's MNIST pipeline, 0 workers, batch 64
   gluonbench diagnose --pipeline mypkg.train:make --workers 2   # your own pipeline (gluonbench.PipelineSpec)
+  gluonbench diagnose --budget 30 -- python train.py --epochs 20   # your own training script, unmodified
   gluonbench diagnose --workers 2 --batch-size 256 --json results/diagnose-mnist-w2.json
   gluonbench diagnose --dataset fashion-mnist --ctx gpu:0 --budget 120
   gluonbench diagnose --dataset synthetic --cpu-ms 2           # per-sample preprocessing of 2 ms CPU
@@ -238,6 +239,23 @@ def _add_sweep(sub: Any) -> None:
     _add_synthetic_knobs(p)
     _add_vision_args(p)
     _add_scale_args(p)
+    g = p.add_argument_group("with -- CMD: your own training script, once per --workers count (fresh process each)")
+    g.add_argument(
+        "--loader",
+        type=int,
+        metavar="N",
+        help="set the N-th DataLoader the script makes (default: the "
+        "first whose batches are followed by a Trainer update)",
+    )
+    g.add_argument(
+        "--start-timeout",
+        dest="start_timeout_s",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds the script may take to reach its first training steps (default 120)",
+    )
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="a training command: python train.py ARGS")
     p.set_defaults(func=cmd_sweep)
 
 
@@ -370,6 +388,23 @@ def _add_diagnose(sub: Any) -> None:
     )
     _add_synthetic_knobs(p)
     _add_vision_args(p)
+    g = p.add_argument_group("with -- CMD: your own training script, run as written (the probes act inside it)")
+    g.add_argument(
+        "--loader",
+        type=int,
+        metavar="N",
+        help="diagnose the N-th DataLoader the script makes "
+        "(default: the first whose batches are followed by a Trainer update)",
+    )
+    g.add_argument(
+        "--start-timeout",
+        dest="start_timeout_s",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds the script may take to reach its first training steps (default 120)",
+    )
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="a training command: python train.py ARGS")
     p.set_defaults(func=cmd_diagnose)
 
 
@@ -790,7 +825,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         progress.advance(elapsed, budget, best)
 
     from gluonbench.engine.deadline import BudgetExceededError
+    from gluonbench.monitor.load import LoadMeter
 
+    meter = LoadMeter().start()  # other processes' CPU during the search: one warning at the end if it mattered
     try:
         try:
             result = api.run_tune(settings, on_progress, out=args.out)
@@ -809,6 +846,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(f"gluonbench: wrote {args.toml} (gluonbench sweep --config {args.toml})", file=sys.stderr)
     if result.run_dir is not None:
         print(f"results: {result.run_dir}")
+    _load_warning(meter, "tune")
     return 0
 
 
@@ -820,6 +858,7 @@ CHECK_EXAMPLES = """examples:
   gluonbench check --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images \\
       --save-baseline images.json
   gluonbench check --workload synthetic --set cpu_ms=1 --save-baseline synth.json --budget 90
+  gluonbench check --pipeline ci/pipeline.py:make --against origin/main   # base branch and working tree side by side
 
 what is measured: the pipeline's probes (full, preprocessing / reading / loader swapped out, the loader
   alone) beside a fixed reference pipeline, the *ruler* (the seed's CNN step fed through a CPU-bound
@@ -867,6 +906,12 @@ def _add_check(sub: Any) -> None:
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--baseline", metavar="FILE", help="check against this baseline file")
     mode.add_argument("--save-baseline", metavar="FILE", help="measure and save a baseline file")
+    mode.add_argument(
+        "--against",
+        metavar="REF",
+        help="measure REF's code (a git ref of this repository, or another checkout's folder) and the working tree "
+        "side by side in one job; robust to a busy machine",
+    )
     p.add_argument("--max-slowdown", default="5%", help="allowed slowdown before exit 1 (default: 5%%)")
     p.add_argument("--budget", type=float, default=60.0, help="seconds of measurement (default: 60)")
     p.add_argument("--batch-size", type=int, default=64, help="loader batch size where the pipeline sets none")
@@ -892,6 +937,11 @@ def _add_compare(sub: Any) -> None:
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML table")
     p.add_argument(
         "--fail-on-slowdown", metavar="PCT", help="exit 1 when a row is significantly slower by more, e.g. 5%%"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="compare results of different pipelines (factory or script, options, data); refused without it",
     )
     p.set_defaults(func=cmd_compare)
 
@@ -940,6 +990,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             args.pipeline or args.workload or "mnist",
             baseline=args.baseline,
             save=args.save_baseline,
+            against=args.against,
             max_slowdown=args.max_slowdown,
             budget_s=args.budget,
             batch_size=args.batch_size,
@@ -973,6 +1024,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         json_path=args.json,
         html=args.html,
         fail_on_slowdown=args.fail_on_slowdown,
+        force=args.force,
     )
     print(to_text(cmp))
     return cmp.exit_code
@@ -1089,6 +1141,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from gluonbench.console import Progress
     from gluonbench.report.sweep import to_markdown
     from gluonbench.sweeprun.run import seed_line
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if cmd:
+        return _sweep_script(args, cmd)
 
     settings = None if args.resume else settings_from_args(args)
     if settings is not None:
@@ -1219,7 +1275,18 @@ def _sweep_plan(settings: Any, resume: str | None) -> str:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from gluonbench.config import DiagnoseSettings, parse_thresholds
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if cmd:
+        return _diagnose_script(args, cmd)
+    if args.loader is not None:
+        raise GluonbenchError(
+            "--loader N goes with a training command: gluonbench diagnose --loader 2 -- python train.py"
+        )
+    from gluonbench.monitor.load import LoadMeter
     from gluonbench.workloads.vision_zoo import resolve_workload
+
+    meter = LoadMeter().start()  # other processes' CPU over the whole command: one warning at the end if it mattered
 
     options = {**synthetic_options(args, args.workload), **vision_options(args)}
     source = _source_options(args, options)
@@ -1279,6 +1346,103 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"gluonbench: wrote {args.json}", file=sys.stderr)
     if run_dir is not None:
         print(f"results: {run_dir}")
+    _load_warning(meter, "diagnosis")
+    return 0
+
+
+SCRIPT_IGNORES = ("workload", "data_dir", "workers", "batch_size", "ctx", "thread_pool", "pin_memory", "pipeline")
+
+
+def _diagnose_script(args: argparse.Namespace, cmd: list[str]) -> int:
+    """``gluonbench diagnose [options] -- python train.py ARGS``: the script's own loader, step and contexts."""
+    from gluonbench import api
+    from gluonbench.config import parse_thresholds
+    from gluonbench.console import Progress, duration
+    from gluonbench.diagnosis.report import to_text
+
+    defaults = build_parser().parse_args(["diagnose"])
+    given = [k for k in SCRIPT_IGNORES if getattr(args, k, None) != getattr(defaults, k, None)]
+    if given:
+        flag = "--dataset" if given[0] == "workload" else "--" + given[0].replace("_", "-")
+        raise GluonbenchError(
+            f"{flag} does not apply to a training command: the script's own DataLoader, batch size and contexts "
+            "are diagnosed as written; change them in the script (or its arguments)"
+        )
+    thresholds = parse_thresholds(args.thresholds)
+    api.check_script(
+        cmd, args.budget_s, args.out, args.loader, args.start_timeout_s
+    )  # bad input: before the first line
+    progress = Progress("diagnose", args.budget_s, "s", timed=True)
+    progress.start(
+        f"running {' '.join(cmd)} with gluonbench's hooks; once it trains, its training DataLoader's batches are "
+        f"swapped for stand-ins in interleaved rounds within a {duration(args.budget_s)} budget, then it is stopped"
+    )
+    try:
+        run_dir, d = api.diagnose_script(
+            cmd,
+            args.budget_s,
+            out=args.out,
+            json_path=args.json,
+            thresholds=thresholds,
+            loader=args.loader,
+            start_timeout_s=args.start_timeout_s,
+            on_progress=progress.advance,
+        )
+    finally:
+        progress.close()
+    print(to_text(d), end="")
+    if args.json:
+        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    if run_dir is not None:
+        print(f"results: {run_dir}")
+    return 0
+
+
+SWEEP_SCRIPT_FLAGS = ("workload", "data_dir", "batch_size", "epochs", "repeat", "ctx", "pipeline", "resume", "config")
+
+
+def _sweep_script(args: argparse.Namespace, cmd: list[str]) -> int:
+    """``gluonbench sweep --workers 0,2 -- python train.py ARGS``: the script once per worker count."""
+    from gluonbench import api
+    from gluonbench.ranges import parse_int_list
+
+    given = [k for k in SWEEP_SCRIPT_FLAGS if getattr(args, k, None)]
+    if given or args.diagnose:
+        flag = (
+            "--dataset" if given[:1] == ["workload"] else "--" + (given[0] if given else "diagnose").replace("_", "-")
+        )
+        raise GluonbenchError(
+            f"{flag} does not apply to a training command: the script runs as written, with only its training "
+            "DataLoader's num_workers set per run; pass --workers and --max-batches (or change the script's arguments)"
+        )
+    workers = parse_int_list(args.workers or "0..8")
+    max_batches = args.max_batches or 100
+    api.check_script(cmd, 60.0, None, args.loader, args.start_timeout_s)  # bad input: before the first line
+    print(
+        f"sweep: running {' '.join(cmd)} at {', '.join(map(str, workers))} worker(s), a fresh process each, its "
+        f"training DataLoader's num_workers set; {max_batches} of its training steps timed per run after warm-up",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    def on_run(run: Any) -> None:
+        print(f"sweep: {run.workers} worker(s): {run.samples_per_s:.1f} samples/s", file=sys.stderr, flush=True)
+
+    result = api.sweep_script(
+        cmd, workers, max_batches, loader=args.loader, start_timeout_s=args.start_timeout_s, on_run=on_run
+    )
+    info = result.loader_info
+    print(
+        f"# gluonbench sweep: {' '.join(cmd)}\n\nDataLoader #{result.loader} of the script ({info.get('dataset')}, "
+        f"batch size {info.get('batch_size')}), {max_batches} training steps a run\n"
+    )
+    best = result.best
+    print("| workers | samples/s | step (ms) | steps |\n|---:|---:|---:|---:|")
+    for r in result.runs:
+        star = " *" if r is best else ""
+        print(f"| {r.workers}{star} | {r.samples_per_s:.1f} | {r.step_s * 1000:.1f} | {r.steps} |")
+    if best is not None:
+        print(f"\nfastest: {best.workers} worker(s) (*): DataLoader(..., num_workers={best.workers})")
     return 0
 
 
@@ -1568,6 +1732,25 @@ def cmd_io(args: argparse.Namespace) -> int:
     return 0 if all(r.get("status") == "ok" for r in summary.rows) else 1
 
 
+def _load_warning(meter: Any, what: str) -> None:
+    """After a measurement: one line when other processes' load was enough to change it (monitor.load)."""
+    from gluonbench.monitor.load import warning
+
+    line = warning(meter.stop(), what)
+    if line:
+        print(line, file=sys.stderr)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's own flush at exit does not fail on a closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -1587,6 +1770,7 @@ def main(argv: list[str] | None = None) -> int:
     global _MAIN_PID
     _MAIN_PID = os.getpid()
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)  # a closed terminal or ssh session: the same clean stop
     from gluonbench.scratch import SHORT_ROOT, sweep_stale
 
     sweep_stale()  # scratch folders of a gluonbench run killed with -9 (their owner is gone)
@@ -1594,6 +1778,10 @@ def main(argv: list[str] | None = None) -> int:
         sweep_stale(SHORT_ROOT)  # where a run's TMPDIR goes when its own folder's path is too long for a socket
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # the reader of our output went away (`gluonbench compare A B | head -1`): what it read is all it wanted
+        _quiet_stdout()
+        return 141  # 128 + SIGPIPE, as a shell reports a command its pipe's reader ended
     except GluonbenchError as exc:
         print(f"gluonbench: error: {exc}", file=sys.stderr)
         return 2

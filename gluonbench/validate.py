@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -116,20 +117,82 @@ def check_path(path: str | Path, what: str) -> Path:
     return Path(path)
 
 
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/@\s]*)@")
+SECRET_WORDS = frozenset({"password", "passwd", "passphrase", "secret", "token", "credentials", "apikey"})
+"""words that make a key a credential's name, as a whole word of it (``db_password``, ``api_token``), never as a
+part of a word (``tokenizer``, ``max_tokens``)"""
+SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key")})
+"""two words that together name a credential (``aws_access_key``, ``private_key``; not ``num_keys``)"""
+_SHAPES = re.compile(
+    r"\b(?:(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key IDs
+    r"|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}"  # GitHub tokens
+    r"|xox[abpors]-[A-Za-z0-9-]{10,}"  # Slack tokens
+    r"|sk-[A-Za-z0-9_-]{20,})\b"  # API secret keys of the sk-... shape
+)
+_ASSIGNMENT = re.compile(r"(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)(?P<eq>=|: ?)(?P<value>[^\s,;&'\"]+)")
+
+
+REDACTED = "***redacted:"
+"""how a redacted value starts; a short SHA-256 of the secret follows"""
+
+
+def redacted(secret: str) -> str:
+    """The stand-in kept for a secret: says it was redacted, with a short hash so two runs can still be told apart."""
+    import hashlib
+
+    return f"{REDACTED}{hashlib.sha256(secret.encode('utf-8', 'replace')).hexdigest()[:8]}"
+
+
+def is_secret_name(key: object) -> bool:
+    """Whether ``key`` names a credential (:data:`SECRET_WORDS`, :data:`SECRET_PAIRS`); camelCase counts as words."""
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(key)).lower()
+    words = [w for w in re.split(r"[^a-z0-9]+", text) if w]
+    return any(w in SECRET_WORDS for w in words) or any(p in SECRET_PAIRS for p in itertools.pairwise(words))
 
 
 def redact_url(text: str) -> str:
-    """``text`` with the ``user:password@`` of every URL in it replaced by ``***@``."""
-    return _USERINFO.sub(r"\g<scheme>***@", text)
+    """``text`` with the ``user:password@`` of every URL in it replaced by a redacted stand-in."""
+
+    def stand_in(m: re.Match[str]) -> str:
+        info = m.group("info")
+        return m.group(0) if info.startswith(REDACTED) else f"{m.group('scheme')}{redacted(info)}@"
+
+    return _USERINFO.sub(stand_in, text)
 
 
-def redact(value: object) -> object:
-    """``value`` (JSON-like: dicts, lists, strings) with the credentials of every URL in it redacted."""
+def redact_text(text: str) -> str:
+    """``text`` (a command line, a message) with URL credentials, ``NAME=value`` of credential names and values of
+    a known credential shape (AWS key IDs, GitHub and Slack tokens) replaced by redacted stand-ins."""
+    if "@" in text:
+        text = redact_url(text)
+
+    def assignment(m: re.Match[str]) -> str:
+        if not is_secret_name(m.group("key")) or m.group("value").startswith(REDACTED):
+            return m.group(0)
+        return f"{m.group('key')}{m.group('eq')}{redacted(m.group('value'))}"
+
+    if "=" in text or ":" in text:
+        text = _ASSIGNMENT.sub(assignment, text)
+    return _SHAPES.sub(lambda m: redacted(m.group(0)), text)
+
+
+def redact(value: object, key: object = None) -> object:
+    """``value`` (JSON-like: dicts, lists, strings) with every secret in it redacted: the values under credential
+    names (:func:`is_secret_name`, at any depth), credentials in URLs, and values of a known credential shape."""
+    if key is not None and is_secret_name(key) and value not in (None, "", [], {}) and not isinstance(value, bool):
+        if isinstance(value, dict | list | tuple):
+            return redacted(json_text(value))
+        return value if isinstance(value, str) and value.startswith(REDACTED) else redacted(str(value))
     if isinstance(value, str):
-        return redact_url(value) if "@" in value else value
+        return redact_text(value)
     if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items()}
+        return {k: redact(v, k) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact(v) for v in value]
     return value
+
+
+def json_text(value: object) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)

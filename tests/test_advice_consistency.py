@@ -161,7 +161,7 @@ def test_too_few_blocks_is_said_as_such_not_as_noise():
     assert texts == [f"Inconclusive: after {setting.budget_s:g} s a probe still has too few blocks of steps to "
                      f"compare. Raise budget_s (e.g. budget_s={2 * setting.budget_s:g})."]  # fmt: skip
     doc = _diagnosis_text(v, probes, setting)
-    assert "too little data for a verdict: a probe has fewer than 6 blocks; so far a perfect input pipeline" in doc
+    assert "Verdict: inconclusive (too little data)**: a probe has fewer than 6 blocks; so far a perfect input" in doc
     assert "noise hides" not in doc
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -297,6 +298,36 @@ def test_other_core_count_compares_cpu_time_and_says_so(baseline):
     assert r.basis == "cpu" and "1 core(s)" in r.basis_reason and "CPU seconds per sample" in r.basis_reason
 
 
+def test_a_baseline_measured_under_other_conditions_is_called_weaker_and_against_named(baseline):
+    quiet = _snap(baseline, 1.0, 0.01)
+    quiet.background = {"other_cores": 0.0}
+    busy = _snap(baseline, 1.0, 0.01)
+    busy.background = {"other_cores": 1.4}
+    (note,) = [n for n in decide(busy, quiet, 0.05).notes if "weaker" in n]
+    assert "other processes used 0.0 cores then, 1.4 now" in note and "check --against REF" in note
+    same = _snap(baseline, 1.0, 0.01)
+    same.background = {"other_cores": 0.1}
+    assert not any("weaker" in n for n in decide(same, quiet, 0.05).notes)
+    r = decide(_snap(baseline, 1.0, 0.01, cores=4), _snap(baseline, 1.0, 0.01, cores=2), 0.05)
+    assert any("2 cores then, 4 now" in n and "--against" in n for n in r.notes)
+
+
+def test_a_check_under_load_says_so_once(baseline):
+    from gluonbench.monitor.load import BackgroundLoad
+
+    now = _snap(baseline, 1.0, 0.01)
+    now.background = BackgroundLoad(30.0, 2, 1.5, 0.0).to_dict()
+    notes = [n for n in decide(now, _snap(baseline, 1.0, 0.01), 0.05).notes if n.startswith("during this check")]
+    assert len(notes) == 1 and "1.5 of 2 cores busy" in notes[0] and "check --against" in notes[0]
+    now.background = BackgroundLoad(30.0, 2, 0.0, 0.0).to_dict()
+    assert not any(n.startswith("during this check") for n in decide(now, _snap(baseline, 1.0, 0.01), 0.05).notes)
+
+
+def test_a_baseline_keeps_the_background_load_it_was_measured_under(baseline):
+    snap = load_baseline(baseline)
+    assert snap.background is not None and 0 <= snap.background["other_cores"] <= snap.cores
+
+
 def test_figure_round_trips_nan():
     f = Figure.from_dict({"s_per_sample": None, "rel": 1.0, "rel_ci": [None, 2.0]})
     assert math.isnan(f.s_per_sample) and math.isnan(f.rel_ci[0])
@@ -403,7 +434,5 @@ def test_pipeline_options_reach_the_function_and_a_changed_one_is_noted(baseline
     # credentials in a URL option never reach the baseline
     from gluonbench.check.gate import options_record
 
-    assert options_record({"uri": "s3://key:secret@bucket/x", "root": Path("/d")}) == {
-        "uri": "s3://***@bucket/x",
-        "root": "/d",
-    }
+    record = options_record({"uri": "s3://key:secret@bucket/x", "root": Path("/d")})
+    assert re.fullmatch(r"s3://\*\*\*redacted:[0-9a-f]{8}@bucket/x", record["uri"]) and record["root"] == "/d"

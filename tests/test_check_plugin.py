@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -64,11 +65,86 @@ def test_plugin_offers_the_fixture_and_options_without_importing_mxnet(tmp_path)
 @pytest.mark.slow
 def test_fixture_saves_a_baseline_then_fails_on_a_regression(tmp_path):
     (tmp_path / "test_speed.py").write_text(TEST_FILE)
-    first = _pytest(tmp_path)
+    first = _pytest(tmp_path, CI="")  # outside CI a missing baseline is measured and saved
     assert first.returncode == 0 and "1 skipped" in first.stdout, first.stdout + first.stderr
-    assert "baseline saved to loader-baseline.json" in first.stdout
+    assert f"baseline saved to {tmp_path / 'loader-baseline.json'}" in first.stdout
     assert (tmp_path / "loader-baseline.json").is_file()
     # the same pipeline three times slower in preprocessing: the test fails, naming the stage
     slow = _pytest(tmp_path, CHECK_TEST_SLOW_PCT="300")
     assert slow.returncode == 1 and "1 failed" in slow.stdout, slow.stdout[-3000:] + slow.stderr
     assert "REGRESSION" in slow.stdout and "preprocessing" in slow.stdout
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("--gluonbench-budget", "0", "outside 10..3600 s"),
+        ("--gluonbench-budget", "soon", "not a number of seconds"),
+        ("--gluonbench-budget", "nan", "must be a number of seconds"),
+        ("--gluonbench-max-slowdown", "0%", "must be above 0 %"),
+        ("--gluonbench-max-slowdown", "lots", "is not a percentage"),
+    ],
+)
+def test_bad_options_stop_pytest_before_any_test(tmp_path, option, value, says):
+    (tmp_path / "test_x.py").write_text("def test_x():\n    raise AssertionError('ran')\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *PLUGIN, "-q", "-p", "no:cacheprovider", f"{option}={value}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stdout + proc.stderr  # pytest's usage error: no test ran
+    assert f"gluonbench: {option}" in proc.stderr and says in proc.stderr and "ran" not in proc.stdout
+
+
+def test_under_ci_a_missing_baseline_fails_and_is_found_from_the_rootdir(tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_speed.py").write_text(
+        "def test_loader_speed(gluonbench_check):\n"
+        "    gluonbench_check('no.such:pipeline', baseline='baselines/loader.json', budget_s=0)\n"
+    )
+    # a bad budget in the call is one failure naming it (0 was once silently 60 s)
+    bad = _pytest(tests, CI="true")
+    assert bad.returncode == 1 and "gluonbench_check: budget_s 0 s is outside" in bad.stdout, bad.stdout
+    (tests / "test_speed.py").write_text(
+        "def test_loader_speed(gluonbench_check):\n"
+        "    gluonbench_check('no.such:pipeline', baseline='baselines/loader.json')\n"
+    )
+    # started from tests/, the relative baseline is the rootdir's: under CI its absence fails, nothing is saved
+    proc = _pytest(tests, CI="true")
+    assert proc.returncode == 1 and "1 failed" in proc.stdout, proc.stdout + proc.stderr
+    assert f"no baseline at {tmp_path / 'baselines' / 'loader.json'}" in proc.stdout
+    assert "commit the baseline" in proc.stdout and not (tmp_path / "baselines").exists()
+
+
+def test_a_relative_baseline_is_taken_from_the_rootdir(tmp_path):
+    from gluonbench.check.pytest_plugin import resolve_baseline
+
+    assert resolve_baseline("b/x.json", tmp_path) == tmp_path / "b" / "x.json"
+    assert resolve_baseline(tmp_path / "abs.json", Path("/elsewhere")) == tmp_path / "abs.json"
+
+
+def test_the_fixture_needs_one_of_baseline_and_against(tmp_path):
+    (tmp_path / "test_x.py").write_text(
+        "def test_both(gluonbench_check):\n"
+        "    gluonbench_check('no.such:pipeline', baseline='b.json', against='HEAD')\n"
+        "def test_neither(gluonbench_check):\n"
+        "    gluonbench_check('no.such:pipeline')\n"
+    )
+    proc = _pytest(tmp_path, CI="")
+    assert proc.returncode == 1 and "2 failed" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.stdout.count("give baseline=PATH or against=REF") >= 2
+
+
+def test_the_fixture_checks_against_a_git_ref_in_one_line_when_it_is_unknown(tmp_path):
+    import subprocess as sp
+
+    sp.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "test_x.py").write_text(
+        "def test_speed(gluonbench_check):\n"
+        "    gluonbench_check('pipe.py:make', against='no-such-branch', budget_s=10)\n"
+    )
+    proc = _pytest(tmp_path, CI="true")
+    assert proc.returncode == 1 and "1 failed" in proc.stdout, proc.stdout + proc.stderr
+    assert "gluonbench_check: --against no-such-branch: no such commit" in proc.stdout
+    assert "Traceback" not in proc.stdout and "raise " not in proc.stdout

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli, with_more_budget
 
-from gluonbench.check.compare import bootstrap_ratio, compare_runs
+from gluonbench.check.compare import bootstrap_ratio, compare_runs, to_text
 from gluonbench.errors import GluonbenchError
 
 SWEEP3 = REPO / "results" / "20261122T163950Z-sweep-mnist-cpu-1epoch-repeat3"
@@ -136,3 +136,101 @@ def test_two_real_diagnoses_compare_per_probe(tmp_path):
     keys = {r["key"] for r in data["rows"]}
     assert {"full", "cached_batch", "loader_only"} <= keys
     assert all(r["n_a"] >= 1 and r["n_b"] >= 1 and r["a"] > 0 for r in data["rows"])
+
+
+def _retitled(src: Path, dst: Path, **settings) -> Path:
+    """The same sweep folder with its saved settings changed (another pipeline, other options)."""
+    shutil.copytree(src, dst)
+    doc = json.loads((dst / "sweep.json").read_text())
+    doc["settings"].update(settings)
+    (dst / "sweep.json").write_text(json.dumps(doc))
+    return dst
+
+
+def test_the_header_names_each_side_pipeline_options_and_machine():
+    text = to_text(compare_runs(SWEEP3, SWEEP1))
+    a, b = text.splitlines()[:2]
+    assert "A = " in a and "mnist" in a and "machine: Intel(R) Xeon(R) Processor, 2 cores" in a
+    assert "B = " in b and "mnist" in b and "machine:" in b
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"workload": "synthetic"},
+        {"pipeline": "mypkg.train:make", "pipeline_options": {"classes": 5}},
+        {"options": {"name": "fashion-mnist"}},
+        {"data_dir": "/elsewhere/mnist"},
+    ],
+    ids=["workload", "factory", "options", "data"],
+)
+def test_different_pipelines_are_refused_unless_forced(tmp_path, change):
+    other = _retitled(SWEEP3, tmp_path / "other", **change)
+    proc = run_cli("compare", str(SWEEP3), str(other))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "different pipelines" in line and "--force" in line
+    forced = run_cli("compare", str(SWEEP3), str(other), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert "different pipelines (compared with --force)" in forced.stdout
+
+
+def test_loader_settings_may_differ():
+    # the two folders are one pipeline at other worker counts and repeats: compared, not refused
+    cmp = compare_runs(SWEEP3, SWEEP1)
+    assert cmp.a.key() == cmp.b.key() and not any("different pipelines" in n for n in cmp.notes)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), -120.0, 0.0, float("inf")], ids=["nan", "negative", "zero", "inf"])
+def test_a_bad_figure_is_a_bad_record_in_one_line(tmp_path, bad):
+    broken = _scaled_copy(SWEEP3, tmp_path / "broken", 1.0)
+    lines = (broken / "runs.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["samples_per_s"] = bad
+    lines[0] = json.dumps(first)
+    (broken / "runs.jsonl").write_text("\n".join(lines) + "\n")
+    proc = run_cli("compare", str(SWEEP3), str(broken), "--fail-on-slowdown", "5%")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "not a positive finite figure" in line and str(broken) in line
+
+
+def _single_runs(src: Path, dst: Path, factor: float, spread: float = 0.03) -> Path:
+    """One run per worker count (the first repeat of ``src``), with per-block figures around its samples/s, scaled."""
+    shutil.copytree(src, dst)
+    out, seen = [], set()
+    for line in (src / "runs.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r["spec"]["workers"] in seen:
+            continue
+        seen.add(r["spec"]["workers"])
+        r["samples_per_s"] *= factor
+        rate = r["samples_per_s"]
+        r["steady"]["block_samples_per_s"] = [rate * (1 + spread * ((i % 5) - 2) / 2) for i in range(12)]
+        out.append(json.dumps(r))
+    (dst / "runs.jsonl").write_text("\n".join(out) + "\n")
+    return dst
+
+
+def test_single_runs_are_judged_by_their_blocks_and_a_large_slowdown_is_never_unjudged(tmp_path):
+    a = _single_runs(SWEEP3, tmp_path / "a", 1.0)
+    b = _single_runs(SWEEP3, tmp_path / "b", 1 / 4.5)
+    cmp = compare_runs(a, b, fail_on_slowdown="5%")
+    assert cmp.rows and all(r.flag == "slower" and r.n_a == 12 for r in cmp.rows)
+    assert cmp.exit_code == 1 and any("blocks of steps" in n for n in cmp.notes)
+    same = compare_runs(a, _single_runs(SWEEP3, tmp_path / "same", 1.0), fail_on_slowdown="5%")
+    assert same.exit_code == 0 and all(r.flag == "same" for r in same.rows)
+
+
+def test_a_runs_blocks_are_consecutive_steps_of_its_steady_state():
+    from gluonbench.engine.loop import StepTimes
+
+    times = StepTimes(wait=[0.5] + [0.01] * 40, copy=[0.0] * 41, compute=[0.01] * 20 + [0.03] * 21, samples=[10] * 41)
+    split = times.split(skip=1)
+    rates = split.block_samples_per_s
+    assert len(rates) == 6  # 40 steady steps in 6 blocks
+    assert rates[0] == pytest.approx(10 / 0.02) and rates[-1] == pytest.approx(10 / 0.04)
+    assert times.split(skip=1).to_dict()["block_samples_per_s"] == rates  # kept in a run's steady figures
+    assert (
+        StepTimes(wait=[0.1] * 3, copy=[0.0] * 3, compute=[0.0] * 3, samples=[1] * 3).split().block_samples_per_s == []
+    )

@@ -32,7 +32,7 @@ def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli,
             str(out),
         ),
         (8, 16, 32),
-        lambda proc: proc.returncode != 0 or "**Verdict: inconclusive**" not in proc.stdout,
+        lambda proc: proc.returncode != 0 or "**Verdict: inconclusive" not in proc.stdout,
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -50,7 +50,7 @@ def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli,
         "Input-bound (TF's labels on the time a perfect input pipeline saves): ",
         "Evidence (psutil, per probe):",
         "during `full`: ",
-        "Recommendations:",
+        "Recommendations (on the verdict, preprocessing):",
         "batch-level (vectorised)",
     ):
         assert needle in text, needle
@@ -60,6 +60,10 @@ def test_diagnose_synthetic_preprocessing_prints_everything_and_writes_json(cli,
     assert d["setting"]["batch_size"] == 32 and d["setting"]["num_workers"] == 0
     assert abs(sum(d["shares"].values()) - 1) < 1e-9
     assert d["probes"]["full"]["system"]["per_core_pct"]
+    # the JSON states the facts the text states (diagnosis/facts.py)
+    f = d["facts"]
+    assert f["verdict"] == "preprocessing" and f["contradictions"] == []
+    assert f"**Verdict: {f['verdict_label']}**" in text and f["gain_text"] in text and f["shares_text"] in text
 
 
 @pytest.mark.parametrize(

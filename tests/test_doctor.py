@@ -104,6 +104,7 @@ def test_plain_doctor_lists_every_check_fast_and_exits_by_its_failures(cache):
     checks = _checks(proc)
     assert set(checks) == {
         "cores",
+        "load",
         "memory",
         "shm",
         "threads",
@@ -116,6 +117,8 @@ def test_plain_doctor_lists_every_check_fast_and_exits_by_its_failures(cache):
     assert all(c["status"] in ("ok", "warn", "fail") and c["figure"] for c in checks.values())
     assert all(c["fix"] for c in checks.values() if c["status"] != "ok")
     assert "MKLDNN" in checks["mxnet build"]["figure"]
+    load = checks["load"]["data"]  # measured, not assumed: ok or warn by the other processes' CPU it saw
+    assert checks["load"]["status"] == ("warn" if load["busy"] else "ok") and 0 <= load["other_cores"] <= load["cores"]
     assert elapsed < 30, elapsed
     text = run_cli("doctor", "--no-ceilings", env=_clean_threads_env(), timeout=120)
     assert text.stdout.count("\n") >= 10 and "ok," in text.stdout.splitlines()[-1]

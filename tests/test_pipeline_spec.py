@@ -97,7 +97,7 @@ def test_factory_by_module_and_by_file(in_user_dir: Path) -> None:
         ("mytrain:not_a_function", "not a function"),
         ("mytrain:raises", "the factory raised ValueError: no data folder configured"),
         ("mytrain:wrong", "returned int, not a gluonbench.PipelineSpec"),
-        ("mytrain:broken_pair", "dataset[0] is not a (data, label) pair"),
+        ("mytrain:broken_pair", "not (data, label)"),
         ("mytrain:broken_transform", "transform fails on dataset[0]: IndexError"),
         ("mytrain", "write MODULE:FUNCTION"),
         ("missing/file.py:make", "file missing/file.py not found"),
@@ -230,7 +230,7 @@ def _example(images: Path) -> list[str]:
 
 
 def test_example_sweep_pipeline(images: Path, tmp_path: Path) -> None:
-    """The example user module (gluon image folder, gluon's vision transforms, a gluoncv model) swept."""
+    """The example user module (gluon image folder, gluon's vision transforms, a small CNN) swept."""
     r = _cli(
         [
             "sweep",

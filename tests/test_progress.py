@@ -40,8 +40,8 @@ def test_a_sweep_without_a_terminal_says_what_runs_first_then_one_line_per_run(t
     # the first line: what runs (2 runs of mnist, the worker counts) and what is known of the time
     assert first.startswith("sweep: 2 run(s) (workers 0, 1 x 1 repeat(s)) of mnist"), first
     assert "time left" in first
-    run_lines = [(t, line) for t, line in err if "workers: train duration" in line]
-    assert [line.split(":")[0] for _, line in run_lines] == ["0 workers", "1 workers"], err
+    run_lines = [(t, line) for t, line in err if ": train duration" in line]
+    assert [line.split(":")[0] for _, line in run_lines] == ["0 workers", "1 worker"], err
     # it comes well before the first run finishes (MXNet's import alone takes seconds): generous bounds,
     # asserted on order, not on a quiet machine's timing
     assert started < 30 and started < run_lines[0][0], err
@@ -50,7 +50,7 @@ def test_a_sweep_without_a_terminal_says_what_runs_first_then_one_line_per_run(t
     # each run's line once, in all the output together
     everything = "".join(stdout) + "\n".join(line for _, line in err)
     assert everything.count("0 workers: train duration") == 1
-    assert everything.count("1 workers: train duration") == 1
+    assert everything.count("1 worker: train duration") == 1
     assert "Best worker count" in "".join(stdout)
     assert "\r" not in everything, "no bar drawing without a terminal"
 

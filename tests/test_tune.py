@@ -174,7 +174,7 @@ def test_bad_input_api():
         gluonbench.tune(ds, batch_sizes=[64, 4096])
     with pytest.raises(GluonbenchError, match="emulate_step_ms"):
         gluonbench.tune(ds, emulate_step_ms="resnet50@abacus")
-    with pytest.raises(GluonbenchError, match="transform failed"):
+    with pytest.raises(GluonbenchError, match="transform fails on dataset"):
         gluonbench.tune(ds, transform=lambda x, y: 1 / 0)
 
 

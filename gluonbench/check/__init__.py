@@ -53,6 +53,7 @@ def run_check(
     *,
     baseline: str | Path | None = None,
     save: str | Path | None = None,
+    against: str | Path | None = None,
     max_slowdown: float | str = DEFAULT_MAX_SLOWDOWN,
     budget_s: float = DEFAULT_BUDGET_S,
     batch_size: int = 64,
@@ -63,20 +64,37 @@ def run_check(
     identity: str | None = None,
     on_progress: Callable[[float, float], None] | None = None,
 ) -> CheckResult | Snapshot:
-    """Check ``pipeline`` (see :func:`resolve_pipeline`) against ``baseline``, or save one to ``save``.
+    """Check ``pipeline`` (see :func:`resolve_pipeline`) against ``baseline``, or save one to ``save``, or measure it
+    side by side with the code of ``against`` (a git ref or another checkout: :mod:`gluonbench.check.against`).
 
-    Exactly one of ``baseline`` and ``save``. Everything is validated before anything is measured; bad
+    Exactly one of ``baseline``, ``save`` and ``against``. Everything is validated before anything is measured; bad
     input raises :class:`GluonbenchError`. Returns the :class:`CheckResult` (checking) or the saved
     :class:`Snapshot` (saving).
     """
     from gluonbench.report.store import check_writable_file
 
-    if (baseline is None) == (save is None):
+    if sum(x is not None for x in (baseline, save, against)) != 1:
         raise GluonbenchError(
-            f"give either {arg('baseline')} FILE (check against it) or {arg('save', '--save-baseline')} FILE (make one)"
+            f"give one of {arg('baseline')} FILE (check against it), {arg('save', '--save-baseline')} FILE (make one) "
+            f"or {arg('against')} REF (measure REF's code beside this one)"
         )
     t = parse_fraction(max_slowdown)
     budget_s = check_budget(budget_s)
+    if against is not None:
+        from gluonbench.check.against import check_against
+
+        return check_against(
+            pipeline,
+            str(against),
+            max_slowdown=t,
+            budget_s=budget_s,
+            batch_size=batch_size,
+            num_workers=num_workers,
+            ctx=ctx,
+            options=_same_work(pipeline, options, None),
+            data_dir=data_dir,
+            on_progress=on_progress,
+        )
     base = load_baseline(baseline) if baseline is not None else None
     if save is not None:
         check_writable_file(save, "--save-baseline")

@@ -36,6 +36,26 @@ KINDS = ("sweep", "diagnosis", "io", "tune")
 
 
 @dataclass
+class Identity:
+    """What a result measured and where: the pipeline (factory, script or built-in name), the options and data
+    that define it, and the machine. Two results of different pipelines are not compared (``force`` overrides)."""
+
+    pipeline: str = "?"
+    options: dict[str, Any] = field(default_factory=dict)
+    data: str | None = None
+    machine: str = "?"
+
+    def key(self) -> tuple[str, str, str | None]:
+        """What must match for two results to be the same pipeline (loader knobs may differ: that is compare's use)."""
+        return (self.pipeline, json.dumps(self.options, sort_keys=True, default=str), self.data)
+
+    def text(self) -> str:
+        opts = ", ".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+        data = f", data {self.data}" if self.data else ""
+        return f"{self.pipeline}" + (f" ({opts})" if opts else "") + data + f"; machine: {self.machine}"
+
+
+@dataclass
 class CompareRow:
     """One setting in both results: figures, B / A with its 95 % interval, flag."""
 
@@ -62,6 +82,9 @@ class Comparison:
     fail_on_slowdown: float | None = None
     failed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    a: Identity = field(default_factory=Identity)
+    """what A measured, and where"""
+    b: Identity = field(default_factory=Identity)
 
     @property
     def exit_code(self) -> int:
@@ -71,6 +94,39 @@ class Comparison:
         from gluonbench.report.store import json_safe
 
         return json_safe({**asdict(self), "exit_code": self.exit_code})
+
+
+def _machine(env: Any) -> str:
+    if not isinstance(env, dict) or not env:
+        return "?"
+    cores = env.get("cores_logical")
+    parts = [str(env.get("cpu") or "?"), f"{cores} cores" if cores else "", str(env.get("hostname") or "")]
+    return ", ".join(p for p in parts if p)
+
+
+def identity_of(path: str | Path, kind: str, data: Any) -> Identity:
+    """The :class:`Identity` of a result: from a run folder's settings (``sweep.json``), else its records."""
+    from gluonbench.report.store import RunStore
+
+    path = Path(path)
+    if kind == "tune" and path.is_file():
+        return Identity(str(data.get("label") or "?"), {}, None, _machine(data.get("env")))
+    try:
+        saved = RunStore(path).read_settings()
+    except GluonbenchError:
+        saved = {}
+    settings = saved.get("settings") if isinstance(saved.get("settings"), dict) else {}
+    env = saved.get("env") or next((r.get("env") for r in data if isinstance(r, dict) and r.get("env")), None)
+    if kind == "io":
+        name = f"io {settings.get('stage', '?')}" + (f" {settings['s3_uri']}" if settings.get("s3_uri") else "")
+        return Identity(name, {}, settings.get("data_dir"), _machine(env))
+    pipeline = settings.get("pipeline") or settings.get("workload")
+    if not pipeline:  # a folder without settings: the records' own spec
+        spec = next((r.get("spec") for r in data if isinstance(r, dict) and isinstance(r.get("spec"), dict)), {})
+        pipeline, settings = spec.get("pipeline") or spec.get("workload"), spec
+    options = settings.get("pipeline_options") if settings.get("pipeline") else settings.get("options")
+    options = {k: v for k, v in (options or {}).items() if k != "hash_rate"}  # a calibration, not the pipeline
+    return Identity(str(pipeline or "?"), options, settings.get("data_dir"), _machine(env))
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -110,17 +166,43 @@ def kind_of(path: str | Path) -> tuple[str, Any]:
     )
 
 
-def _figures(kind: str, data: Any) -> dict[str, list[float]] | dict[str, tuple[float, tuple[float, float]]]:
+def _figure(value: Any, path: str | Path, what: str) -> float:
+    """A stored samples/s figure, or one line naming the bad record: NaN, infinite, zero or negative figures are
+    not results (a hand-edited or broken record)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if isinstance(value, bool) or not math.isfinite(x) or x <= 0:
+        raise GluonbenchError(
+            f"{path}: {what} has samples/s {value!r}, not a positive finite figure; "
+            "the record is damaged: remeasure it or remove it"
+        )
+    return x
+
+
+def _figures(
+    kind: str, data: Any, path: str | Path = "?"
+) -> dict[str, list[float]] | dict[str, tuple[float, tuple[float, float]]]:
     out: dict[str, Any] = {}
     if kind == "sweep":
+        runs: dict[str, list[dict[str, Any]]] = {}
         for r in data:
-            if r.get("kind", "run") != "run" or r.get("status") != "ok" or not r.get("samples_per_s"):
+            if r.get("kind", "run") != "run" or r.get("status") != "ok" or "samples_per_s" not in r:
                 continue
             s = r.get("spec") or {}
             key = f"workers={s.get('workers')} batch={s.get('batch_size')}" + (
                 " thread_pool" if s.get("thread_pool") else ""
             )
-            out.setdefault(key, []).append(float(r["samples_per_s"]))
+            _figure(r["samples_per_s"], path, f"the run at {key}")
+            runs.setdefault(key, []).append(r)
+        for key, rows in runs.items():
+            if len(rows) == 1:  # a single run: judged by the spread of its blocks of steps, where it kept them
+                blocks = (rows[0].get("steady") or {}).get("block_samples_per_s") or []
+                if len(blocks) >= 2:
+                    out[key] = BlockFigures(_figure(b, path, f"a block of the run at {key}") for b in blocks)
+                    continue
+            out[key] = [float(r["samples_per_s"]) for r in rows]
     elif kind == "diagnosis":
         for r in data:
             if r.get("kind") != "diagnosis":
@@ -129,24 +211,29 @@ def _figures(kind: str, data: Any) -> dict[str, list[float]] | dict[str, tuple[f
             for name, p in probes.items():
                 if p.get("same_as"):
                     continue
-                blocks = [1.0 / b for b in p.get("blocks") or [] if b and b > 0]
+                blocks = [1.0 / _figure(b, path, f"a block of probe {name}") for b in p.get("blocks") or []]
                 if blocks:
                     out.setdefault(name, []).extend(blocks)
     elif kind == "io":
         for r in data:
-            if r.get("kind") != "io" or r.get("status") != "ok" or not r.get("samples_per_s"):
+            if r.get("kind") != "io" or r.get("status") != "ok" or "samples_per_s" not in r:
                 continue
             c = r.get("cell") or {}
             key = f"{c.get('mode')} {c.get('size')} {c.get('layout')}"
-            out.setdefault(key, []).append(float(r["samples_per_s"]))
+            out.setdefault(key, []).append(_figure(r["samples_per_s"], path, f"the cell {key}"))
     else:  # tune: the stored estimate and its CI
         for e in data.get("evidence") or []:
-            if e.get("status", "ok") != "ok" or not e.get("samples_per_s"):
+            if e.get("status", "ok") != "ok" or "samples_per_s" not in e:
                 continue
             ci = e.get("ci") or [math.nan, math.nan]
             key = f"{e.get('phase')}: {e.get('label')}"
-            out[key] = (float(e["samples_per_s"]), (float(ci[0] or math.nan), float(ci[1] or math.nan)))
+            value = _figure(e["samples_per_s"], path, f"the measurement {key}")
+            out[key] = (value, (float(ci[0] or math.nan), float(ci[1] or math.nan)))
     return out
+
+
+class BlockFigures(list):
+    """The per-block samples/s of one run (a list of floats, marked so the comparison can say it used them)."""
 
 
 def _article(kind: str) -> str:
@@ -168,8 +255,12 @@ def bootstrap_ratio(
     return r, (ratios[int(0.025 * n)], ratios[min(n - 1, int(0.975 * n))])
 
 
-def compare_runs(run_a: str | Path, run_b: str | Path, fail_on_slowdown: float | str | None = None) -> Comparison:
-    """Compare two results of the same kind (see the module docstring); refuses mismatched kinds in one line."""
+def compare_runs(
+    run_a: str | Path, run_b: str | Path, fail_on_slowdown: float | str | None = None, force: bool = False
+) -> Comparison:
+    """Compare two results of the same kind (see the module docstring); refuses mismatched kinds in one line, and
+    results of different pipelines (factory or script, its options or data; loader knobs may differ) unless
+    ``force``."""
     from gluonbench.check.gate import parse_fraction
 
     t = None if fail_on_slowdown is None else parse_fraction(fail_on_slowdown, f"{arg('fail_on_slowdown')}")
@@ -180,11 +271,22 @@ def compare_runs(run_a: str | Path, run_b: str | Path, fail_on_slowdown: float |
             f"{run_a} holds {_article(kind_a)} result and {run_b} {_article(kind_b)} one; "
             "compare two results of the same kind"
         )
-    fa, fb = _figures(kind_a, data_a), _figures(kind_b, data_b)
+    id_a, id_b = identity_of(run_a, kind_a, data_a), identity_of(run_b, kind_b, data_b)
+    if id_a.key() != id_b.key() and not force:
+        raise GluonbenchError(
+            f"{run_a} measured {id_a.text().split('; machine')[0]} and {run_b} "
+            f"{id_b.text().split('; machine')[0]}: different pipelines; compare results of one pipeline "
+            f"(loader settings may differ), or pass {arg('force', '--force')} to compare them anyway"
+        )
+    fa, fb = _figures(kind_a, data_a, run_a), _figures(kind_b, data_b, run_b)
     if not fa or not fb:
         empty = run_a if not fa else run_b
         raise GluonbenchError(f"{empty} holds no finished {kind_a} figures to compare")
-    cmp = Comparison(kind_a, str(run_a), str(run_b), "samples/s", fail_on_slowdown=t)
+    cmp = Comparison(kind_a, str(run_a), str(run_b), "samples/s", fail_on_slowdown=t, a=id_a, b=id_b)
+    if id_a.key() != id_b.key():
+        cmp.notes.append("A and B are different pipelines (compared with --force): a difference is not a regression")
+    if id_a.machine != id_b.machine:
+        cmp.notes.append("A and B ran on different machines: a difference may be the machine's, not the code's")
     for key in list(fa) + [k for k in fb if k not in fa]:
         if key not in fb or key not in fa:
             side = fa if key in fa else fb
@@ -226,6 +328,11 @@ def compare_runs(run_a: str | Path, run_b: str | Path, fail_on_slowdown: float |
             cmp.failed.append(key)
     if any(r.flag == "no interval" for r in cmp.rows):
         cmp.notes.append("rows with one figure a side have no interval (sweep: --repeat 3 gives one)")
+    if any(isinstance(v, BlockFigures) for side in (fa, fb) for v in side.values()):
+        cmp.notes.append(
+            "a single run a side is judged by the spread of its blocks of steps (within one run: the run-to-run "
+            "noise is not in it; --repeat 3 measures that)"
+        )
     return cmp
 
 
@@ -250,7 +357,9 @@ def _verdict(cmp: Comparison) -> str:
     from gluonbench.check.gate import threshold_text
 
     if cmp.fail_on_slowdown is None:
-        return f"{sum(r.flag == 'slower' for r in cmp.rows)} row(s) significantly slower in B"
+        from gluonbench.units import count
+
+        return f"{count(sum(r.flag == 'slower' for r in cmp.rows), 'row')} significantly slower in B"
     if cmp.failed:
         return f"FAIL: slower by more than {threshold_text(cmp.fail_on_slowdown)} in B: {', '.join(cmp.failed)}"
     return f"ok: no row significantly slower by more than {threshold_text(cmp.fail_on_slowdown)}"
@@ -259,9 +368,9 @@ def _verdict(cmp: Comparison) -> str:
 def to_text(cmp: Comparison) -> str:
     cells = [HEADER, *(_cells(r) for r in cmp.rows)]
     widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
-    lines = [f"{cmp.kind}: A = {cmp.run_a}, B = {cmp.run_b}"]
+    lines = [f"{cmp.kind}: A = {cmp.run_a}: {cmp.a.text()}", f"{' ' * len(cmp.kind)}  B = {cmp.run_b}: {cmp.b.text()}"]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
-    lines.insert(2, "  ".join("-" * w for w in widths))
+    lines.insert(3, "  ".join("-" * w for w in widths))
     lines.append(_verdict(cmp))
     lines += [f"note: {n}" for n in cmp.notes]
     return "\n".join(lines) + "\n"
@@ -271,7 +380,8 @@ def to_markdown(cmp: Comparison) -> str:
     lines = [
         f"### gluonbench compare ({cmp.kind})",
         "",
-        f"A = `{cmp.run_a}`, B = `{cmp.run_b}`",
+        f"A = `{cmp.run_a}`: {cmp.a.text()}  ",
+        f"B = `{cmp.run_b}`: {cmp.b.text()}",
         "",
         f"| {' | '.join(HEADER)} |",
         "|---|---:|---:|---:|---|",
@@ -303,7 +413,7 @@ def to_html(cmp: Comparison) -> str:
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #999;padding:4px 8px}}td:nth-child(n+2){{text-align:right}}</style></head>
 <body><h1>gluonbench compare ({e(cmp.kind)})</h1>
-<p>A = <code>{e(cmp.run_a)}</code><br>B = <code>{e(cmp.run_b)}</code></p>
+<p>A = <code>{e(cmp.run_a)}</code>: {e(cmp.a.text())}<br>B = <code>{e(cmp.run_b)}</code>: {e(cmp.b.text())}</p>
 <table><thead><tr>{"".join(f"<th>{e(h)}</th>" for h in HEADER)}</tr></thead><tbody>
 {body}
 </tbody></table>

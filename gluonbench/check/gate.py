@@ -131,6 +131,9 @@ class Snapshot:
     hash_rate: float = 0.0
     """the synthetic workload's ``cpu_ms`` calibration the pipeline was built with (0: none), so a check against this
     baseline builds it with the same work per sample (:func:`gluonbench.workloads.synthetic.pin_hash_rate`)"""
+    background: dict[str, Any] | None = None
+    """other processes' CPU while it was measured (:class:`~gluonbench.monitor.load.BackgroundLoad` as a dict);
+    None in a baseline saved before it was kept"""
     options: dict[str, Any] | None = None
     """the workload's options (``--set``) or the factory's keyword arguments (``--pipeline-option``) it was built
     with, URL credentials redacted (:func:`options_record`); None in a baseline saved before they were kept"""
@@ -163,12 +166,14 @@ class Snapshot:
             started_utc=str(d.get("started_utc", "")),
             hash_rate=float(d.get("hash_rate") or 0.0),
             options=dict(d["options"]) if isinstance(d.get("options"), dict) else None,
+            background=dict(d["background"]) if isinstance(d.get("background"), dict) else None,
         )
 
 
 def options_record(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``options`` as a baseline keeps them: JSON values (anything else as its text, such as a path), with the
-    credentials of any URL in them redacted."""
+    """``options`` as a baseline keeps them: JSON values (anything else as its text, such as a path), with every
+    secret in them redacted (:func:`gluonbench.validate.redact`: values under credential names, URL credentials,
+    values of a known credential shape)."""
     from gluonbench.report.store import json_safe
     from gluonbench.validate import redact
 
@@ -179,7 +184,7 @@ def options_record(options: Mapping[str, Any] | None) -> dict[str, Any]:
             return [plain(x) for x in v]
         return v if v is None or isinstance(v, str | int | float | bool) else str(v)
 
-    return {k: redact(json_safe(v)) for k, v in plain(options or {}).items()}
+    return {k: redact(json_safe(v), k) for k, v in plain(options or {}).items()}
 
 
 def check_budget(budget_s: Any) -> float:
@@ -290,6 +295,7 @@ def measure_snapshot(
     )
     g, rec = gate.records, probes.records
     rw, rc = rec[RULER].per_round, rec[RULER].cpu_per_round
+    background = _background([r.system for r in (*g.values(), *rec.values())])
 
     # each chain probe's per-round figures; a skipped probe is the one before it
     wall: dict[str, dict[int, float]] = {}
@@ -327,7 +333,17 @@ def measure_snapshot(
         rounds=gate.rounds,
         env=environment(),
         started_utc=started,
+        background=background,
     )
+
+
+def _background(systems: list[Any]) -> dict[str, Any] | None:
+    """Other processes' CPU over the whole measurement (its monitors' windows), as a dict."""
+    from gluonbench.monitor import merge_summaries
+    from gluonbench.monitor.load import from_summary
+
+    load = from_summary(merge_summaries(systems).to_dict()) if systems else None
+    return load.to_dict() if load is not None else None
 
 
 # -- baseline files ----------------------------------------------------------------------------------
@@ -438,6 +454,9 @@ class CheckResult:
     baseline_path: str
     now: Snapshot
     baseline: Snapshot
+    reference: str = "ruler"
+    """what every figure is taken over in the same round: ``ruler`` (a stored baseline) or ``baseline`` (``--against``:
+    the baseline's own full pipeline, measured beside the candidate)"""
 
     def to_dict(self) -> dict[str, Any]:
         from gluonbench.report.store import json_safe
@@ -481,9 +500,14 @@ def _options_text(options: Mapping[str, Any]) -> str:
 
 
 def decide(
-    now: Snapshot, base: Snapshot, max_slowdown: float = DEFAULT_MAX_SLOWDOWN, baseline_path: str = ""
+    now: Snapshot,
+    base: Snapshot,
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+    baseline_path: str = "",
+    reference: str = "ruler",
 ) -> CheckResult:
-    """Judge ``now`` against ``base`` (see the module docstring for the rule)."""
+    """Judge ``now`` against ``base`` (see the module docstring for the rule). ``reference``: what the snapshots'
+    relative figures are taken over, ``ruler`` or ``baseline`` (:mod:`gluonbench.check.against`)."""
     t = parse_fraction(max_slowdown)
     notes: list[str] = []
     if now.identity != base.identity:
@@ -494,16 +518,38 @@ def decide(
             notes.append(f"{key} changed: baseline {base.setting.get(key)}, now {now.setting.get(key)}")
     if base.options is not None and now.options is not None and base.options != now.options:
         notes.append(f"options changed: baseline {_options_text(base.options)}, now {_options_text(now.options)}")
+    weaker: list[str] = []
     if base.env.get("cpu") and base.env.get("cpu") != now.env.get("cpu"):
         notes.append(
             f"another CPU model: baseline {base.env.get('cpu')}, now {now.env.get('cpu')} (the ruler normalises speed)"
+        )
+        weaker.append("another CPU model")
+    if now.cores != base.cores:
+        weaker.append(f"{base.cores} cores then, {now.cores} now")
+    loads = [(s.background or {}).get("other_cores") for s in (base, now)]
+    if reference == "ruler" and all(isinstance(x, int | float) for x in loads):
+        then, today = float(loads[0]), float(loads[1])  # type: ignore[arg-type]
+        from gluonbench.monitor.load import OTHER_CORES_WARN, OTHER_SHARE_WARN
+
+        if abs(today - then) >= max(OTHER_CORES_WARN, OTHER_SHARE_WARN * now.cores):
+            weaker.append(f"other processes used {then:.1f} cores then, {today:.1f} now")
+    if (now.background or {}).get("busy"):
+        from gluonbench.monitor.load import BackgroundLoad
+
+        load = BackgroundLoad(**{k: now.background[k] for k in ("window_s", "cores", "other_cores", "steal_pct")})
+        notes.append(f"during this check {load.text()}: {load.effect()}")
+    if weaker and reference == "ruler":
+        notes.append(
+            f"the baseline was measured under other conditions ({'; '.join(weaker)}): the ruler corrects for speed, "
+            "not for everything a machine's state changes, so this comparison is weaker; "
+            "check --against REF measures the baseline's code beside this one, in one job"
         )
     for key in ("mxnet", "numpy", "python"):
         if base.env.get(key) and base.env.get(key) != now.env.get(key):
             notes.append(f"{key} {base.env.get(key)} in the baseline, {now.env.get(key)} now")
 
     s, (lo, hi) = _slowdown(now.total, base.total, basis)
-    rows = _rows(now, base, basis, t)
+    rows = _rows(now, base, basis, t, reference)
     limit = 1 + t
     needed: float | None = None
     stage = None
@@ -519,7 +565,7 @@ def decide(
         outcome = "pass"
         message = (
             f"not slower beyond {threshold_text(t)}: {_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}) against the baseline, "
-            f"{basis} time relative to the ruler"
+            f"{basis} time relative to the {'ruler' if reference == 'ruler' else 'baseline in the same round'}"
         )
     elif s > limit and lo > 1:
         outcome = "regression"
@@ -561,6 +607,7 @@ def decide(
         baseline_path=str(baseline_path),
         now=now,
         baseline=base,
+        reference=reference,
     )
 
 
@@ -596,10 +643,10 @@ def _slower_stage(rows: list[Row], base: Snapshot) -> tuple[str | None, str]:
     return None, "no one stage is clearly slower at this budget (their intervals are wide, or the cost spread)"
 
 
-def _rows(now: Snapshot, base: Snapshot, basis: str, t: float) -> list[Row]:
-    # baseline and now in the unit the ratio is taken in (the pipeline's time over the ruler's in the same
+def _rows(now: Snapshot, base: Snapshot, basis: str, t: float, reference: str = "ruler") -> list[Row]:
+    # baseline and now in the unit the ratio is taken in (the pipeline's time over the reference's in the same
     # round), so the columns and the ratio always agree; the ruler's own row shows the machine's speed
-    unit = "x ruler (CPU)" if basis == "cpu" else "x ruler (wall)"
+    unit = f"x {reference} ({'CPU' if basis == 'cpu' else 'wall'})"
     rows: list[Row] = []
 
     def row(name: str, a: Figure, b: Figure, verdict: Callable[[float, float, float], str]) -> None:
@@ -632,7 +679,10 @@ def _rows(now: Snapshot, base: Snapshot, basis: str, t: float) -> list[Row]:
             return v
 
         row(name, fig, base.stages[name], stage_judge)
-    row("loader-only ceiling", now.ceiling, base.ceiling, judge)
+    if math.isfinite(now.ceiling.s_per_sample) or math.isfinite(base.ceiling.s_per_sample):
+        row("loader-only ceiling", now.ceiling, base.ceiling, judge)
+    if reference != "ruler":
+        return rows  # the reference is the baseline itself: no machine-speed row
     # the ruler itself: its absolute speed today over the baseline's (machine speed, not normalised)
     a, b = now.ruler.absolute(basis), base.ruler.absolute(basis)
     rows.append(

@@ -16,8 +16,34 @@ def _num(v: float) -> str:
     return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3f}"
 
 
+def _below_zero(row: Row) -> bool:
+    """A stage time got by subtraction that came out under 0 (the probe without it ran slower: noise)."""
+    return any(math.isfinite(v) and v < 0 for v in (row.baseline, row.now))
+
+
+def _value(v: float) -> str:
+    """A figure for the table; a time under 0 is clamped at 0 and marked (see :func:`clamp_note`)."""
+    return f"{_num(0.0)}*" if math.isfinite(v) and v < 0 else _num(v)
+
+
+def clamp_note(rows: list[Row]) -> str | None:
+    """The one line naming each stage time clamped at 0, with its measured figure; None when none was."""
+    clamped = [
+        f"{r.name} {which} {v:.3f}"
+        for r in rows
+        for which, v in (("baseline", r.baseline), ("now", r.now))
+        if math.isfinite(v) and v < 0
+    ]
+    if not clamped:
+        return None
+    return (
+        "* a stage's time is the difference of two probes, and came out below 0 here (the probe without the stage "
+        "ran slower, within the noise of the rounds): shown as 0, its ratio as n/a; measured " + ", ".join(clamped)
+    )
+
+
 def _ratio(row: Row) -> str:
-    if not math.isfinite(row.ratio):
+    if not math.isfinite(row.ratio) or _below_zero(row):
         return "n/a"
     lo, hi = row.ratio_ci
     if math.isfinite(lo) and math.isfinite(hi):
@@ -26,7 +52,19 @@ def _ratio(row: Row) -> str:
 
 
 def _cells(result: CheckResult) -> list[tuple[str, ...]]:
-    return [(r.name, r.unit, _num(r.baseline), _num(r.now), _ratio(r), r.verdict) for r in result.rows]
+    return [(r.name, r.unit, _value(r.baseline), _value(r.now), _ratio(r), r.verdict) for r in result.rows]
+
+
+def _unit_text(result: CheckResult) -> str:
+    if result.reference == "baseline":
+        return (
+            f"baseline = {result.baseline_path}, now = the working tree, measured side by side in alternating rounds; "
+            "each stage's time per sample over the baseline's full pipeline in the same round; ratio = now / baseline"
+        )
+    return (
+        "each stage's time per sample over the ruler's in the same round (machine speed and background load "
+        "cancel); ratio = now / baseline"
+    )
 
 
 def headline(result: CheckResult) -> str:
@@ -45,9 +83,9 @@ def to_text(result: CheckResult) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     out = [
-        f"pipeline {result.now.identity}: each stage's time per sample over the ruler's in the same round (machine "
-        "speed and background load cancel); ratio = now / baseline",
+        f"pipeline {result.now.identity}: {_unit_text(result)}",
         *lines,
+        *([note] if (note := clamp_note(result.rows)) else []),
         "",
         headline(result),
         f"compared: {result.basis} time ({result.basis_reason})",
@@ -71,7 +109,8 @@ def to_markdown(result: CheckResult) -> str:
         "|---|---|---:|---:|---:|---|",
         *(f"| {' | '.join(c)} |" for c in _cells(result)),
         "",
-        "Each stage's time per sample over the ruler's in the same interleaved round; ratio = now / baseline.",
+        _unit_text(result)[0].upper() + _unit_text(result)[1:] + ".",
+        *([f"\n{note}"] if (note := clamp_note(result.rows)) else []),
     ]
     rows += [f"- note: {n}" for n in result.notes]
     return "\n".join(rows) + "\n"
@@ -114,9 +153,16 @@ def snapshot_text(snap: Snapshot) -> str:
         if t.s_per_sample > 0
         else "  full pipeline: no figure"
     )
+    clamped = []
     for name, f in snap.stages.items():
+        wall, cpu = (max(x, 0.0) if math.isfinite(x) else x for x in (f.s_per_sample, f.cpu_s_per_sample))
+        if (wall, cpu) != (f.s_per_sample, f.cpu_s_per_sample):
+            clamped.append(f"{name} {f.s_per_sample * 1e6:.1f} us, {f.cpu_s_per_sample * 1e6:.1f} CPU us")
+        lines.append(f"  {name:14s} {wall * 1e6:10.1f} us/sample  {cpu * 1e6:10.1f} CPU us/sample")
+    if clamped:
         lines.append(
-            f"  {name:14s} {f.s_per_sample * 1e6:10.1f} us/sample  {f.cpu_s_per_sample * 1e6:10.1f} CPU us/sample"
+            "  (a stage's time is the difference of two probes; below 0, within the noise of the rounds, it is "
+            "shown as 0: measured " + "; ".join(clamped) + ")"
         )
     lines.append(f"  loader-only ceiling: {snap.ceiling_samples_per_s:,.0f} samples/s")
     lines.append(

@@ -28,11 +28,21 @@ from typing import Any
 from gluonbench.errors import GluonbenchError
 from gluonbench.pipeline import Pipeline
 from gluonbench.pipeline.build import build_pipeline
-from gluonbench.workloads.spec import PipelineSpec, import_factory
+from gluonbench.workloads.spec import PipelineSpec, check_first_batch, import_factory
 
 log = logging.getLogger(__name__)
 
-MAPPING_KEYS = ("dataset", "transform", "decode", "net", "loss", "batch_size", "num_workers", "learning_rate")
+MAPPING_KEYS = (
+    "dataset",
+    "transform",
+    "decode",
+    "batchify_fn",
+    "net",
+    "loss",
+    "batch_size",
+    "num_workers",
+    "learning_rate",
+)
 
 
 @dataclass
@@ -111,6 +121,10 @@ def _call(fn: Callable[..., Any], name: str, kwargs: dict[str, Any]) -> Any:
         return fn(**kwargs)
     except GluonbenchError:
         raise
+    except SystemExit as exc:
+        from gluonbench.workloads.spec import exit_error
+
+        raise exit_error("pipeline", name, "the function", exc) from None
     except Exception as exc:
         raise GluonbenchError(f"pipeline {name}: calling it failed: {type(exc).__name__}: {exc}") from exc
 
@@ -159,7 +173,7 @@ def _spec_of_mapping(
     nw = spec.get("num_workers", num_workers)
     if isinstance(nw, bool) or not isinstance(nw, int) or nw < 0:
         raise GluonbenchError(f"pipeline {identity}: num_workers must be a whole number >= 0 (got {nw!r})")
-    for key in ("transform", "decode"):
+    for key in ("transform", "decode", "batchify_fn"):
         if spec.get(key) is not None and not callable(spec[key]):
             raise GluonbenchError(f"pipeline {identity}: {key} must be callable (data, label) -> (data, label)")
     made = PipelineSpec(
@@ -168,6 +182,7 @@ def _spec_of_mapping(
         loss=spec.get("loss"),
         transform=spec.get("transform"),
         decode=spec.get("decode"),
+        batchify_fn=spec.get("batchify_fn"),
         learning_rate=float(spec.get("learning_rate", 0.1)),
         name=identity,
     )
@@ -177,7 +192,7 @@ def _spec_of_mapping(
 def _from_spec(spec: PipelineSpec, identity: str, setting: dict[str, Any], ctx: Any, closers: list) -> Target:
     """The check's pipeline of ``spec``: its net built and put on ``ctx``, the model step, then the one assembly."""
     from gluonbench._mx import gluon
-    from gluonbench.pipeline.net import prepare_net
+    from gluonbench.pipeline.net import initialise_missing, prepare_net
     from gluonbench.pipeline.samples import checked_step
     from gluonbench.pipeline.stages import ModelStep
 
@@ -187,14 +202,16 @@ def _from_spec(spec: PipelineSpec, identity: str, setting: dict[str, Any], ctx: 
     n = len(spec.dataset)
     if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1 or bs > n:
         raise GluonbenchError(f"pipeline {identity}: batch_size must be a whole number in 1..{n} (got {bs!r})")
+    # the loader's first batch: any item the transform and the batchify turn into (data, label) arrays
+    check_first_batch(spec.dataset, spec.decode, spec.transform, bs, spec.batchify_fn, f"pipeline {identity}")
     try:
         net = spec.make_net()  # a Block, or the function that builds one
     except GluonbenchError:
         raise
     except Exception as exc:
         raise GluonbenchError(f"pipeline {identity}: building its net failed: {type(exc).__name__}: {exc}") from exc
-    if spec.init is not None:
-        net.collect_params().initialize(spec.init, ctx=ctx, force_reinit=True)
+    if spec.init is not None:  # the spec's initializer, for the parameters the factory left uninitialised only
+        initialise_missing(net, spec.init, ctx)
     prepare_net(net, ctx)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": float(spec.learning_rate)})
     step = checked_step(ModelStep(net, spec.make_loss(), trainer), net)

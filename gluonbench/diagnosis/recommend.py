@@ -18,6 +18,7 @@ from typing import Any
 
 from gluonbench.diagnosis.verdict import READ_WORK, Verdict, headline_of
 from gluonbench.names import arg, example
+from gluonbench.report.exporters import stage_label as label_of
 
 STAGE_TEXT = {
     "preprocessing": "preprocessing: decode and the per-sample transform",
@@ -112,8 +113,8 @@ def _cores(system: Mapping[str, Any]) -> str:
     per = system.get("per_core_pct") or []
     if not per:
         return "?"
-    if len(per) == 2 and min(per) >= 90:
-        return f"both cores at {min(per):.0f} % or more"
+    if len(per) == 2 and min(per) >= 90:  # a sampled figure a little over 100 % is the sampler's rounding
+        return "both cores fully busy" if min(per) >= 99.5 else f"both cores at {min(per):.0f} % or more"
     if len(per) <= 8:
         return "cores at " + ", ".join(f"{c:.0f}" for c in per) + " %"
     busy = sum(1 for c in per if c >= 90)
@@ -157,7 +158,8 @@ def evidence(probes: Mapping[str, Mapping[str, Any]], setting: Setting) -> list[
         s = p.get("system") or {}
         if not s:
             continue
-        used = float(s.get("cpu_util_pct", 0.0)) / 100 * setting.cores
+        # busy cores cannot exceed the cores: a sampled sum above them is the sampler's timing, capped
+        used = min(float(s.get("cpu_util_pct", 0.0)) / 100 * setting.cores, float(setting.cores))
         mib = 2**20
         out.append(
             f"during `{name}`: {_cores(s)}; this run's processes used {used:.1f} of {setting.cores} cores; "
@@ -212,6 +214,63 @@ def speedup_text(v: Any, key: str, digits: int = 2) -> str:
     if ci and len(ci) == 2 and all(number(x) for x in ci):
         return f"{r:{f}}x [{ci[0]:{f}}, {ci[1]:{f}}]"
     return f"{r:{f}}x"
+
+
+def stage_label(stage: str, setting: Setting | None) -> str:
+    """The short label of a headline stage: on a CPU context ``gpu_io`` is ``model compute (CPU)``."""
+    return label_of(stage, setting.ctx if setting is not None else None)
+
+
+def removal_text(v: Any, key: str, digits: int = 2) -> str:
+    """A speed-up as :func:`speedup_text`, or in words when removing the stage made training slower (< 1x).
+
+    A ratio under 1 is not a speed-up: within the noise of none when its interval holds 1, else the probe
+    without the stage ran slower (its stand-in cost more, or it ran under more contention)."""
+    r = (v.speedups or {}).get(key)
+    if not (isinstance(r, int | float) and math.isfinite(r) and r < 1):
+        return speedup_text(v, key, digits)
+    ci = (v.speedup_ci or {}).get(key) or []
+    within = len(ci) == 2 and all(isinstance(x, int | float) for x in ci) and ci[0] <= 1.0 <= ci[1]
+    why = (
+        "within the noise of no change"
+        if within
+        else "beyond the noise: the probe without it ran slower (its stand-in, or contention for the cores)"
+    )
+    return f"no speed-up ({speedup_text(v, key, digits)}, {why})"
+
+
+ENGINE_QUEUE_MARGIN = 0.10
+"""on a CPU context, a loop wait more than this share of the step above what the input pipeline alone
+costs (``loader_only`` over ``full``) is MXNet's engine queue, not the input"""
+
+
+def engine_queue_wait(wait_frac: float, probes: Mapping[str, Any], setting: Setting | None) -> str | None:
+    """Why the loop's wait for the next batch is no wait (None when it means what it says).
+
+    On a CPU context MXNet's one engine queue runs the model's operators and the loader's NDArray work
+    together, so time blocked in ``next(loader)`` includes the previous step's compute; a wait that exceeds
+    what the input pipeline alone (``loader_only``) takes by more than :data:`ENGINE_QUEUE_MARGIN` of the
+    step says nothing about the input."""
+    if setting is None or setting.on_gpu or not (isinstance(wait_frac, int | float) and math.isfinite(wait_frac)):
+        return None
+
+    def get(p: Any, key: str) -> Any:
+        return p.get(key) if isinstance(p, Mapping) else getattr(p, key, None)
+
+    lo, full = probes.get("loader_only"), probes.get("full")
+    if lo is None or full is None or get(lo, "same_as"):
+        return None
+    lo_s, full_s = get(lo, "step_s"), get(full, "step_s")
+    if not all(isinstance(x, int | float) and math.isfinite(x) and x > 0 for x in (lo_s, full_s)):
+        return None
+    alone = lo_s / full_s
+    if wait_frac - alone <= ENGINE_QUEUE_MARGIN:
+        return None
+    return (
+        f"the loop's time blocked in next(loader) ({_pct(wait_frac)} of the step) is not shown as a wait: on a CPU "
+        "context MXNet's one engine queue runs the step and the loader's NDArray work together, so it includes "
+        f"the previous step's compute; the input pipeline alone (`loader_only`) takes {_pct(alone)} of the step"
+    )
 
 
 def perfect_input_text(v: Verdict, digits: int = 2) -> str:
@@ -811,7 +870,12 @@ def _at_line(v: Verdict, setting: Setting) -> list[Rec]:
 def _overlap(v: Verdict, probes: Mapping[str, Mapping[str, Any]], s: Setting) -> list[Rec]:
     """Findings on how the input pipeline and the model share the machine (from ``v.overlap`` and the wait)."""
     out: list[Rec] = []
-    if math.isfinite(v.wait_frac) and math.isfinite(v.input_saved) and v.wait_frac - v.input_saved >= 0.10:
+    if (
+        math.isfinite(v.wait_frac)
+        and math.isfinite(v.input_saved)
+        and v.wait_frac - v.input_saved >= 0.10
+        and engine_queue_wait(v.wait_frac, probes, s) is None
+    ):
         out.append(
             Rec(
                 "overlap",

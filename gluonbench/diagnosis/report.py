@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from gluonbench.diagnosis.recommend import Setting, speedup_text, stage_name, substage_name
-from gluonbench.diagnosis.verdict import HEADLINE_OF, STAGES, Thresholds
+from gluonbench.diagnosis.facts import Facts, facts, wide_text
+from gluonbench.diagnosis.recommend import Setting, substage_name
+from gluonbench.diagnosis.verdict import HEADLINE_OF, Thresholds
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, roofline_text, where_when
 from gluonbench.units import count
@@ -33,41 +34,44 @@ def stages_text(d: Any, setting: Setting | None) -> str:
     return ", ".join(parts)
 
 
-def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
-    """The verdict by the seed's rule, its speed-ups, the shares, the input-bound label and the overlap."""
+def verdict_lines(d: Any, setting: Setting | None, f: Facts | None = None) -> list[str]:
+    """The verdict by the seed's rule, its speed-ups, the shares, the input-bound label and the overlap.
+
+    Every fact a report states comes from ``f`` (:func:`~gluonbench.diagnosis.facts.facts` of ``d``)."""
+    f = facts(d) if f is None else f
     out = []
     has_gains = bool(d.speedups)
-    if d.verdict == "inconclusive" and (d.analysis or {}).get("reuse") == "at_line":
+    gain = f.gain_text
+    if f.reading == "at_line" and f.verdict == "inconclusive":
         out.append(
-            f"**Verdict: inconclusive, at the line**: reusing one batch gains beyond the noise (a perfect input "
-            f"pipeline: {speedup_text(d, 'input', 3)}) but its interval crosses the input_gain line: too close to call"
+            f"**Verdict: {f.verdict_label}**: reusing one batch gains beyond the noise (a perfect input "
+            f"pipeline: {gain}) but its interval crosses the input_gain line: too close to call"
         )
-    elif d.verdict == "inconclusive" and (d.analysis or {}).get("reuse") == "short":
+    elif f.reading == "short" and f.verdict == "inconclusive":
         blocks = (d.thresholds or {}).get("min_blocks", Thresholds().min_blocks)
         out.append(
-            f"**Verdict: inconclusive** (too little data for a verdict: a probe has fewer than {blocks} blocks"
-            + (f"; so far a perfect input pipeline gains {speedup_text(d, 'input')})" if has_gains else ")")
+            f"**Verdict: {f.verdict_label}**: a probe has fewer than {blocks} blocks"
+            + (f"; so far a perfect input pipeline gains {gain}" if has_gains else "")
         )
-    elif d.verdict == "inconclusive":
+    elif f.verdict == "inconclusive":
         out.append(
             "**Verdict: inconclusive** (the noise hides whether reusing one batch gains anything"
-            + (f": a perfect input pipeline gains {speedup_text(d, 'input')})" if has_gains else ")")
+            + (f": a perfect input pipeline gains {gain})" if has_gains else ")")
         )
-    elif d.verdict == "gpu_io":
-        name = stage_name(d.verdict, setting) if setting else d.verdict
+    elif f.verdict == "gpu_io":
         bound = (d.analysis or {}).get("bound") or {}
         out.append(
-            f"**Verdict: {name.split(':')[0]}** (`gpu_io`): "
+            f"**Verdict: {f.verdict_label}** (`gpu_io`): "
             + (bound["text"] if bound.get("text") else "reusing one batch gains nothing beyond the noise")
-            + (f" (a perfect input pipeline: {speedup_text(d, 'input')})" if has_gains else "")
+            + (f" (a perfect input pipeline: {gain})" if has_gains else "")
             + "; the input pipeline keeps up and training runs at its peak for this batch size"
         )
     else:
         out.append(
-            f"**Verdict: {d.verdict}** ({stage_name(d.verdict, setting) if setting else d.verdict})"
+            f"**Verdict: {f.verdict_label}** (`{f.verdict}`)"
             + (
-                f": with a perfect input pipeline training would be {speedup_text(d, 'input')} faster; removing "
-                f"{'preprocessing' if d.verdict == 'preprocessing' else 'reading and the loader'} gains the most"
+                f": with a perfect input pipeline training would be {gain} faster; removing "
+                f"{'preprocessing' if f.verdict == 'preprocessing' else 'reading and the loader'} gains the most"
                 if has_gains
                 else ""
             )
@@ -76,36 +80,39 @@ def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
     if read.get("kind") not in (None, "unknown", "none") and read.get("why"):
         out.append(f"- dataset[i] is {read.get('name')} ({read['headline']}): {read['why']}")
     if has_gains:
+        r = f.removals
         sub = ""
-        if (d.stages or {}).get("read") is not None and "read" in (d.speedups or {}):
-            sub = f" (reading {speedup_text(d, 'read')}, loader {speedup_text(d, 'loader')})"
+        if (d.stages or {}).get("read") is not None and "read" in r:
+            sub = f" (reading {r['read']}, loader {r.get('loader', '?')})"
         out.append(
-            f"- Speed-ups, paired round by round (95 % interval): removing preprocessing {speedup_text(d, 'preprocessing')}, "
-            f"then reading and the loader {speedup_text(d, 'disk_io')}{sub}; both, i.e. one batch reused: {speedup_text(d, 'input')}"
+            f"- Speed-ups, paired round by round (95 % interval): removing preprocessing {r.get('preprocessing', '?')}, "
+            f"then reading and the loader {r.get('disk_io', '?')}{sub}; both, i.e. one batch reused: {gain}"
         )
     out.append(
         "- Time each stage's removal saves, share of the step (95 % interval): "
-        + ", ".join(f"{k} {d.shares[k] * 100:.0f} %{_ci((d.share_ci or {}).get(k))}" for k in STAGES if k in d.shares)
+        + f.shares_text
         + (" (shares of an overlapped loop: the largest is not necessarily what limits training)" if has_gains else "")
     )
     if d.stages:
         out.append(f"- Sub-stages, each measured by its own probe: {stages_text(d, setting)}")
-    if d.secondary:
-        out.append(f"- Secondary: {', '.join(d.secondary)}")
-    wait = d.wait_frac
-    waited = isinstance(wait, float) and math.isfinite(wait)
+    if f.secondary_labels:
+        out.append(f"- Secondary: {', '.join(f.secondary_labels)}")
     saved = d.input_saved if isinstance(d.input_saved, int | float) else math.nan
     if has_gains and math.isfinite(saved):
         out.append(
-            f"- Input-bound (TF's labels on the time a perfect input pipeline saves): {d.input_bound}, "
+            f"- Input-bound (TF's labels on the time a perfect input pipeline saves): {f.input_bound}, "
             f"{max(saved, 0.0) * 100:.0f} % of the step{_ci([max(x or 0.0, 0.0) for x in d.input_saved_ci or []])}"
-            + (f"; the loop itself waited for the next batch {wait * 100:.0f} % of the step" if waited else "")
+            + (f"; {f.wait_text}" if f.wait_text else "")
         )
     else:
         out.append(
-            f"- Input-bound (TF Profiler's rule, input wait of the full pipeline): {d.input_bound}"
-            + (f", {wait * 100:.0f} % of step time" if waited else "")
+            f"- Input-bound (TF Profiler's rule, input wait of the full pipeline): {f.input_bound}"
+            + (f", {f.wait * 100:.0f} % of step time" if f.wait is not None else "")
         )
+    if f.wait_note:
+        out.append(f"- Wait: {f.wait_note}")
+    if f.binding_text:
+        out.append(f"- Roofline: nearest its ceiling: {f.binding_text}")
     lo_p, full_p = d.probes.get("loader_only"), d.probes.get("full")
     o = d.overlap or {}
     model_name = o.get("model_probe", "cached_batch")
@@ -134,8 +141,12 @@ def verdict_lines(d: Any, setting: Setting | None) -> list[str]:
     return out
 
 
-def probe_table(d: Any, tables: TableSyntax | None = None) -> list[str]:
-    """The probes as table lines (Markdown unless ``tables`` says otherwise), in the diagnosis's order."""
+def probe_table(d: Any, tables: TableSyntax | None = None, f: Facts | None = None) -> list[str]:
+    """The probes as table lines (Markdown unless ``tables`` says otherwise), in the diagnosis's order.
+
+    Where the loop's wait is no wait (``f.wait_note``: MXNet's engine queue on a CPU context) the column
+    says what it holds, the time blocked in ``next(loader)``."""
+    f = facts(d) if f is None else f
     table = Table(
         [
             "probe",
@@ -143,7 +154,7 @@ def probe_table(d: Any, tables: TableSyntax | None = None) -> list[str]:
             "95 % CI",
             "step (ms)",
             "+-CI",
-            "input wait",
+            "in next() (engine queue)" if f.wait_note else "input wait",
             "copy",
             "compute",
             "cores busy",
@@ -166,7 +177,7 @@ def probe_table(d: Any, tables: TableSyntax | None = None) -> list[str]:
             [
                 name,
                 _num(p.samples_per_s),
-                f"{_num(lo)}-{_num(hi)}",
+                f"{_num(lo)}-{_num(hi)}{wide_text(lo, hi)}",
                 _num(p.step_s * 1000, 3),
                 f"{p.rel_half_width * 100:.1f} %",
                 wait,
@@ -179,6 +190,18 @@ def probe_table(d: Any, tables: TableSyntax | None = None) -> list[str]:
     return (tables or MarkdownTable()).render(table).splitlines()
 
 
+def premises_text(f: Facts) -> str:
+    """`` (on the verdict, model compute (CPU); secondary: disk I/O)``: what the recommendations assume."""
+    roles: dict[str, list[str]] = {}
+    for p in f.premises:
+        if p.role in ("verdict", "secondary") and p.label not in roles.setdefault(p.role, []):
+            roles[p.role].append(p.label)
+    parts = [f"on the verdict, {', '.join(roles['verdict'])}"] if roles.get("verdict") else []
+    if roles.get("secondary"):
+        parts.append(f"secondary: {', '.join(roles['secondary'])}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def to_text(d: Any, tables: TableSyntax | None = None) -> str:
     """The whole diagnosis as Markdown-flavoured text (its probe table in ``tables``' syntax, default Markdown)."""
     s = d.setting or {}
@@ -188,10 +211,11 @@ def to_text(d: Any, tables: TableSyntax | None = None) -> str:
         f"{s.get('num_workers')} worker(s){' (threads)' if s.get('thread_pool') else ''}, {s.get('ctx')} "
         f"({s.get('cores')} cores), budget {_num(s.get('budget_s'), 3)} s"
     )
+    f = facts(d)
     out = [head, ""]
-    out += probe_table(d, tables)
+    out += probe_table(d, tables, f)
     out.append("")
-    out += verdict_lines(d, setting)
+    out += verdict_lines(d, setting, f)
     widest = max((p.rel_half_width for p in d.probes.values() if not p.same_as), default=math.nan)
     out.append(
         f"- Measured: {count(d.rounds, 'interleaved round')} in {d.elapsed_s:.1f} s (stopped: {d.stop_reason}); "
@@ -203,7 +227,9 @@ def to_text(d: Any, tables: TableSyntax | None = None) -> str:
     if d.evidence:
         out += ["", "Evidence (psutil, per probe):"] + [f"- {line}" for line in d.evidence]
     if d.recommendations:
-        out += ["", "Recommendations:"] + [f"{i}. {line}" for i, line in enumerate(d.recommendations, 1)]
+        out += ["", f"Recommendations{premises_text(f)}:"] + [
+            f"{i}. {line}" for i, line in enumerate(d.recommendations, 1)
+        ]
     roofline = roofline_text([line["text"] for line in (d.analysis or {}).get("roofline") or []])
     return "\n".join(out) + "\n" + roofline
 
@@ -313,6 +339,34 @@ class DiagnosisReport(Report):
         d = self.summary.get("diagnosis") or {}
         return where_when(d.get("env") or {}, str(d.get("started_utc") or ""))
 
+    def facts(self) -> Facts:
+        """The facts of the stored diagnosis, derived again by the current rule (a record may predate them)."""
+        return facts(self.diagnosis)
+
     def html_data(self) -> dict[str, Any]:
-        """The stored diagnosis as it is, with its probes' pipeline order."""
-        return {"diagnosis": self.summary.get("diagnosis") or {}, "probe_order": self.summary.get("probe_order") or []}
+        """The stored diagnosis, its ``facts`` as this report states them, and its probes' pipeline order."""
+        stored = dict(self.summary.get("diagnosis") or {}, facts=self.facts().to_dict())
+        return {"diagnosis": stored, "probe_order": self.summary.get("probe_order") or []}
+
+    def html_body(self) -> str:
+        """The facts as a list the page shows without its script (the script draws the rest from the JSON)."""
+        return facts_html(self.facts())
+
+
+def facts_html(f: Facts) -> str:
+    """The facts of a diagnosis as an HTML definition list (escaped)."""
+    from html import escape
+
+    premises = premises_text(f).strip(" ()")
+    rows = [
+        ("Verdict", f"{f.verdict_label} ({f.verdict})"),
+        ("A perfect input pipeline", f.gain_text),
+        ("Input-bound (TF's labels)", f.input_bound),
+        ("Time each stage's removal saves", f.shares_text or "-"),
+        ("Wait for the next batch", f.wait_text or f.wait_note or "not measured"),
+        ("Roofline: nearest its ceiling", f.binding_text or "no stage has a ceiling here"),
+        ("Secondary", ", ".join(f.secondary_labels) or "none"),
+        ("Recommendations assume", premises or "no stage (see the verdict)"),
+    ]
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
+    return f'<section class="facts"><h2>Facts</h2><dl>{items}</dl></section>'

@@ -18,6 +18,7 @@ from typing import Any
 
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, fewest_for, z_of
 from gluonbench.contexts import ctx_text, resolve_ctx
+from gluonbench.diagnosis.facts import facts
 from gluonbench.diagnosis.measure import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.diagnosis.probes import SUBSTAGES
 from gluonbench.diagnosis.recommend import Recommendation, Setting, advise, evidence, render, stage_name
@@ -116,6 +117,7 @@ class Diagnosis:
 
         d = asdict(self)
         d["probes"] = {k: p.to_dict() for k, p in self.probes.items()}
+        d["facts"] = facts(self).to_dict()  # what every report of it states (diagnosis/facts.py)
         return json_safe(d)
 
     @classmethod
@@ -150,6 +152,7 @@ def diagnose(
     budget_s: float = 60.0,
     *,
     decode: Callable[..., Any] | None = None,
+    batchify_fn: Callable[[list[Any]], Any] | None = None,
     thread_pool: bool = False,
     prefetch: int | None = None,
     pin_memory: bool = False,
@@ -174,7 +177,9 @@ def diagnose(
     ``input_gain`` line at 95 and 99 % (``stop_confidence``) and every share is known within
     ``thresholds.share_precision``. ``decode``: a per-sample
     ``(raw, label) -> (array, label)`` applied before ``transform`` (counted as
-    preprocessing, never as reading). ``pin_memory``: the loader hands batches over in page-locked
+    preprocessing, never as reading). ``batchify_fn``: the DataLoader's, a batch's items -> ``(data, label)``
+    arrays (e.g. token lists padded to one length); any item the transform and the batchify turn into arrays is
+    accepted. ``pin_memory``: the loader hands batches over in page-locked
     memory pinned for ``ctx``'s GPU (``pin_device_id``), and the ``cached_batch`` ceiling keeps its batch
     in the same kind of memory.
 
@@ -183,7 +188,7 @@ def diagnose(
     rounds measured before the stall (None when no round paired every probe).
     """
     from gluonbench._mx import gluon, mx, nd
-    from gluonbench.env import environment, utc_now
+    from gluonbench.env import utc_now
     from gluonbench.pipeline.stages import ModelStep
     from gluonbench.workloads.mnist import seed_loss, seed_net
 
@@ -209,8 +214,9 @@ def diagnose(
     n = len(dataset)
     if n < batch_size:
         raise GluonbenchError(f"the dataset has {n} samples, fewer than batch_size={batch_size}; lower the batch size")
-    check_samples(dataset, decode, transform)  # None, text or varying shapes: blame dataset[i] or the transform
-    first = dataset[0]
+    # the loader's first batch must be (data, label) arrays: blame dataset[i], the transform or the batchify
+    check_samples(dataset, decode, transform, batch_size, batchify_fn)
+    first = dataset[0]  # what an item is (bytes to decode, an image array): the roofline's decode ceiling
     sample_type = type(first[0] if isinstance(first, tuple | list) and first else first).__name__
     check_loss(loss)
     started = utc_now()
@@ -221,7 +227,8 @@ def diagnose(
         np.random.seed(seed)
     net = net if net is not None else seed_net()
     loss = loss if loss is not None else seed_loss()
-    check_labels(dataset, net, loss, decode, transform)  # outside the net's classes: MXNet would clip them silently
+    # outside the net's classes: MXNet would clip them silently
+    check_labels(dataset, net, loss, decode, transform, batch_size, batchify_fn)
     saved = prepare_net(net, ctx)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": learning_rate})
     step = ModelStep(net, loss, trainer)
@@ -235,7 +242,7 @@ def diagnose(
         converge_on=frozenset(),
     )
     pipeline = build_pipeline(
-        {"dataset": dataset, "net": net, "decode": decode, "transform": transform},
+        {"dataset": dataset, "net": net, "decode": decode, "transform": transform, "batchify_fn": batchify_fn},
         ctx=ctx,
         step=checked_step(step, net),
         source=source,
@@ -247,10 +254,9 @@ def diagnose(
     )
 
     def settled(ps: ProbeSet) -> bool:
-        return _classify(ps.probes, thresholds, num_workers).verdict != "inconclusive"
+        return verdict_settled(ps, thresholds, num_workers)
 
     def reading_of(probes: ProbeSet, elapsed_s: float) -> Diagnosis:
-        verdict = _classify(probes.probes, thresholds, num_workers)
         setting = Setting(
             batch_size=batch_size,
             num_workers=num_workers,
@@ -263,21 +269,7 @@ def diagnose(
             sample_type=sample_type,
             dataset_type=_innermost(dataset),
         )
-        return Diagnosis(
-            **_reading(verdict, probes.probes, setting),
-            pipeline=pipeline.stages(),
-            probes=probes.probes,
-            evidence=evidence({k: p.to_dict() for k, p in probes.probes.items()}, setting),
-            setting=setting.to_dict(),
-            thresholds=thresholds.to_dict(),
-            elapsed_s=elapsed_s,
-            settled_s=probes.settled_s,
-            stop_reason=probes.stop_reason,
-            rounds=probes.rounds,
-            env=environment(),
-            started_utc=started,
-            label=label,
-        )
+        return read_probes(probes, setting, thresholds, pipeline.stages(), elapsed_s, started, label)
 
     t0 = perf_counter()
     try:
@@ -301,6 +293,49 @@ def diagnose(
     elapsed = result.elapsed_s
     log.info("diagnosis: %s %s in %.1f s", result.verdict, {k: round(v, 3) for k, v in result.shares.items()}, elapsed)
     return result
+
+
+def read_probes(
+    probes: ProbeSet,
+    setting: Setting,
+    thresholds: Thresholds,
+    pipeline: dict[str, str],
+    elapsed_s: float,
+    started_utc: str,
+    label: str = "",
+) -> Diagnosis:
+    """The diagnosis that ``probes`` (measured however: :func:`diagnose`'s pipelines, a user's running script)
+    read by the verdict rule: verdict, shares, intervals, evidence and advice."""
+    from gluonbench.env import environment
+
+    verdict = _classify(probes.probes, thresholds, setting.num_workers)
+    return Diagnosis(
+        **_reading(verdict, probes.probes, setting),
+        pipeline=pipeline,
+        probes=probes.probes,
+        evidence=evidence({k: p.to_dict() for k, p in probes.probes.items()}, setting),
+        setting=setting.to_dict(),
+        thresholds=thresholds.to_dict(),
+        elapsed_s=elapsed_s,
+        settled_s=probes.settled_s,
+        stop_reason=probes.stop_reason,
+        rounds=probes.rounds,
+        env=environment(),
+        started_utc=started_utc,
+        label=label,
+    )
+
+
+def verdict_settled(ps: ProbeSet, thresholds: Thresholds, workers: int | None = None) -> bool:
+    """True when the probes so far give a verdict (not inconclusive): the ``settled`` check of the rounds.
+    ``workers``: the loader's num_workers, where known (a bound may decide, :func:`_classify`)."""
+    return _classify(ps.probes, thresholds, workers).verdict != "inconclusive"
+
+
+def verdict_finished(ps: ProbeSet, thresholds: Thresholds) -> bool:
+    """True when the rounds may stop early: the verdict clear of the line at 95 % and ``stop_confidence``,
+    every share within ``share_precision`` (the ``done`` check of :func:`diagnose`)."""
+    return _finished(ps, thresholds)
 
 
 def _stalled(exc: BudgetExceededError, reading_of: Callable[[ProbeSet, float], Diagnosis]) -> Diagnosis | None:
@@ -480,6 +515,7 @@ def diagnose_workload(
             budget_s,
             learning_rate=w.learning_rate,
             decode=w.decode,
+            batchify_fn=w.batchify_fn,
             source=w.info,
             label=kwargs.pop("label", None) or name,
             **kwargs,

@@ -619,11 +619,22 @@ def check_gpu(s: DoctorSettings) -> Check:
     return Check("gpu", OK, figure + "; 16 MiB pinned allocation ok", data=d)
 
 
+def check_load(s: DoctorSettings) -> Check:
+    """Other processes' CPU and the hypervisor's steal over half a second, and what that does to measurements."""
+    from gluonbench.monitor.load import background_load
+
+    load = background_load(0.5)
+    if load.busy:
+        return Check("load", WARN, load.text(), load.effect(), load.to_dict())
+    return Check("load", OK, load.text(), data=load.to_dict())
+
+
 CheckFn = Callable[[DoctorSettings], Check]
 CHEAP: tuple[CheckFn, ...] = (check_cores, check_memory, check_shm, check_threads, check_data_fs)
 """the preflight checks: no MXNet import, no folder walk; well under a second"""
 ALL: tuple[CheckFn, ...] = (
     check_cores,
+    check_load,
     check_memory,
     check_shm,
     check_threads,

@@ -42,6 +42,12 @@ from typing import Any
 
 Step = Callable[[Any, Any], Any]
 
+BLOCKS = 6
+"""The steady steps of a run are cut into this many consecutive blocks for its within-run spread
+(:meth:`StepTimes.block_rates`: a sweep's best count, ``gluonbench compare`` of single runs)."""
+BLOCK_MIN_STEPS = 2
+"""Steps per block at least: a run with fewer steady steps than ``BLOCKS x BLOCK_MIN_STEPS`` gives no blocks."""
+
 
 @dataclass
 class StepTimes:
@@ -96,7 +102,23 @@ class StepTimes:
             p95_step_s=ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] if ordered else 0.0,
             samples_per_s=samples / total if total > 0 else 0.0,
             first_batch_s=self.wait[0] if len(self) else 0.0,
+            block_samples_per_s=self.block_rates(skip),
         )
+
+    def block_rates(self, skip: int = 1, blocks: int = BLOCKS, min_steps: int = BLOCK_MIN_STEPS) -> list[float]:
+        """Samples/s of each of ``blocks`` consecutive blocks of the steady steps (the first ``skip`` left out): the
+        spread within one run. ``[]`` with fewer than ``min_steps`` steps a block."""
+        steps, samples = self.steps(skip), self.samples[skip:]
+        n = len(steps)
+        if n < blocks * min_steps:
+            return []
+        out: list[float] = []
+        for b in range(blocks):
+            lo, hi = b * n // blocks, (b + 1) * n // blocks
+            t = sum(steps[lo:hi])
+            if t > 0:
+                out.append(sum(samples[lo:hi]) / t)
+        return out
 
 
 @dataclass
@@ -114,6 +136,8 @@ class StepSplit:
     p95_step_s: float
     samples_per_s: float
     first_batch_s: float
+    block_samples_per_s: list[float] = field(default_factory=list)
+    """samples/s of each block of consecutive steady steps (:meth:`StepTimes.block_rates`)"""
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -14,7 +14,7 @@ Every pipeline opened here is closed before :func:`measure` returns, whatever ha
 
 **Rounds: steady state.** Each pipeline first runs a few warm-up steps (worker start-up,
 memory allocation, hybridization), which are left out. Pipelines then take turns (the order
-rotates each round), so a change in the machine's background load hits every pipeline alike. A
+rotates each round; ``Rounds(order="pairs")`` keeps ``full`` beside ``cached_batch`` instead), so a change in the machine's background load hits every pipeline alike. A
 loader keeps its workers between rounds; when a round resumes, the first ``prefetch + 1`` steps
 are dropped (they find batches prefetched while the pipeline was paused), and after a round the
 pipeline waits until its loader's prefetched batches are done, so no worker keeps computing into
@@ -196,6 +196,40 @@ class Epochs:
         return Measurement(records, perf_counter() - t0, "done")
 
 
+ROUND_ORDERS = ("rotate", "pairs")
+HEADLINE_PAIR = ("full", "cached_batch")
+"""the two pipelines whose ratio is the diagnosis's headline (one reused batch against the pipeline as given)"""
+
+
+def paired_order(names: Sequence[str], pair: tuple[str, str] = HEADLINE_PAIR) -> list[str]:
+    """``names`` (in chain order) rearranged so that ``pair`` runs side by side and each chain neighbour of its
+    first member stays beside it: the names between the two go before the first, nearest first.
+
+    ``full, no_preprocess, no_read, cached_batch, loader_only`` becomes ``no_read, no_preprocess, full,
+    cached_batch, loader_only``: full beside no_preprocess (the preprocessing pair) and beside cached_batch (the
+    headline), cached_batch beside loader_only (the loader's bound). Names without both of ``pair`` keep their
+    order.
+    """
+    first, second = pair
+    if first not in names or second not in names or names.index(first) > names.index(second):
+        return list(names)
+    a, b = names.index(first), names.index(second)
+    return [*names[:a], *reversed(names[a + 1 : b]), first, second, *names[b + 1 :]]
+
+
+def round_order(base: Sequence[str], number: int, order: str = "rotate") -> list[str]:
+    """The pipelines' order in round ``number`` (from 1).
+
+    ``rotate``: ``base`` rotated by ``number`` places, so each pipeline goes first in turn (two pipelines then run
+    at every distance from each other over the rounds). ``pairs``: ``base`` (already :func:`paired_order`) forward
+    in odd rounds and reversed in even ones, so neighbours stay neighbours while no pipeline always runs first.
+    """
+    if order == "pairs":
+        return list(base) if number % 2 else list(reversed(base))
+    shift = number % len(base) if base else 0
+    return [*base[shift:], *base[:shift]]
+
+
 @dataclass(frozen=True)
 class Rounds:
     """Interleaved rounds of several pipelines until each median (each of ``converge_on``'s) is known within
@@ -220,6 +254,14 @@ class Rounds:
     converge_on: frozenset[str] | None = None
     """the pipelines whose median must be known within ``rel_ci`` before the rounds stop early (None: every one);
     the others run in every round all the same"""
+    order: str = "rotate"
+    """the order of the pipelines within a round: ``rotate`` (each round starts one pipeline later than the one
+    before) or ``pairs`` (``full`` right beside ``cached_batch`` and the chain's neighbours beside each other in
+    every round, the rounds alternately forward and reversed): see :func:`round_order`"""
+
+    def __post_init__(self) -> None:
+        if self.order not in ROUND_ORDERS:
+            raise GluonbenchError(f"Rounds order must be one of {', '.join(ROUND_ORDERS)} (got {self.order!r})")
 
     def round_seconds(self) -> float:
         """:attr:`round_s`, or its default for this budget."""
@@ -273,6 +315,7 @@ class Rounds:
         )
 
         order = list(opened)
+        base = paired_order(order) if self.order == "pairs" else order
         rounds = 0
         stop_reason = "budget"
         settled_s: float | None = None
@@ -286,8 +329,7 @@ class Rounds:
             while perf_counter() < budget_end:
                 kept = _sizes(records)  # what the complete rounds hold, should this one stall
                 rounds += 1
-                shift = rounds % len(order)
-                for name in order[shift:] + order[:shift]:
+                for name in round_order(base, rounds, self.order):
                     if perf_counter() >= budget_end:
                         break
                     self._round(opened[name], records[name], skips[name], min_steps[name], slice_s, budget_end, rounds)

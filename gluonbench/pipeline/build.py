@@ -71,6 +71,7 @@ def build_pipeline(
             prefetch=setting.get("prefetch", KNOBS["prefetch"].default),
             shuffle=shuffle,
             pin_memory=setting.get("pin_memory", KNOBS["pin_memory"].default),
+            batchify_fn=spec.batchify_fn,
         )
     return Pipeline(
         dataset=stage.dataset,

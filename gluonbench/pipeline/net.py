@@ -10,6 +10,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from gluonbench.workloads.base import initialise_missing, uninitialised
+
+__all__ = ["initialise_missing", "prepare_net", "restore_net", "uninitialised"]
+
 log = logging.getLogger(__name__)
 
 
@@ -26,8 +30,9 @@ def prepare_net(net: Any, ctx: Any) -> dict[str, Any]:
 
     saved: dict[str, Any] = {}
     init = mx.init.Xavier(magnitude=2.24)
+    missing = {id(p) for p in uninitialised(net)}
     for name, p in net.collect_params().items():
-        if p._data is None and not p._deferred_init:
+        if id(p) in missing:
             p.initialize(None, ctx=ctx, default_init=init)
             continue
         before = list(p._deferred_init[1]) if p._data is None else p.list_ctx()

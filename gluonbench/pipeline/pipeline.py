@@ -29,6 +29,7 @@ from gluonbench.pipeline.stages import (
     copy_stage,
 )
 from gluonbench.scratch import remove_mx_segments
+from gluonbench.workloads.spec import apply_sample
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ class Pipeline:
         """What decode + transform make of ``dataset[0]`` (the stand-in's sample)."""
         raw = self.dataset[0]
         fn = self.per_sample
-        return fn(*raw) if fn else raw
+        return apply_sample(fn, raw) if fn else raw
 
     def without_preprocessing(self) -> Pipeline:
         """decode + transform swapped for the ready sample; ``dataset[i]`` still runs."""

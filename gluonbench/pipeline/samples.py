@@ -1,8 +1,10 @@
 """Checks of what a user's dataset, transform and loss give, before anything is measured.
 
-A dataset that returns ``None``, a string, or samples of varying shapes fails deep inside MXNet's
+An item the loader cannot batch (``None``, text, arrays of varying shapes) fails deep inside MXNet's
 batchify with an error that blames the loader (or the model); ``loss=42`` fails in the first step and
-blames the model. These checks name the real culprit in one line: ``dataset[i]``, the transform, the loss.
+blames the model. These checks name the real culprit in one line: ``dataset[i]``, the transform, the
+batchify, the loss. Items are checked as the model step receives them: the loader's first batch, so any item
+that the transform and the batchify turn into arrays (encoded bytes, token lists, dicts) is accepted.
 """
 
 from __future__ import annotations
@@ -18,40 +20,6 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _shape(value: Any) -> tuple[int, ...] | None:
-    shape = getattr(value, "shape", None)
-    return tuple(int(s) for s in shape) if shape is not None else None
-
-
-def check_pair(sample: Any, where: str, encoded: bool = False) -> None:
-    """``sample`` is a (data, label) pair of numbers or arrays (not None, not text); ``encoded``: a raw sample
-    that a decode stage turns into arrays, so its data may be bytes."""
-    if not (isinstance(sample, tuple | list) and len(sample) == 2):
-        raise GluonbenchError(f"{where} must be a (data, label) pair; got {_kind(sample)}")
-    if encoded:
-        return
-    for part, value in zip(("data", "label"), sample, strict=True):
-        if value is None or isinstance(value, str | bytes | dict):
-            raise GluonbenchError(
-                f"{where} gives {part} of type {_kind(value)}; it must be a number or an array "
-                "(numpy or mx.nd): fix the dataset's __getitem__ (or the transform)"
-            )
-        if _shape(value) is None and not isinstance(value, int | float | list | tuple) and not hasattr(value, "item"):
-            raise GluonbenchError(f"{where} gives {part} of type {_kind(value)}; it must be a number or an array")
-
-
-def check_shapes(samples: dict[str, Any], stage: str) -> None:
-    """Every sample's data has the shape of the first one (a batch stacks them); ``samples`` maps where -> pair."""
-    shapes = {where: _shape(pair[0]) for where, pair in samples.items()}
-    first_where, first = next(iter(shapes.items()))
-    for where, shape in shapes.items():
-        if shape != first:
-            raise GluonbenchError(
-                f"{where} has data of shape {shape} but {first_where} has {first}; samples of one batch must "
-                f"have one shape: resize or pad them in {stage}"
-            )
-
-
 def check_loss(loss: Any) -> None:
     """``loss`` is None (the default) or callable as ``loss(output, label)``."""
     if loss is not None and not callable(loss):
@@ -60,28 +28,19 @@ def check_loss(loss: Any) -> None:
         )
 
 
-def check_samples(dataset: Any, decode: Any = None, transform: Any = None) -> dict[str, Any]:
-    """dataset[0], dataset[1] and dataset[-1], through decode and transform: pairs of one shape; where -> pair."""
-    n = len(dataset)
-    picks = sorted({0, min(1, n - 1), n - 1})
-    out: dict[str, Any] = {}
-    stage = "the dataset"
-    for i in picks:
-        where = f"dataset[{i}]"
-        sample = dataset[i]
-        check_pair(sample, where, encoded=decode is not None)
-        for what, fn in (("decode", decode), ("transform", transform)):
-            if fn is None:
-                continue
-            try:
-                sample = fn(*sample)
-            except Exception as exc:
-                raise GluonbenchError(f"{what} failed on {where}: {type(exc).__name__}: {exc}") from exc
-            where, stage = f"{what}(dataset[{i}])", f"the {what}"
-            check_pair(sample, where)
-        out[where] = sample
-    check_shapes(out, stage)
-    return out
+def check_samples(
+    dataset: Any,
+    decode: Any = None,
+    transform: Any = None,
+    batch_size: int = 64,
+    batchify_fn: Any = None,
+    what: str = "the pipeline",
+) -> dict[str, Any]:
+    """The loader's first batch, checked (:func:`gluonbench.workloads.spec.check_first_batch`): any item that
+    decode, transform and the batchify turn into ``(data, label)`` arrays is accepted; where -> (data, label)."""
+    from gluonbench.workloads.spec import check_first_batch
+
+    return {"the loader's first batch": check_first_batch(dataset, decode, transform, batch_size, batchify_fn, what)}
 
 
 def net_classes(net: Any, loss: Any) -> int | None:
@@ -113,11 +72,19 @@ def _label_values(label: Any) -> list[float]:
         return []
 
 
-def check_labels(dataset: Any, net: Any, loss: Any, decode: Any = None, transform: Any = None) -> None:
+def check_labels(
+    dataset: Any,
+    net: Any,
+    loss: Any,
+    decode: Any = None,
+    transform: Any = None,
+    batch_size: int = 64,
+    batchify_fn: Any = None,
+) -> None:
     """Labels are class indices the net scores: 0 .. classes-1 (where :func:`net_classes` knows ``classes``).
 
     MXNet's softmax cross-entropy clips an index outside the classes, so such labels would train silently.
-    Checked on the samples :func:`check_samples` reads, and on every label of a dataset that holds them in a
+    Checked on the loader's first batch (:func:`check_samples`), and on every label of a dataset that holds them in a
     ``_label`` array (MXNet's MNIST, CIFAR) or an ``ArrayDataset(data, label)``, when no decode or transform
     changes them.
     """
@@ -129,16 +96,19 @@ def check_labels(dataset: Any, net: Any, loss: Any, decode: Any = None, transfor
     columns = getattr(dataset, "_data", None)  # gluon.data.ArrayDataset(data, label)
     if labels is None and isinstance(columns, list | tuple) and len(columns) == 2:
         labels = columns[1]
-    if labels is not None and decode is None and transform is None:
+    if labels is not None and decode is None and transform is None and batchify_fn is None:
         values = _label_values(labels)
         if values:  # the extremes first (they name the range), then the first label that is not a whole number
             fractions = [v for v in values if v != int(v)] if all(map(math.isfinite, values)) else []
             found += [("the dataset's labels include", v) for v in (min(values), max(values), *fractions[:1])]
-    found += [
-        (f"{where} has label", v)
-        for where, pair in check_samples(dataset, decode, transform).items()
-        for v in _label_values(pair[1])
-    ]
+    from gluonbench.workloads.spec import first_batch_indices
+
+    picks = first_batch_indices(len(dataset), batch_size)
+    for pair in check_samples(dataset, decode, transform, batch_size, batchify_fn).values():
+        values = _label_values(pair[1])
+        # one label per item, in the order batched: each named by its dataset[i]
+        names = [f"dataset[{i}] has label" for i in picks] if len(values) == len(picks) else []
+        found += list(zip(names or ["the loader's first batch has label"] * len(values), values, strict=True))
     for where, value in found:
         if not (math.isfinite(value) and 0 <= value < classes and value == int(value)):
             raise GluonbenchError(

@@ -355,11 +355,13 @@ class ScaleOut:
         return batch_size * len(self.contexts)
 
     def make_step(self, net: Any, init: Any, make_loss: Any, learning_rate: float) -> Any:
-        """Initialise ``net`` on the contexts, build the Trainer on the kvstore; return the step callable."""
+        """Initialise the parameters of ``net`` not yet initialised and put all on the contexts, build the Trainer
+        on the kvstore; return the step callable."""
         from gluonbench._mx import gluon
+        from gluonbench.pipeline.net import initialise_missing
         from gluonbench.pipeline.stages import ModelStep
 
-        net.collect_params().initialize(init, ctx=self.contexts, force_reinit=True)
+        initialise_missing(net, init, self.contexts)  # a factory's own (pretrained, frozen) weights are kept
         optimizer = ("sgd", {"learning_rate": learning_rate})
         if self.plain:
             return ModelStep(net, make_loss(), gluon.Trainer(net.collect_params(), *optimizer))

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gluonbench.knobs import knob_default
+from gluonbench.workloads.spec import apply_sample
 
 STAGES = ("source", "read", "decode", "transform", "loader", "copy", "step")
 """The pipeline's stages, in the order a sample goes through them."""
@@ -52,9 +53,10 @@ class Compose:
         self.fns = tuple(f for f in fns if f is not None)
 
     def __call__(self, *sample: Any) -> Any:
+        item: Any = sample if len(sample) != 1 else sample[0]  # as dataset.transform(fn) calls fn
         for fn in self.fns:
-            sample = fn(*sample)
-        return sample
+            item = apply_sample(fn, item)
+        return item
 
     def __bool__(self) -> bool:
         return bool(self.fns)
@@ -120,6 +122,8 @@ class Loader:
     """seconds a worker's batch may take before the loader raises (MXNet's default: 120)"""
     pin_device_id: int = 0
     """the GPU whose copies the pinned batches serve (:func:`pin_device_id`: the pipeline's context)"""
+    batchify_fn: Any = None
+    """the DataLoader's ``batchify_fn`` (None: MXNet's default): a batch's items -> ``(data, label)``"""
 
     def make(self, dataset: Any, fn: SampleFn | None) -> Any:
         """The DataLoader the seed builds: ``DataLoader(dataset.transform(fn), ...)``."""
@@ -132,6 +136,8 @@ class Loader:
             extra["pin_device_id"] = self.pin_device_id
         if self.timeout is not None:
             extra["timeout"] = self.timeout
+        if self.batchify_fn is not None:
+            extra["batchify_fn"] = self.batchify_fn
         if self.num_workers > 0 and not self.thread_pool:
             from gluonbench.scratch import own_multiprocessing_tempdir
 

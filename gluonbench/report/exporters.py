@@ -261,6 +261,34 @@ def where_when(env: dict[str, Any], started_utc: str) -> str:
     return f"{str(env.get('cpu', '?'))[:40]} ({env.get('cores_logical', '?')} cores), {gpus}; {started_utc[:10] or '?'}"
 
 
+TOO_WIDE = 2.0
+"""an interval whose upper end exceeds its lower end by more than this factor is too wide to be a result"""
+
+
+def too_wide(lo: Any, hi: Any) -> bool:
+    """True when the interval ``[lo, hi]`` of a positive figure spans more than :data:`TOO_WIDE` times."""
+    if not all(isinstance(x, int | float) and math.isfinite(x) for x in (lo, hi)):
+        return False
+    return lo <= 0 < hi or (lo > 0 and hi / lo > TOO_WIDE)
+
+
+def wide_text(lo: Any, hi: Any) -> str:
+    """`` (too wide to be a result)`` after an interval that is (:func:`too_wide`), else ""."""
+    return " (too wide to be a result)" if too_wide(lo, hi) else ""
+
+
+STAGE_LABEL = {"preprocessing": "preprocessing", "disk_io": "disk I/O", "gpu_io": "GPU I/O"}
+"""Each headline stage's short display label (records keep the seed's class names)."""
+
+
+def stage_label(stage: str, ctx: str | None = None) -> str:
+    """A headline stage (or verdict class) as reports name it: on a CPU context (``ctx`` not ``gpu...``)
+    ``gpu_io`` is ``model compute (CPU)``; other names pass through."""
+    if stage == "gpu_io" and ctx and not str(ctx).startswith("gpu"):
+        return "model compute (CPU)"
+    return STAGE_LABEL.get(stage, stage)
+
+
 def roofline_text(texts: list[str]) -> str:
     """Roofline lines (each stage against this machine's ceiling, :mod:`gluonbench.doctor.roofline`) as the
     reports print them, under one heading; "" when there are none."""

@@ -22,6 +22,7 @@ from gluonbench.report.exporters import (
     TableSyntax,
     machine_line,
     png_bytes,
+    stage_label,
     where_when,
 )
 from gluonbench.report.summary import ok_first
@@ -306,10 +307,12 @@ def to_markdown(summary: ScalingSummary, tables: TableSyntax | None = None) -> s
             "",
         ]
         table = Table(["workers (dist)", "loader", "repeat", "rank", "verdict", "shares", "input-bound"], align="rrrr")
+        ctx = "gpu" if summary.settings.get("gpus") else "cpu"  # the diagnosed worker's context
         for d in diagnosed:
-            shares = ", ".join(f"{k} {v * 100:.0f} %" for k, v in (d.get("shares") or {}).items())
+            shares = ", ".join(f"{stage_label(k, ctx)} {v * 100:.0f} %" for k, v in (d.get("shares") or {}).items())
+            verdict = stage_label(d["verdict"], ctx)
             table.rows.append(
-                [d["hosts"], d["workers"], d["repeat"], d["rank"], d["verdict"], shares, d.get("input_bound", "-")]
+                [d["hosts"], d["workers"], d["repeat"], d["rank"], verdict, shares, d.get("input_bound", "-")]
             )
         lines.append(tables.render(table).rstrip("\n"))
     lines += [

@@ -160,6 +160,58 @@ def check_writable_file(path: str | Path, what: str) -> Path:
     return path
 
 
+RECORD_FILES = ("runs.jsonl", "sweep.json")
+"""the files of a run folder that hold its records: never an output's target"""
+
+
+def refuse_overwriting_inputs(outputs: dict[str, str | Path | None], inputs: list[str | Path]) -> None:
+    """Refuse, before any work, an output that is one of the command's inputs (a baseline, a run folder's records, a
+    compared file), lies inside an input run folder, or is any run folder's records file: writing it would destroy
+    what the command reads or another run's records. ``outputs``: flag -> path (None: not given)."""
+
+    def same(a: Path, b: Path) -> bool:
+        try:
+            return a.exists() and b.exists() and os.path.samefile(a, b)
+        except OSError:
+            return False
+
+    for what, out in outputs.items():
+        if out is None:
+            continue
+        path = Path(out)
+        target = Path(os.path.abspath(path))
+        if path.name in RECORD_FILES:
+            raise GluonbenchError(
+                f"{what} {path} would replace a run folder's records ({path.name}); give another file name"
+            )
+        for src in inputs:
+            source = Path(os.path.abspath(src))
+            if target == source or same(target, source):
+                raise GluonbenchError(
+                    f"{what} {path} is also an input of this command ({src}); writing it would destroy that input: "
+                    "give another file name"
+                )
+            if source.is_dir() and (source == target.parent or source in target.parents):
+                raise GluonbenchError(
+                    f"{what} {path} lies inside the run folder {src}, an input of this command; write it somewhere else"
+                )
+
+
+def check_append_file(path: str | Path, what: str) -> Path:
+    """Fail now, before any work, if ``path`` cannot be appended to as a plain file (``$GITHUB_STEP_SUMMARY``): a
+    folder, a symlink, a FIFO (opening one with no reader blocks), a device, a missing folder or no permission."""
+    path = Path(path)
+    refuse_non_regular(path, what)
+    parent = Path(os.path.abspath(path)).parent
+    if not parent.is_dir():
+        raise GluonbenchError(f"{what} {path}: folder {parent} does not exist; create it or unset {what}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise GluonbenchError(f"{what} {path} is not writable; fix its permissions or unset {what}")
+    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise GluonbenchError(f"{what} {path}: folder {parent} is not writable; fix it or unset {what}")
+    return path
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

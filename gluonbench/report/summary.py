@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gluonbench.analysis.stats import median
+from gluonbench.units import count
 
 
 @dataclass
@@ -34,6 +35,9 @@ class SweepRow:
     extra: dict[str, Any] = field(default_factory=dict)
     split: dict[str, float] = field(default_factory=dict)
     """the steady step time of all repeats pooled: ``wait``, ``copy``, ``compute`` as shares of it"""
+    block_spread: float = math.nan
+    """the spread within a run: half the range of its blocks' samples/s over their median (the median over
+    repeats); NaN when the runs recorded no blocks"""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,6 +55,12 @@ class SweepSummary:
     started_utc: str
     finished_utc: str
     settings: dict[str, Any]
+    best_named: bool = True
+    """the fastest count beats the next by more than the noise (:func:`best_beyond_noise`); reports name a best
+    worker count only then"""
+    best_note: str = ""
+    """when no best count is named: ``within noise: rerun with --repeat 3`` and why (the gap against the
+    noise); empty otherwise"""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,6 +93,49 @@ class SweepSummary:
         return [
             r.workers for r in self.rows if r.runs and r.workers != self.best_workers and r.samples_per_s_max >= floor
         ]
+
+
+def best_beyond_noise(rows: list[SweepRow], best: SweepRow | None) -> tuple[bool, str]:
+    """Whether ``best`` beats the next fastest count by more than the run-to-run noise, and if not, why.
+
+    Repeated: the next count's best repeat stays under the best count's worst. One run each: the gap exceeds
+    the two runs' spreads within themselves (:attr:`SweepRow.block_spread`, added); unknown spread: not named.
+    """
+    if best is None:
+        return False, ""
+    others = [r for r in rows if r.runs and r is not best and math.isfinite(r.samples_per_s)]
+    if not others:
+        return True, ""
+    nxt = max(others, key=lambda r: r.samples_per_s)
+    again = f"within noise: rerun with --repeat {max(3, 2 * min(best.runs, nxt.runs))}"
+    if best.runs > 1 and nxt.runs > 1:
+        if nxt.samples_per_s_max < best.samples_per_s_min:
+            return True, ""
+        return False, (
+            f"{again} ({count(nxt.workers, 'worker')}: its best repeat reaches the worst of "
+            f"{count(best.workers, 'worker')}, {nxt.samples_per_s_max:.4g} against {best.samples_per_s_min:.4g} samples/s)"
+        )
+    gap = best.samples_per_s / nxt.samples_per_s - 1 if nxt.samples_per_s > 0 else math.inf
+    noise = best.block_spread + nxt.block_spread
+    if not math.isfinite(noise):
+        return False, (
+            f"{again} ({count(best.workers, 'worker')} ran {gap * 100:.0f} % faster than {nxt.workers} in one run "
+            "each, and the spread within those runs was not recorded)"
+        )
+    if gap > noise:
+        return True, ""
+    return False, (
+        f"{again} ({count(best.workers, 'worker')} ran {gap * 100:.0f} % faster than {nxt.workers} in one run each, "
+        f"within the spread of the blocks within those runs: +-{best.block_spread * 100:.0f} % and "
+        f"+-{nxt.block_spread * 100:.0f} %)"
+    )
+
+
+def _spread(rates: list[float]) -> float:
+    good = [x for x in rates if isinstance(x, int | float) and math.isfinite(x) and x > 0]
+    if len(good) < 2:
+        return math.nan
+    return (max(good) - min(good)) / 2 / median(good)
 
 
 NOISE_ONE_RUN = 0.9
@@ -130,6 +183,13 @@ def summarise(records: list[dict[str, Any]], settings: dict[str, Any] | None = N
                 errors=[str(r.get("error")) for r in group if r.get("status") != "ok"],
                 extra={k: v for r in ok for k, v in (r.get("extra") or {}).items()},
                 split=step_split([r["steady"] for r in ok if r.get("steady")]),
+                block_spread=median(
+                    [
+                        x
+                        for x in (_spread((r.get("steady") or {}).get("block_samples_per_s") or []) for r in ok)
+                        if math.isfinite(x)
+                    ]
+                ),
             )
         )
     measured = [row for row in rows if row.runs and not math.isnan(row.samples_per_s)]
@@ -149,7 +209,10 @@ def summarise(records: list[dict[str, Any]], settings: dict[str, Any] | None = N
         and row.samples_per_s_max >= best_row.samples_per_s_min
     ]
     first = runs[0] if runs else {}
+    named, note = best_beyond_noise(measured, best_row)
     return SweepSummary(
+        best_named=named,
+        best_note=note,
         rows=rows,
         best_workers=best,
         baseline_workers=baseline,

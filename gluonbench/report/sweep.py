@@ -14,9 +14,11 @@ from gluonbench.report.exporters import (
     fmt,
     machine_line,
     png_bytes,
+    stage_label,
     where_when,
 )
 from gluonbench.report.summary import SweepSummary, summarise
+from gluonbench.units import count
 
 CSV_FIELDS = [
     "workers",
@@ -44,12 +46,16 @@ def _spread(runs: int, value: float, lo: float, hi: float) -> str:
     return f"{fmt(value, 4)} [{fmt(lo, 4)}-{fmt(hi, 4)}]" if runs > 1 else fmt(value, 4)
 
 
-def _extra_cell(value: object) -> object:
-    """A run's extra finding as one csv/markdown cell: shares as ``stage 33 %, ...``, lists joined."""
+def _extra_cell(value: object, ctx: str | None = None) -> object:
+    """A run's extra finding as one csv/markdown cell: shares as ``stage 33 %, ...``, lists joined; with ``ctx``
+    the stages are named as reports name them (:func:`~gluonbench.report.exporters.stage_label`)."""
     if isinstance(value, dict):
         order = {"preprocessing": 0, "disk_io": 1, "gpu_io": 2}
         value = dict(sorted(value.items(), key=lambda kv: order.get(kv[0], len(order))))
-        return ", ".join(f"{k} {v * 100:.0f} %" if isinstance(v, int | float) else f"{k} {v}" for k, v in value.items())
+        name = (lambda k: stage_label(k, ctx)) if ctx else str
+        return ", ".join(
+            f"{name(k)} {v * 100:.0f} %" if isinstance(v, int | float) else f"{name(k)} {v}" for k, v in value.items()
+        )
     if isinstance(value, list | tuple):
         return ", ".join(str(v) for v in value)
     return value
@@ -109,7 +115,7 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
             continue
         main.rows.append(
             [
-                f"{row.workers}{' **best**' if row.workers == summary.best_workers else ''}",
+                f"{row.workers}{' **best**' if row.workers == summary.best_workers and summary.best_named else ''}",
                 _spread(row.runs, row.train_s, row.train_s_min, row.train_s_max),
                 fmt(row.eval_s, 4),
                 fmt(row.accuracy, 3),
@@ -123,36 +129,10 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
             ]
         )
     lines += [tables.render(main)]
-    best = next((r for r in summary.rows if r.workers == summary.best_workers), None)
-    if best is not None:
-        cores = summary.env.get("cores_logical")
-        lines.append(
-            f"**Best worker count: {best.workers}** ({fmt(best.samples_per_s, 4)} samples/s, "
-            f"{fmt(best.speedup, 3)}x the {summary.baseline_workers}-worker throughput)"
-            + (f"; this machine has {cores} logical cores." if cores else ".")
-        )
-        if best.runs == 1 and len([r for r in summary.rows if r.runs]) > 1:
-            runner_up = max((r.samples_per_s for r in summary.rows if r.runs and r is not best), default=math.nan)
-            tied = summary.within_noise()
-            lines.append(
-                f"One run per worker count, so the run-to-run spread is unknown: the best is "
-                f"{(best.samples_per_s / runner_up - 1) * 100:.0f} % ahead of the next; treat differences of "
-                "about 10 % or less as noise, or rerun with --repeat 3 for min-max bars."
-                + (
-                    f" Within 10 % of it: {', '.join(map(str, tied))} workers; of those, fewer workers cost less "
-                    "CPU and memory."
-                    if tied
-                    else ""
-                )
-            )
-        if summary.near_best:
-            lines.append(
-                f"Within run-to-run noise of it: {', '.join(map(str, summary.near_best))} workers (their best repeat "
-                "reaches its worst); of those, fewer workers cost less CPU and memory."
-            )
+    lines += best_lines(summary)
     failures = [(r.workers, e) for r in summary.rows for e in r.errors]
     if failures:
-        lines += ["", "## Failed runs", ""] + [f"- {w} workers: {e}" for w, e in failures]
+        lines += ["", "## Failed runs", ""] + [f"- {count(w, 'worker')}: {e}" for w, e in failures]
     extra = [r for r in summary.rows if r.extra.get("verdict")]
     if extra:
         lines += [
@@ -170,6 +150,7 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
             ["workers", "one reused batch", "verdict", "time saved by removing", "secondary", "input-bound"], align="r"
         )
         for r in extra:
+            ctx = ((r.extra.get("diagnosis") or {}).get("setting") or {}).get("ctx") or s.get("ctx")
             gain, ci = r.extra.get("input_speedup"), r.extra.get("input_speedup_ci") or []
             reused = (
                 f"{gain:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if len(ci) == 2 and None not in ci else "")
@@ -180,11 +161,11 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
                 [
                     r.workers,
                     reused,
-                    r.extra.get("verdict")
+                    stage_label(r.extra.get("verdict"), ctx)
                     + (" (at the line)" if r.extra.get("at_line") else "")
                     + (f" (stalled in {r.extra['stalled']}: the rounds before it)" if r.extra.get("stalled") else ""),
-                    _extra_cell(r.extra.get("shares", "")),
-                    _extra_cell(r.extra.get("secondary", "")) or "-",
+                    _extra_cell(r.extra.get("shares", ""), ctx),
+                    ", ".join(stage_label(x, ctx) for x in r.extra.get("secondary") or []) or "-",
                     r.extra.get("input_bound", "-"),
                 ]
             )
@@ -194,6 +175,32 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
             lines += ["", f"Note: {scope}."]
     lines += data_parallel_lines(summary, tables)
     return "\n".join(lines) + "\n"
+
+
+def best_lines(summary: SweepSummary) -> list[str]:
+    """The best worker count, named only when it beats the next by more than the noise
+    (:attr:`SweepSummary.best_named`); otherwise the fastest count, said to be within noise."""
+    best = next((r for r in summary.rows if r.workers == summary.best_workers), None)
+    if best is None:
+        return []
+    cores = summary.env.get("cores_logical")
+    machine = f"; this machine has {cores} logical cores." if cores else "."
+    if not summary.best_named:
+        return [
+            f"**Best worker count: {summary.best_note}**. The fastest: {count(best.workers, 'worker')}, "
+            f"{fmt(best.samples_per_s, 4)} samples/s ({fmt(best.speedup, 3)}x the "
+            f"{count(summary.baseline_workers or 0, 'worker')} throughput){machine}"
+        ]
+    lines = [
+        f"**Best worker count: {best.workers}** ({fmt(best.samples_per_s, 4)} samples/s, "
+        f"{fmt(best.speedup, 3)}x the {count(summary.baseline_workers or 0, 'worker')} throughput){machine}"
+    ]
+    if summary.near_best:
+        lines.append(
+            f"Within run-to-run noise of it: {', '.join(map(str, summary.near_best))} workers (their best repeat "
+            "reaches its worst); of those, fewer workers cost less CPU and memory."
+        )
+    return lines
 
 
 def data_parallel_lines(summary: SweepSummary, tables: TableSyntax) -> list[str]:
@@ -234,11 +241,11 @@ def seed_lines(summary: SweepSummary) -> list[str]:
     out = []
     for row in summary.rows:
         if not row.runs:
-            out.append(f"{row.workers} workers: failed")
+            out.append(f"{count(row.workers, 'worker')}: failed")
         else:
             out.append(
-                f"{row.workers} workers: train duration {row.train_s:.4}, eval duration {row.eval_s:.4}, "
-                f"test accuracy {row.accuracy:.2}"
+                f"{count(row.workers, 'worker')}: train duration {row.train_s:.4}, eval duration {row.eval_s:.4}"
+                + (f", test accuracy {row.accuracy:.2}" if math.isfinite(row.accuracy) else "")
             )
     return out
 
@@ -317,10 +324,13 @@ def figure(summary: SweepSummary) -> Any:
             color="tab:green",
             capsize=6,
             linestyle="none",
-            label="best" + (" (median, min-max)" if repeated else ""),
+            label=("best" if summary.best_named else "fastest, within noise")
+            + (" (median, min-max)" if repeated else ""),
         )
         tied = summary.within_noise()
-        text = f"best: {best.workers} ({best.samples_per_s:.0f}/s)"
+        text = (
+            f"{'best' if summary.best_named else 'fastest, within noise'}: {best.workers} ({best.samples_per_s:.0f}/s)"
+        )
         if tied:
             text += f"\nwithin noise: {', '.join(map(str, tied))}"
         # at an end of the axis the text runs inwards, so it is not cut off

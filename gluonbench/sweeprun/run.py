@@ -7,6 +7,7 @@ child process with a timeout (through :mod:`gluonbench.engine.isolation`). Both 
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -24,6 +25,7 @@ from gluonbench.knobs import knob_default
 from gluonbench.monitor import SystemMonitor
 from gluonbench.pipeline.scale import ScaleOut
 from gluonbench.pipeline.stages import EvalStep
+from gluonbench.units import count
 
 log = logging.getLogger(__name__)
 
@@ -347,10 +349,10 @@ def train_or_fail(spec: RunSpec, diagnose: DiagnoseRun | None = None) -> tuple[R
 
 def seed_line(result: RunResult) -> str:
     """The seed's output line for one run."""
-    w = result.spec["workers"]
+    w = count(result.spec["workers"], "worker")
     if not result.ok:
-        return f"{w} workers: {result.status} ({result.error})"
-    return (
-        f"{w} workers: train duration {result.train_s:.4}, eval duration {result.eval_s:.4}, "
-        f"test accuracy {result.accuracy:.2}"
+        return f"{w}: {result.status} ({result.error})"
+    accuracy = result.accuracy  # none without a test set: not printed
+    return f"{w}: train duration {result.train_s:.4}, eval duration {result.eval_s:.4}" + (
+        f", test accuracy {accuracy:.2}" if isinstance(accuracy, int | float) and math.isfinite(accuracy) else ""
     )

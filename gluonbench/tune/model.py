@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gluonbench.analysis.stats import paired_ratio
+from gluonbench.analysis.stats import paired_ratio, ratio_ci
 from gluonbench.knobs import knob_default
 
 SATURATED = 0.85
@@ -301,6 +301,40 @@ class Confirmed:
     ci: tuple[float, float]
     per_round: Mapping[int, float] = field(default_factory=dict, compare=False)
     """seconds per sample in each confirmation round (round number -> the round's steady seconds over its samples)"""
+
+
+def epoch_rate(steady: float, batch_size: int, batches: int, per_worker: float) -> float:
+    """samples/s of one whole epoch of ``batches`` at a ``steady`` rate, when each epoch starts by waiting for one
+    worker's first batch (``batch_size / per_worker`` seconds: the loader's pipeline is empty at an epoch's start,
+    so nothing overlaps it). NaN where a figure is missing."""
+    if not (steady > 0 and batches > 0 and per_worker > 0):
+        return math.nan
+    steady_s = batches * batch_size / steady
+    fill_s = 0.0 if math.isinf(per_worker) else batch_size / per_worker
+    return batches * batch_size / (steady_s + fill_s)
+
+
+Gain = tuple[float, float, float]
+"""a speed-up: (ratio, 95 % CI low, high)"""
+
+
+def gain_over(
+    fast: Mapping[int, float],
+    fast_rate: float,
+    fast_ci: tuple[float, float],
+    slow: Mapping[int, float],
+    slow_rate: float,
+    slow_ci: tuple[float, float],
+) -> Gain:
+    """How much faster ``fast`` trains than ``slow``: round by round where both ran in the same interleaved rounds
+    (``fast``/``slow``: round -> seconds per sample; the median over rounds of ``slow[r] / fast[r]``, background load
+    cancelling in each round), else from the two medians and their CIs (:func:`ratio_ci`)."""
+    paired = paired_ratio(slow, fast) if fast and slow else None
+    if paired is not None:
+        g, (lo, hi) = paired
+        return g, lo, hi
+    g, (lo, hi) = ratio_ci(fast_rate, fast_ci, slow_rate, slow_ci)
+    return g, lo, hi
 
 
 def _unknown_spread(c: Confirmed) -> bool:

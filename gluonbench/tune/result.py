@@ -61,6 +61,18 @@ class BatchSizeResult:
     stop_reason: str = ""
     model: dict[str, Any] = field(default_factory=dict)
     phase_s: dict[str, float] = field(default_factory=dict)
+    ceiling_gain: list[float] = field(default_factory=lambda: [math.nan] * 3)
+    """one reused batch's speed-up over the recommendation (ratio, 95 % CI), paired in the confirmation's rounds"""
+    speedup: list[float] = field(default_factory=lambda: [math.nan] * 3)
+    """the recommendation's speed-up over the current setting (ratio, 95 % CI), paired in the same rounds"""
+    ceiling_source: str = ""
+    """``confirmation``: the ceiling ran in the confirmation's rounds; ``first``: only in the first phase"""
+    first_ceiling_samples_per_s: float = math.nan
+    """the first phase's ceiling, which steered the search (the loader alone was compared with it)"""
+    rounds: int = 0
+    """confirmation rounds of the recommendation"""
+    epoch: dict[str, Any] = field(default_factory=dict)
+    """what a sweep of whole epochs should read (:func:`~gluonbench.tune.model.epoch_rate`)"""
 
 
 @dataclass
@@ -99,6 +111,12 @@ class TuneResult:
     """settings for ``tuned.toml`` beyond the loader's (workload, data, options), set by the CLI"""
     run_dir: str | None = None
     """the run folder ``gluonbench tune --out`` kept (runs.jsonl, tune.md, report.html); None without it"""
+    same_rounds: dict[str, Any] = field(default_factory=dict)
+    """the recommendation's ratios from the confirmation's interleaved rounds: ``ceiling_gain`` and ``speedup``
+    (ratio, 95 % CI low, high), ``ceiling_source`` and ``rounds``; empty in a file written before they were kept"""
+    epoch: dict[str, Any] = field(default_factory=dict)
+    """what a ``sweep --config`` of whole epochs should read by this tune's figures: ``samples_per_s``,
+    ``batches`` a epoch, ``first_batch_s`` (each epoch's start, before the workers overlap the step)"""
 
     @property
     def recommended(self) -> Setting:
@@ -118,18 +136,43 @@ class TuneResult:
         tied = list(b.within_noise) if b is not None else []
         return tied if rec in tied else [rec, *tied]
 
+    def _same(self, key: str) -> tuple[float, float, float] | None:
+        g = self.same_rounds.get(key)
+        if isinstance(g, list | tuple) and len(g) == 3 and all(isinstance(x, int | float) for x in g):
+            if math.isfinite(g[0]):
+                return float(g[0]), float(g[1]), float(g[2])
+        return None
+
     @property
     def speedup(self) -> float:
+        """The recommendation over the current setting: paired in the confirmation's rounds (else the medians)."""
+        return self.speedup_ci()[0]
+
+    def speedup_ci(self) -> tuple[float, tuple[float, float]]:
+        same = self._same("speedup")
+        if same is not None:
+            return same[0], (same[1], same[2])
         c = self.current_samples_per_s
-        return self.samples_per_s / c if c and c > 0 else math.nan
+        if not (c and c > 0):
+            return math.nan, (math.nan, math.nan)
+        return ratio_ci(self.samples_per_s, tuple(self.ci), c, tuple(self.current_ci))
 
     @property
     def of_ceiling(self) -> float:
+        """The recommendation's share of the ceiling: 1 / :meth:`ceiling_gain`, from the same rounds."""
+        g = self.ceiling_gain()[0]
+        if math.isfinite(g) and g > 0:
+            return 1.0 / g
         c = self.ceiling_samples_per_s
         return self.samples_per_s / c if c and c > 0 else math.nan
 
     def ceiling_gain(self) -> tuple[float, tuple[float, float]]:
-        """How much faster one reused batch (the model ceiling) trains than the recommendation, with its 95 % CI."""
+        """How much faster one reused batch (the model ceiling) trains than the recommendation, with its 95 % CI:
+        paired round by round in the confirmation, where both ran side by side (a file without them: the two
+        medians)."""
+        same = self._same("ceiling_gain")
+        if same is not None:
+            return same[0], (same[1], same[2])
         return ratio_ci(self.ceiling_samples_per_s, tuple(self.ceiling_ci), self.samples_per_s, tuple(self.ci))
 
     @property
@@ -141,9 +184,7 @@ class TuneResult:
         lies above the line (the input pipeline still limits training); else ``unclear``
         (:func:`~gluonbench.diagnosis.verdict.read_reuse`).
         """
-        g, (lo, hi) = self.ceiling_gain()
-        reading = read_reuse((g, lo, hi), Thresholds().line)
-        return {"nothing": "yes", "gain": "no"}.get(reading, "unclear")
+        return self.fed_facts()[0]
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -171,35 +212,30 @@ class TuneResult:
         lines = [f"recommended: {self.dataloader}"]
         if self.lr_note:
             lines.append(f"             {self.lr_note}")
-        lines.append(
-            f"expected:    {_rate(self.samples_per_s, self.ci)}; "
-            f"{_x(self.speedup)} the current setting ({cur.label}, batch {self.current_batch_size}: "
-            f"{_rate(self.current_samples_per_s, self.current_ci)}); {self.ceiling_text()}"
+        sp, (sp_lo, sp_hi) = self.speedup_ci()
+        interval = f" [{sp_lo:.2f}, {sp_hi:.2f}]" if math.isfinite(sp_lo) and math.isfinite(sp_hi) else ""
+        is_current = self.recommended == cur and self.batch_size == self.current_batch_size
+        against = (
+            f"the current setting itself ({cur.label}, batch {self.current_batch_size})"
+            if is_current
+            else f"{_x(sp)}{interval} the current setting ({cur.label}, batch {self.current_batch_size}: "
+            f"{_rate(self.current_samples_per_s, self.current_ci)})"
         )
+        lines.append(
+            f"expected:    {_rate(self.samples_per_s, self.ci)} in steady state; {against}; {self.ceiling_text()}"
+        )
+        sweep_line = self.sweep_expectation()
+        if sweep_line:
+            lines.append(f"sweep:       {sweep_line}")
         tied = self.within_noise
         if len(tied) > 1:
             lines.append(
                 f"equivalent:  {len(tied)} settings are within noise or 5 % of the best ({'; '.join(tied)}): any of them "
                 f"does as well here; the cheapest, {self.recommended.label}, is recommended"
             )
-        g, (lo, hi) = self.ceiling_gain()
-        fed = self.keeps_model_fed
-        if math.isfinite(g):
-            lines.append(
-                f"model fed:   {fed}: one reused batch (the model ceiling) would train {g:.2f}x [{lo:.2f}, {hi:.2f}] "
-                "faster than the recommendation; "
-                + {
-                    "yes": f"it gains nothing beyond the noise or the {Thresholds().input_gain:.0%} line: the input pipeline "
-                    "keeps the model fed",
-                    "no": "the input pipeline still limits training (gluonbench diagnose names the stage)",
-                    "unclear": (
-                        f"beyond the noise but too close to the {Thresholds().input_gain:.0%} line to call: the input "
-                        f"pipeline costs at most {1 - 1 / hi:.0%} of the step"
-                        if lo > 1.0
-                        else f"the noise hides whether that gain is real: raise {arg('budget_s')} to tell"
-                    ),
-                }[fed]
-            )
+        fed_line = self.fed_text()
+        if fed_line:
+            lines.append(f"model fed:   {fed_line}")
         if self.emulated:
             e = self.emulated
             lines.append(f"emulated:    {e['text']}")
@@ -236,7 +272,7 @@ class TuneResult:
                     + ")"
                     + (f", plateau {m['plateau']:.0f} samples/s" if m.get("plateau") else "")
                 )
-            lines.append(f"search stopped: {b.stop_reason}")
+            lines.append(f"search stopped: {self.stop_text(b)}")
         lines += evidence_lines(self.evidence)
         lines.append("tried: " + "; ".join(self.tried))
         if self.skipped:
@@ -246,18 +282,106 @@ class TuneResult:
         return "\n".join(lines) + "\n"
 
     def ceiling_text(self) -> str:
-        """The recommendation's share of the model ceiling; above 100 % with why (never a bare overshoot)."""
+        """The recommendation's share of the model ceiling, from the same rounds; above 100 % with why."""
         share = self.of_ceiling
-        text = f"{_pct(share)} of the model ceiling ({_rate(self.ceiling_samples_per_s, self.ceiling_ci)})"
+        same = self._same("ceiling_gain") is not None and self.same_rounds.get("ceiling_source") == "confirmation"
+        where = "in the same rounds" if same else "measured in the search's first phase, at another moment"
+        text = f"{_pct(share)} of the model ceiling ({_rate(self.ceiling_samples_per_s, self.ceiling_ci)}, {where})"
         if isinstance(share, float) and math.isfinite(share) and round(100 * share) > 100:
-            _lo, hi = self.ceiling_ci if self.ceiling_ci else (math.nan, math.nan)
-            within = hi is not None and math.isfinite(hi) and self.samples_per_s <= hi
+            _g, (lo, _hi) = self.ceiling_gain()
+            within = math.isfinite(lo) and lo <= 1.0
             text += (
-                ": above 100 % because the ceiling was measured once, early, under other background load"
-                + (" (this figure is inside the ceiling's 95 % CI)" if within else " (outside the ceiling's 95 % CI)")
-                + "; read it as at the ceiling: the loader is not the limit"
+                ": above 100 % "
+                + ("within the noise" if within else "beyond the noise")
+                + " (reusing one batch saves nothing here); read it as at the ceiling: the loader is not the limit"
             )
         return text
+
+    def fed_facts(self) -> tuple[str, float, float, float]:
+        """The one derivation of "is the model fed": ``(yes|no|unclear, gain, low, high)``, the gain being one reused
+        batch's speed-up over the recommendation (:meth:`ceiling_gain`, paired in the confirmation's rounds) read by
+        the seed's rule (:func:`~gluonbench.diagnosis.verdict.read_reuse`). Every statement of the report about the
+        model being fed or the input limiting training comes from here."""
+        g, (lo, hi) = self.ceiling_gain()
+        reading = read_reuse((g, lo, hi), Thresholds().line)
+        return {"nothing": "yes", "gain": "no"}.get(reading, "unclear"), g, lo, hi
+
+    def fed_text(self) -> str:
+        """The "model fed" line (empty when no gain could be computed)."""
+        fed, g, lo, hi = self.fed_facts()
+        if not math.isfinite(g):
+            return ""
+        line = Thresholds().input_gain
+        text = (
+            f"{fed}: one reused batch (the model ceiling) would train {g:.2f}x [{lo:.2f}, {hi:.2f}] faster than the "
+            "recommendation, in the same rounds; "
+            + {
+                "yes": f"it gains nothing beyond the noise or the {line:.0%} line: the input pipeline keeps the model fed",
+                "no": "the input pipeline still limits training (gluonbench diagnose names the stage)",
+                "unclear": (
+                    f"beyond the noise but too close to the {line:.0%} line to call: the input pipeline costs at most "
+                    f"{1 - 1 / hi:.0%} of the step"
+                    if lo > 1.0
+                    else f"the noise hides whether that gain is real: raise {arg('budget_s')} to tell"
+                ),
+            }[fed]
+        )
+        if fed != "yes":
+            fed_elsewhere = self._fed_settings()
+            if fed_elsewhere:
+                text += (
+                    f"; {fed_elsewhere[0]} keeps it fed in the same rounds, within noise or 5 % of the recommendation: "
+                    "the cheapest such setting is recommended, take that one to close the rest"
+                )
+        return text
+
+    def _fed_settings(self) -> list[str]:
+        """The confirmed settings at the recommended batch size that keep the model fed (same rounds)."""
+        b = next((b for b in self.batch_sizes if b.batch_size == self.batch_size), None)
+        out = []
+        for c in b.confirmed if b is not None else []:
+            gain = c.get("ceiling_gain")
+            if isinstance(gain, list) and len(gain) == 3 and all(isinstance(x, int | float) for x in gain):
+                if read_reuse(tuple(gain), Thresholds().line) == "nothing" and c.get("label") != self.recommended.label:
+                    out.append(str(c.get("label")))
+        return out
+
+    def stop_text(self, b: BatchSizeResult) -> str:
+        """Why the search stopped, said as what it compared: the loader alone against the first phase's ceiling. When
+        that reads "outruns" but the full pipeline, in the confirmation, is not fed, the line says why both hold."""
+        text = b.stop_reason
+        if not text.startswith("the loader outruns the model") or b.batch_size != self.batch_size:
+            return text
+        fed, g, _lo, _hi = self.fed_facts()
+        text = "the loader alone (no model step) " + text[len("the loader ") :] + " (the first phase's ceiling)"
+        if fed == "yes" or not math.isfinite(g):
+            return text
+        return (
+            text + f"; in the full pipeline it does not: with the model step beside it, in the same rounds as the "
+            f"ceiling, the recommendation ({self.recommended.label}) trains {g:.2f}x slower than one reused batch "
+            f"(the loader's work and the model step share {self.cores} cores"
+            + (", and at 0 workers they run one after the other" if self.recommended.num_workers == 0 else "")
+            + ")"
+        )
+
+    def sweep_expectation(self) -> str:
+        """What ``sweep --config tuned.toml`` should read beside this tune's steady figure, and why, when the two
+        differ by more than 5 % (empty otherwise)."""
+        e = self.epoch or {}
+        rate = e.get("samples_per_s")
+        if not isinstance(rate, int | float) or not math.isfinite(rate) or not self.samples_per_s > 0:
+            return ""
+        if abs(rate / self.samples_per_s - 1) <= 0.05:
+            return ""
+        first = e.get("first_batch_s")
+        first_text = f"{1000 * first:.0f} ms" if isinstance(first, int | float) and math.isfinite(first) else "a batch"
+        return (
+            f"a sweep of this setting (sweep --config tuned.toml) times whole epochs, so it should read about "
+            f"{rate:.0f} samples/s, not {self.samples_per_s:.0f}: each of its epochs ({e.get('batches')} batches of "
+            f"{e.get('batch_size')}) starts with the workers' first batch (about {first_text}) before they overlap "
+            "the step, and its first epoch holds MXNet's warm-up too; this tune's figure is the steady state (median "
+            "of interleaved blocks after warm-up)"
+        )
 
     def to_toml(self) -> str:
         """A ``tuned.toml`` that ``gluonbench sweep --config`` reads: the recommended setting as a sweep."""
@@ -275,10 +399,16 @@ class TuneResult:
         lines = [
             "# written by gluonbench tune: the recommended DataLoader setting, as a sweep config",
             f"# {self.dataloader}",
-            f"# expected {self.samples_per_s:.0f} samples/s; the current setting ({cur.label}) "
+            f"# expected {self.samples_per_s:.0f} samples/s in steady state; the current setting ({cur.label}) "
             f"{self.current_samples_per_s:.0f} samples/s",
             f"# compare them: gluonbench sweep --config tuned.toml --set workers={cur.num_workers},{s.num_workers}",
         ]
+        if self.sweep_expectation():
+            e = self.epoch
+            lines.append(
+                f"# a sweep times whole epochs ({e.get('batches')} batches, each epoch starting with the workers' first "
+                f"batch, the first with MXNet's warm-up): expect about {e.get('samples_per_s', 0):.0f} samples/s there"
+            )
         lines += [f"{k} = {_toml(v)}" for k, v in values.items()]
         for name, table in tables.items():
             if table:

@@ -40,7 +40,9 @@ from gluonbench.tune.model import (
     Setting,
     candidates,
     choose,
+    epoch_rate,
     fit,
+    gain_over,
     next_workers,
     pipeline_rate,
 )
@@ -52,6 +54,9 @@ Progress = Callable[[float, float, str], None]
 """``on_progress(elapsed_s, budget_s, current_best_text)``"""
 
 NO_BLOCK = "no block measured within the budget (slow start-up?)"
+
+CEILING = "ceiling (same rounds)"
+"""the confirmation's ceiling: one reused batch, measured in the rounds of the settings it is compared with"""
 """the error of a setting that ran but never got past its warm-up to a measured block"""
 
 SHARES = {"first": 0.2, "search": 0.35}
@@ -103,6 +108,10 @@ class _Search:
         self.failed: set[int] = set()
         self.best_text = "measuring the model ceiling"
         self.phase_s: dict[str, float] = {}
+        self.ceiling_pipeline: Pipeline | None = None
+        """the ceiling (one reused batch): measured again in the confirmation's rounds, beside the candidates"""
+        self.ceiling_record: Record | None = None
+        """the ceiling's record from the confirmation rounds (None: not measured there)"""
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -208,6 +217,7 @@ class _Search:
     def first(self, ceiling_pipeline: Pipeline) -> float:
         """The model ceiling, and the loader alone at 0 and 1 workers, in one interleaved measurement."""
         t0 = perf_counter()
+        self.ceiling_pipeline = ceiling_pipeline
         first_ws = [0] + ([1] if self.max_workers >= 1 else [])
         named: dict[str, tuple[Setting | None, Pipeline]] = {}
         for w in first_ws:
@@ -316,12 +326,19 @@ class _Search:
         return max(3.0, min(floor, self.left() + 0.5 * grace_s(self.total_budget_s)))
 
     def confirm(self, cands: Sequence[tuple[Setting, str]]) -> list[Confirmed]:
+        """The full pipelines of ``cands`` in interleaved rounds, with the ceiling (one reused batch) in the same
+        rounds: every speed-up and "fed" statement is a paired ratio of figures measured side by side."""
         t0 = perf_counter()
         named = {f"full: {s.label}": (s, self.loader_pipeline(s)) for s, _ in cands}
         for s, why in cands:
             self.tried.append(f"full pipeline at {s.label} ({why})")
+        if self.ceiling_pipeline is not None:
+            named[CEILING] = (None, self.ceiling_pipeline)
+            self.tried.append("the ceiling again, in the confirmation's rounds (what its figures are compared with)")
         budget = max(self.confirm_floor(len(named)), self.left())
         recs = self.run("confirm", named, self.schedule(budget, rel_ci=0.03))
+        self.ceiling_record = recs.pop(CEILING, None)
+        named.pop(CEILING, None)
         failed = [e for e in self.evidence if e.phase == "confirm" and e.status == "failed"]
         if named and not recs and all(e.error == NO_BLOCK for e in failed):
             # every setting opened and ran, but none got past its warm-up to a measured block: a busy
@@ -340,7 +357,9 @@ class _Search:
         return out
 
 
-def _check_inputs(dataset: Any, transform: Any, decode: Any, batch_size: Any, budget_s: Any, max_workers: Any) -> Any:
+def _check_inputs(
+    dataset: Any, transform: Any, decode: Any, batch_size: Any, budget_s: Any, max_workers: Any, batchify_fn: Any = None
+) -> Any:
     from gluonbench.pipeline.samples import as_dataset
 
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -357,7 +376,8 @@ def _check_inputs(dataset: Any, transform: Any, decode: Any, batch_size: Any, bu
     dataset = as_dataset(dataset)
     if len(dataset) < batch_size:
         raise GluonbenchError(f"the dataset has {len(dataset)} samples, fewer than batch_size={batch_size}; lower it")
-    check_samples(dataset, decode, transform)  # None, text or varying shapes: blame dataset[i] or the transform
+    # the loader's first batch must be (data, label) arrays: blame dataset[i], the transform or the batchify
+    check_samples(dataset, decode, transform, batch_size, batchify_fn)
     return dataset
 
 
@@ -372,6 +392,7 @@ def tune(
     budget_s: float = 60.0,
     *,
     decode: Callable[..., Any] | None = None,
+    batchify_fn: Callable[[list[Any]], Any] | None = None,
     num_workers: int = 0,
     thread_pool: bool = False,
     prefetch: int | None = None,
@@ -387,7 +408,7 @@ def tune(
 ) -> TuneResult:
     """Find the cheapest DataLoader setting within noise of the fastest, for this training pipeline.
 
-    Arguments as :func:`gluonbench.diagnose`; ``num_workers``, ``thread_pool`` and ``prefetch`` are
+    Arguments as :func:`gluonbench.diagnose` (``batchify_fn`` too); ``num_workers``, ``thread_pool`` and ``prefetch`` are
     the current setting (the baseline the result is compared with). ``budget_s``: wall-clock
     budget of the whole search (at least 10 s); it ends earlier when the answer is clear.
     ``max_workers``: the most workers tried (default ``max(16, 4 x cores)``; more than the cores
@@ -413,7 +434,7 @@ def tune(
     from gluonbench.pipeline.stages import ModelStep
     from gluonbench.workloads.mnist import seed_loss, seed_net
 
-    dataset = _check_inputs(dataset, transform, decode, batch_size, budget_s, max_workers)
+    dataset = _check_inputs(dataset, transform, decode, batch_size, budget_s, max_workers, batchify_fn)
     check_loss(loss)
     for what, value in (("num_workers", num_workers), ("prefetch", prefetch)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
@@ -447,7 +468,8 @@ def tune(
     if emulation is None:
         net = net if net is not None else seed_net()
         loss = loss if loss is not None else seed_loss()
-        check_labels(dataset, net, loss, decode, transform)  # outside the net's classes: MXNet would clip them
+        # outside the net's classes: MXNet would clip them
+        check_labels(dataset, net, loss, decode, transform, batch_size, batchify_fn)
         saved = prepare_net(net, ctx)
         trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": learning_rate})
         step = checked_step(ModelStep(net, loss, trainer), net)
@@ -460,7 +482,7 @@ def tune(
             share = budget_s / len(sizes)
             this_step = emulated_step(emulation, bs) if emulation is not None else step
             pipeline = build_pipeline(
-                {"dataset": dataset, "net": net, "decode": decode, "transform": transform},
+                {"dataset": dataset, "net": net, "decode": decode, "transform": transform, "batchify_fn": batchify_fn},
                 ctx=ctx,
                 step=this_step,
                 source=source,
@@ -510,6 +532,26 @@ def tune(
             winner, tied = choose(confirmed)
             base = next((c for c in confirmed if c.setting == current), None)
             ceiling_ev = next(e for e in search.evidence if e.label == "ceiling")
+            # the ceiling and every ratio to it from the confirmation's own rounds (the first phase's ceiling ran
+            # at another moment, under other load: it steers the search only)
+            same = search.ceiling_record
+            c_rate, c_ci = _rate(same) if same is not None else (ceiling, ceiling_ev.ci)
+            c_rounds = dict(same.per_round) if same is not None else {}
+
+            def over_ceiling(
+                c: Confirmed, rounds: dict[int, float] = c_rounds, rate: float = c_rate, ci: Any = c_ci
+            ) -> list[float]:
+                return list(gain_over(rounds, rate, ci, c.per_round, c.samples_per_s, c.ci))
+
+            speedup = (
+                list(
+                    gain_over(
+                        winner.per_round, winner.samples_per_s, winner.ci, base.per_round, base.samples_per_s, base.ci
+                    )
+                )
+                if base
+                else [math.nan] * 3
+            )
             per_size.append(
                 BatchSizeResult(
                     batch_size=bs,
@@ -523,13 +565,20 @@ def tune(
                             "label": c.setting.label,
                             "samples_per_s": c.samples_per_s,
                             "ci": list(c.ci),
+                            "ceiling_gain": over_ceiling(c),
                         }
                         for c in confirmed
                     ],
                     current_samples_per_s=base.samples_per_s if base else math.nan,
                     current_ci=base.ci if base else (math.nan, math.nan),
-                    ceiling_samples_per_s=ceiling,
-                    ceiling_ci=ceiling_ev.ci,
+                    ceiling_samples_per_s=c_rate,
+                    ceiling_ci=c_ci,
+                    ceiling_gain=over_ceiling(winner),
+                    speedup=speedup,
+                    ceiling_source="confirmation" if same is not None else "first",
+                    first_ceiling_samples_per_s=ceiling,
+                    rounds=len(winner.per_round),
+                    epoch=_epoch_estimate(search, winner, len(dataset)),
                     stop_reason=stop,
                     model=model.to_dict(),
                     phase_s=dict(search.phase_s),
@@ -581,6 +630,13 @@ def tune(
         current_ci=per_size[0].current_ci,
         ceiling_samples_per_s=chosen.ceiling_samples_per_s,
         ceiling_ci=chosen.ceiling_ci,
+        same_rounds={
+            "ceiling_gain": list(chosen.ceiling_gain),
+            "speedup": list(per_size[0].speedup) if chosen is per_size[0] else [math.nan] * 3,
+            "ceiling_source": chosen.ceiling_source,
+            "rounds": chosen.rounds,
+        },
+        epoch=dict(chosen.epoch),
         evidence=[e for s in searches for e in s.evidence],
         tried=[f"batch {s.pipeline.batch_size}: {t}" if len(sizes) > 1 else t for s in searches for t in s.tried],
         skipped=[dict(d, batch_size=s.pipeline.batch_size) for s in searches for d in s.skipped],
@@ -667,6 +723,26 @@ def head_to_head(pipeline: Pipeline, a: Setting, b: Setting, budget_s: float = 2
     return HeadToHead(ca, cb, ratio, ci, perf_counter() - t0, search.evidence)
 
 
+def _epoch_estimate(search: _Search, winner: Confirmed, samples: int) -> dict[str, Any]:
+    """What a sweep of whole epochs at the winner's setting should read, by this tune's own figures
+    (:func:`~gluonbench.tune.model.epoch_rate`): the steady rate, less each epoch's start (the loader's first batch,
+    before the workers overlap the step)."""
+    bs = search.pipeline.batch_size
+    w = winner.setting.num_workers
+    point = next((p for p in search.points if p.workers == w), None)
+    per_worker = point.samples_per_s / w if point is not None and w > 0 else math.nan
+    if w == 0:  # no overlap to fill: each batch is read, then stepped; the steady rate is the epoch's
+        per_worker = math.inf
+    batches = max(1, samples // bs)
+    rate = epoch_rate(winner.samples_per_s, bs, batches, per_worker)
+    return {
+        "samples_per_s": rate,
+        "batches": batches,
+        "batch_size": bs,
+        "first_batch_s": bs / per_worker if per_worker else math.nan,
+    }
+
+
 def _note_skips(search: _Search, model: Any, ceiling: float, max_workers: int, cores: int, on_gpu: bool) -> None:
     """Record what the search left out, and why (the model's view)."""
     measured = sorted(p.workers for p in search.points)
@@ -674,7 +750,8 @@ def _note_skips(search: _Search, model: Any, ceiling: float, max_workers: int, c
     if top < max_workers:
         pred = model.predict(max_workers)
         why = (
-            f"the loader already outruns the model ({ceiling:.0f} samples/s) at fewer workers"
+            f"the loader alone already outruns the model (the first phase's ceiling, {ceiling:.0f} samples/s) at fewer "
+            "workers"
             if any(p.low >= ceiling * 1.2 for p in search.points)
             else (
                 f"predicted no faster than measured: the model gives {pred:.0f} samples/s at {max_workers} workers"
@@ -729,6 +806,7 @@ def tune_workload(
             ctx,
             budget_s,
             decode=w.decode,
+            batchify_fn=w.batchify_fn,
             learning_rate=w.learning_rate,
             source=w.info,
             label=kwargs.pop("label", None) or name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -9,6 +10,8 @@ from typing import Any
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -43,6 +46,8 @@ class Workload:
     close: Callable[[], None] | None = None
     decode: Callable[[Any, Any], tuple[Any, Any]] | None = None
     """per-sample decode of the raw record, applied in the loader before ``transform``"""
+    batchify_fn: Callable[[list[Any]], Any] | None = None
+    """the loader's batchify: a batch's items -> ``(data, label)`` arrays (None: MXNet's default)"""
 
     def to_spec(self) -> Any:
         """This workload as the :class:`~gluonbench.PipelineSpec` that :func:`gluonbench.build_pipeline` assembles
@@ -56,6 +61,7 @@ class Workload:
             loss=self.make_loss,
             transform=self.transform,
             decode=self.decode,
+            batchify_fn=self.batchify_fn,
             test_dataset=self.test,
             classes=self.classes or None,
             learning_rate=self.learning_rate,
@@ -108,6 +114,33 @@ def _load_builtin() -> None:
     from gluonbench.workloads import mnist, source, spec, synthetic, vision_zoo  # noqa: F401
 
 
+def uninitialised(net: Any) -> list[Any]:
+    """The parameters of ``net`` that have neither data nor a deferred initialisation: the only ones gluonbench
+    may initialise (a net factory's own weights, pretrained or frozen, are the user's)."""
+    return [p for p in net.collect_params().values() if p._data is None and not p._deferred_init]
+
+
+def initialise_missing(net: Any, init: Any, ctx: Any) -> int:
+    """Initialise only the parameters of ``net`` not yet initialised, with ``init`` on ``ctx`` (one context or a
+    list); put the others on ``ctx`` as they are. Never re-initialises: weights a net factory set (pretrained
+    embeddings, ``set_data``, a frozen layer) are kept, and MXNet's "already initialized, ignoring" warning is
+    not raised. Returns how many parameters were initialised here."""
+    contexts = list(ctx) if isinstance(ctx, list | tuple) else [ctx]
+    missing = uninitialised(net)
+    for p in missing:
+        # the parameter's own initializer (``Parameter(init=...)``) first, ``init`` for the others
+        p.initialize(None, ctx=contexts, default_init=init)
+    ids = {id(p) for p in missing}
+    for name, p in net.collect_params().items():
+        if id(p) in ids:
+            continue
+        before = list(p._deferred_init[1]) if p._data is None else p.list_ctx()
+        if before != contexts:
+            log.info("moving parameter %s from %s to %s", name, before, contexts)
+            p.reset_ctx(contexts)
+    return len(missing)
+
+
 @contextmanager
 def opened_workload(
     name: str,
@@ -122,7 +155,7 @@ def opened_workload(
 ) -> Iterator[tuple[Any, Any]]:
     """A registered workload opened for measuring its ``dataset[i]`` pipeline: ``(workload, net)``.
 
-    The net (None without ``with_net``) is initialised on ``ctx``. A stream (Pipe mode) is refused
+    The net (None without ``with_net``) is initialised on ``ctx``: only its parameters not yet initialised. A stream (Pipe mode) is refused
     with ``stream_hint`` as the fix. A workload opened here is closed on leaving; a given ``workload``
     is left open for its owner.
     """
@@ -134,7 +167,7 @@ def opened_workload(
         net = None
         if with_net:
             net = w.make_net()
-            net.collect_params().initialize(w.initializer(), ctx=ctx)
+            initialise_missing(net, w.initializer(), ctx)  # a factory's own (pretrained, frozen) weights are kept
         yield w, net
     finally:
         if owned and w.close is not None:

@@ -11,7 +11,9 @@ reused batch trains than the full pipeline. The device-bound (``gpu_io``) cases 
 costs a few per cent of the step, but on a small CPU machine the loader shares the cores with the model's
 operators: on 2 cores the plain loop has measured one reused batch 1.02-1.18x faster for them, run to run,
 which is either side of the 5 % line. For them ``expected`` is the intent, not a promise, and the plain
-loop decides. The tests run the ``quick`` cases;
+loop decides. The cases whose ``workload`` is one of :data:`gluonbench.workloads.user_cases.BUILDERS` are written the way
+users write Gluon input pipelines (``ImageFolderDataset``, ``gluon.data.vision.MNIST(transform=...)``, encoded
+bytes decoded by the transform, token ids, slow storage). The tests run the ``quick`` cases;
 ``benchmarks/diagnose_accuracy.py`` runs them all against that ground truth.
 """
 
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.workloads.base import Workload
+from gluonbench.workloads.user_cases import BUILDERS, Built
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,54 @@ CASES: tuple[Case, ...] = (
         batch_size=64,
     ),
     Case(
+        "imagefolder-jpeg-small-cnn",
+        "preprocessing",
+        "ImageFolderDataset over 400 JPEGs (~12 KB) with transform_first(Resize, ToTensor, Normalize), a small CNN: "
+        "the decode and transform inside dataset[i] cost more than the step",
+        "imagefolder",
+    ),
+    Case(
+        "gluon-mnist-transform-mlp",
+        "preprocessing",
+        "gluon.data.vision.MNIST(root=..., transform=...) as MXNet's example writes it (the transform inside "
+        "dataset[i]), an MLP of 128 and 64 units at batch 100",
+        "gluon-mnist",
+        batch_size=100,
+    ),
+    Case(
+        "encoded-bytes-imdecode",
+        "preprocessing",
+        "JPEG bytes held in memory, decoded by the transform with mx.image.imdecode then resized and normalised; "
+        "a small CNN",
+        "encoded-bytes",
+    ),
+    Case(
+        "text-token-ids-lstm",
+        "gpu_io",
+        "padded token ids in memory (48 per sample) and an embedding + bidirectional LSTM classifier at batch 32: "
+        "the loader only batches 32 short rows, the step runs an LSTM",
+        "text",
+    ),
+    Case(
+        "arrays-tiny-samples-linear",
+        "disk_io",
+        "32768 tiny tabular samples (16 float32) batched 1024 at a time into a linear model: the loader's per-sample "
+        "work (1024 dataset[i] and the batchify) costs far more than the step",
+        "arrays",
+        batch_size=1024,
+        net="linear",
+        arrays=(16,),
+        samples=32768,
+    ),
+    Case(
+        "slow-storage-2workers",
+        "disk_io",
+        "a dataset whose every file read waits 4 ms (a network file system) and is dropped from the page cache, "
+        "2 workers, a linear model: the reads wait, no CPU is busy",
+        "slow-storage",
+        workers=2,
+    ),
+    Case(
         "mnist-seed-2workers",
         "",
         "the seed's MNIST pipeline at 2 workers on this machine's cores: no verdict by construction, the plain "
@@ -231,9 +282,25 @@ def pretransform(w: Workload, limit: int = 8192):
 def build(case: Case, dirs: Mapping[str, str | Path] | None = None) -> dict[str, Any]:
     """Keyword arguments of :func:`gluonbench.diagnose` for ``case`` (less budget and context).
 
-    ``dirs`` maps a workload name to its ``data_dir`` (for ``synthetic``: where its files go);
-    workloads not in it use the default look-up. Nothing is downloaded.
+    ``dirs`` maps a workload name to its ``data_dir`` (for ``synthetic``: where its files go, and those of the
+    cases of :mod:`gluonbench.workloads.user_cases`); workloads not in it use the default look-up. Nothing is
+    downloaded.
     """
+    return build_case(case, dirs).kwargs
+
+
+def build_case(case: Case, dirs: Mapping[str, str | Path] | None = None) -> Built:
+    """``case`` ready to run: :func:`build`'s keyword arguments, and for a pipeline whose preprocessing runs inside
+    ``dataset[i]`` the same data set with that work left out (:attr:`~gluonbench.workloads.user_cases.Built.read_only`,
+    the plain loop's "remove preprocessing")."""
+    if case.workload in BUILDERS:
+        built = BUILDERS[case.workload](case.batch_size, case.workers, dirs)
+        built.kwargs["label"] = case.name
+        return built
+    return Built(_build_workload(case, dirs))
+
+
+def _build_workload(case: Case, dirs: Mapping[str, str | Path] | None) -> dict[str, Any]:
     from gluonbench._mx import gluon
     from gluonbench.workloads import get_workload
 

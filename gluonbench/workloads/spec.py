@@ -23,8 +23,10 @@ same fields works too. ``path/to/file.py:make`` imports a file. The working fold
 sweep imports the factory again in each run's child process, which runs in the same folder.
 
 Bad specs fail before any run, in one line: module not found, no such function, the factory raised
-(its message), it returned the wrong thing, ``dataset[0]`` is not a ``(data, label)`` pair, or the
-decode/transform fails on ``dataset[0]``.
+(its message), it returned the wrong thing, the decode/transform fails on ``dataset[0]``, or the first batch
+the loader makes of the items is not ``(data, label)`` arrays of numbers. An item may be anything the transform
+and the batchify turn into arrays (encoded image bytes decoded by the transform, token lists padded by a
+``batchify_fn``, dicts): what is checked is the batch, as the model step receives it.
 """
 
 from __future__ import annotations
@@ -93,6 +95,10 @@ class PipelineSpec:
     """what the source reports (``mode``, ``uri``, start-up figures), stored with each run"""
     close: Callable[[], None] | None = None
     """releases what the factory opened (a source's cache, producer processes); None: nothing to release"""
+    batchify_fn: Callable[[list[Any]], Any] | None = None
+    """the DataLoader's ``batchify_fn``: a batch's items (after decode and transform) -> ``(data, label)`` arrays,
+    e.g. token lists padded to one length (None: MXNet's default, which stacks arrays of one shape); module-level,
+    so the loader's workers can pickle it"""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], what: str = "the pipeline") -> PipelineSpec:
@@ -125,8 +131,8 @@ class PipelineSpec:
     def check(self, what: str = "the pipeline") -> PipelineSpec:
         """Raise :class:`GluonbenchError` in one line when a part is unusable; return self.
 
-        Reads ``dataset[0]`` and runs decode and transform on it, so a broken transform fails here, not
-        in a loader worker minutes later.
+        Makes the loader's first batch here (:func:`check_first_batch`, no workers), so a broken transform or an
+        item the loader cannot batch fails here, not in a loader worker minutes later.
         """
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise GluonbenchError(f"{what}: batch_size must be a whole number of at least 1 (got {self.batch_size!r})")
@@ -148,29 +154,11 @@ class PipelineSpec:
             )
         if len(self.dataset) == 0:
             raise GluonbenchError(f"{what}: dataset is empty; give it samples")
-        try:
-            sample = self.dataset[0]
-        except Exception as exc:
-            raise GluonbenchError(f"{what}: dataset[0] raised {type(exc).__name__}: {exc}") from None
-        if not isinstance(sample, tuple | list) or len(sample) != 2:
+        if self.batchify_fn is not None and not callable(self.batchify_fn):
             raise GluonbenchError(
-                f"{what}: dataset[0] is not a (data, label) pair (got {_short(sample)}); "
-                "return (data, label) from __getitem__"
+                f"{what}: batchify_fn must be a function of a list of items (got {type(self.batchify_fn).__name__})"
             )
-        for name in ("decode", "transform"):
-            fn = getattr(self, name)
-            if fn is None:
-                continue
-            try:
-                sample = fn(*sample)
-            except Exception as exc:
-                raise GluonbenchError(
-                    f"{what}: {name} fails on dataset[0]: {type(exc).__name__}: {exc}"[:400]
-                ) from None
-            if not isinstance(sample, tuple | list) or len(sample) != 2:
-                raise GluonbenchError(
-                    f"{what}: {name} of dataset[0] is not a (data, label) pair (got {_short(sample)})"
-                )
+        check_first_batch(self.dataset, self.decode, self.transform, self.batch_size, self.batchify_fn, what)
         return self
 
     def _check_source(self, what: str) -> None:
@@ -210,6 +198,134 @@ class PipelineSpec:
             # the same dict, not a copy: a source counts what it read into it (records_read) while training
             info=self.info if isinstance(self.info, dict) else dict(self.info or {}),
             close=self.close,
+            batchify_fn=self.batchify_fn,
+        )
+
+
+def apply_sample(fn: Callable[..., Any], item: Any) -> Any:
+    """``fn`` on one item as ``dataset.transform(fn)`` applies it: a tuple's parts as arguments, anything else
+    (bytes, a dict, a token list) as the one argument."""
+    return fn(*item) if isinstance(item, tuple) else fn(item)
+
+
+FIRST_BATCH_MAX = 16
+"""the most items :func:`check_first_batch` batches (the batch's first ones and the data set's last)"""
+
+
+def first_batch_indices(n: int, batch_size: int) -> list[int]:
+    """The items :func:`check_first_batch` batches, in order: the first ``min(batch_size, 16) - 1`` and the last."""
+    size = max(1, min(int(batch_size), n, FIRST_BATCH_MAX))
+    return sorted({*range(size - 1), n - 1})
+
+
+def check_first_batch(
+    dataset: Any,
+    decode: Callable[..., Any] | None = None,
+    transform: Callable[..., Any] | None = None,
+    batch_size: int = 64,
+    batchify_fn: Callable[[list[Any]], Any] | None = None,
+    what: str = "the pipeline",
+) -> tuple[Any, Any]:
+    """The first batch the loader makes, checked: ``(data, label)`` arrays of numbers with one batch dimension.
+
+    Any item is accepted that decode, transform and the batchify turn into arrays. Batched as the DataLoader
+    does (``batchify_fn``, else MXNet's default, which stacks arrays of one shape), from the first
+    ``min(batch_size, 16) - 1`` items and the data set's last, in this process. One line names the problem and
+    its fix: ``dataset[i]`` or the decode/transform raising, items the batchify cannot batch (shapes that differ,
+    text), a batch that is not two arrays of numbers.
+    """
+    from gluonbench._mx import gluon
+
+    n = len(dataset)
+    picks = first_batch_indices(n, batch_size)
+    items, shapes = [], {}
+    for i in picks:
+        try:
+            item = dataset[i]
+        except Exception as exc:
+            raise GluonbenchError(f"{what}: dataset[{i}] raised {type(exc).__name__}: {exc}"[:400]) from None
+        for name, fn in (("decode", decode), ("transform", transform)):
+            if fn is None:
+                continue
+            try:
+                item = apply_sample(fn, item)
+            except Exception as exc:
+                raise GluonbenchError(
+                    f"{what}: {name} fails on dataset[{i}]: {type(exc).__name__}: {exc}"[:400]
+                ) from None
+        items.append(item)
+        first = item[0] if isinstance(item, tuple | list) and item else item
+        shapes[i] = tuple(getattr(first, "shape", ()) or ())
+    stage = "the transform" if transform is not None or decode is not None else "the dataset's __getitem__"
+    fix = (
+        "fix batchify_fn"
+        if batchify_fn is not None
+        else f"return arrays of one shape from {stage}, or give the spec a batchify_fn (e.g. one that pads)"
+    )
+    try:
+        batch = (batchify_fn or gluon.data.dataloader.default_batchify_fn)(items)
+    except Exception as exc:
+        first_line = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        differ = [i for i in picks if shapes[i] != shapes[picks[0]]]
+        if batchify_fn is None and differ:
+            raise GluonbenchError(
+                f"{what}: dataset[{differ[0]}] gives data of shape {shapes[differ[0]]} but dataset[{picks[0]}] gives "
+                f"{shapes[picks[0]]}; the loader stacks one batch's items: {fix}"
+            ) from None
+        part = _unbatchable_part(items) if batchify_fn is None else None
+        if part is not None:
+            j, name = part
+            raise GluonbenchError(
+                f"{what}: the loader cannot batch the {name} of dataset[{picks[0]}..{picks[-1]}] "
+                f"(dataset[{picks[0]}] gives {name} of type {type(items[0][j]).__name__} after {stage}): {fix}"
+            ) from None
+        given = (
+            "" if batchify_fn is not None else f"dataset[{picks[0]}] gives {type(items[0]).__name__} after {stage}; "
+        )
+        raise GluonbenchError(
+            f"{what}: the loader cannot batch the items of dataset[{picks[0]}..{picks[-1]}] "
+            f"({given}{type(exc).__name__}: {first_line}); {fix}"
+        ) from None
+    _check_batch(batch, what, fix)
+    return batch[0], batch[1]
+
+
+def _unbatchable_part(items: list[Any]) -> tuple[int, str] | None:
+    """Which part of pair items (0: data, 1: label) MXNet's default batchify refuses, where that is one part."""
+    from gluonbench._mx import gluon
+
+    if not all(isinstance(it, tuple | list) and len(it) == 2 for it in items):
+        return None
+    for j, name in enumerate(("data", "label")):
+        try:
+            gluon.data.dataloader.default_batchify_fn([it[j] for it in items])
+        except Exception:
+            return j, name
+    return None
+
+
+def _check_batch(batch: Any, what: str, fix: str) -> None:
+    """``batch`` is ``(data, label)``: two arrays (mx.nd or numpy) of numbers with one batch dimension."""
+    import numpy as np
+
+    if not (isinstance(batch, tuple | list) and len(batch) >= 2):
+        raise GluonbenchError(f"{what}: the loader's first batch is {_short(batch)}, not (data, label); {fix}")
+    shapes = []
+    for part, value in zip(("data", "label"), batch[:2], strict=True):
+        dtype = getattr(value, "dtype", None)
+        shape = getattr(value, "shape", None)
+        numeric = dtype is not None and np.issubdtype(np.dtype(dtype), np.number)
+        if shape is None or not numeric or len(shape) == 0:
+            kind = type(value).__name__ + (f" of {np.dtype(dtype)}" if dtype is not None else "")
+            raise GluonbenchError(
+                f"{what}: the loader's first batch has {part} of type {kind}; the model step needs an array of "
+                f"numbers (mx.nd or numpy) with the batch as its first dimension: {fix}"
+            )
+        shapes.append(tuple(int(s) for s in shape))
+    if shapes[0][0] != shapes[1][0]:
+        raise GluonbenchError(
+            f"{what}: the loader's first batch has data of shape {shapes[0]} but label of shape {shapes[1]}; "
+            f"both need the batch as their first dimension: {fix}"
         )
 
 
@@ -223,7 +339,10 @@ def _build(part: Any) -> Any:
 
 
 def _short(x: Any) -> str:
-    text = f"{type(x).__name__} {x!r}"
+    shape = getattr(x, "shape", None)
+    if shape is not None:  # an array: its kind and shape (its repr spans lines)
+        return f"{type(x).__name__} of shape {tuple(shape)}"
+    text = " ".join(f"{type(x).__name__} {x!r}".split())
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -256,6 +375,14 @@ def absolute_target(target: str, what: str | None = None) -> str:
     return target.strip()
 
 
+def exit_error(what: str, target: str, doing: str, exc: SystemExit) -> GluonbenchError:
+    """The one line for user code that called ``sys.exit`` (or ``exit()``): never a silent pass with its code."""
+    return GluonbenchError(
+        f"{what} {target}: {doing} called sys.exit({exc.code!r}); the module and its function must return the "
+        "pipeline, not end the program (guard the script part with if __name__ == '__main__':)"
+    )
+
+
 def import_factory(target: str, what: str | None = None) -> Callable[..., Any]:
     """The factory ``target`` names; one line when the module or the function is missing."""
     what = what or arg("pipeline")  # the argument as the caller knows it
@@ -275,6 +402,8 @@ def import_factory(target: str, what: str | None = None) -> Callable[..., Any]:
                     "run from the folder that holds it, add it to PYTHONPATH, or give path/to/file.py:FUNCTION"
                 ) from None
             raise GluonbenchError(f"{what} {target}: importing {where} failed: {exc}") from None
+        except SystemExit as exc:
+            raise exit_error(what, target, f"importing {where}", exc) from None
         except Exception as exc:
             raise GluonbenchError(f"{what} {target}: importing {where} raised {type(exc).__name__}: {exc}") from None
     factory = getattr(module, func, None)
@@ -302,6 +431,9 @@ def _import_file(path: Path, what: str, target: str) -> Any:
         sys.path.insert(0, folder)  # the file's own imports of its neighbours work, as with `python file.py`
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:
+        del sys.modules[name]
+        raise exit_error(what, target, f"importing {path.name}", exc) from None
     except Exception as exc:
         del sys.modules[name]
         raise GluonbenchError(f"{what} {target}: importing {path.name} raised {type(exc).__name__}: {exc}") from None
@@ -317,6 +449,8 @@ def load_spec(target: str, options: Mapping[str, Any] | None = None, what: str |
     factory = import_factory(target, what)
     try:
         made = factory(**options)
+    except SystemExit as exc:
+        raise exit_error(what, target, "the factory", exc) from None
     except Exception as exc:
         raise GluonbenchError(f"{what} {target}: the factory raised {type(exc).__name__}: {exc}"[:500]) from None
     if isinstance(made, Mapping):

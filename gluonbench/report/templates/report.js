@@ -301,12 +301,22 @@
       "; whiskers: min-max";
   }
 
+  // a headline stage as reports name it (gluonbench/report/exporters.py stage_label)
+  var STAGE_LABEL = { preprocessing: "preprocessing", disk_io: "disk I/O", gpu_io: "GPU I/O" };
+  function stageLabel(k, ctx) {
+    if (k === "gpu_io" && ctx && String(ctx).indexOf("gpu") !== 0) { return "model compute (CPU)"; }
+    return STAGE_LABEL[k] || k;
+  }
+
   // -- sweep (records of kind "run") ----------------------------------------------------------------
   function sweep(d) {
     var rows = list(d.rows), ok = rows.filter(function (r) { return r.runs > 0 && isNum(r.samples_per_s); });
     var best = ok.filter(function (r) { return r.workers === d.best_workers; })[0];
     var near = list(d.near_best), s = d.settings || {}, out = [];
-    if (best) {
+    if (best && d.best_named === false) {
+      out.push(para("<b>Best worker count: " + esc(d.best_note) + "</b>. The fastest: " + esc(best.workers) + " worker" +
+        (best.workers === 1 ? "" : "s") + ", " + esc(fmt(best.samples_per_s, 4)) + " samples/s.", "headline warn"));
+    } else if (best) {
       var line = "<b>Best worker count: " + best.workers + "</b>, " + esc(fmt(best.samples_per_s, 4)) + " samples/s" +
         (best.workers === d.baseline_workers ? " (the fewest workers measured)." : " (" + esc(fmt(best.speedup, 3)) + "x the " +
           esc(d.baseline_workers) + "-worker throughput).");
@@ -395,15 +405,15 @@
       }), [1, 0, 0])));
     }
     var failures = [];
-    rows.forEach(function (r) { list(r.errors).forEach(function (e) { failures.push(esc(r.workers + " workers: " + e)); }); });
+    rows.forEach(function (r) { list(r.errors).forEach(function (e) { failures.push(esc(r.workers + (r.workers === 1 ? " worker: " : " workers: ") + e)); }); });
     if (failures.length) { out.push(section("Failed runs", bullets(failures))); }
     var diagnosed = ok.filter(function (r) { return r.extra && r.extra.verdict; });
     if (diagnosed.length) {
       out.push(section("Bottleneck per worker count", table(["workers", "verdict", "shares", "secondary", "input-bound"],
         diagnosed.map(function (r) {
-          var sh = r.extra.shares || {};
-          var verdict = r.extra.verdict + (r.extra.stalled ? " (stalled in " + r.extra.stalled + ": the rounds before it)" : "");
-          return [esc(r.workers), esc(verdict), esc(ordered(sh, STAGE_ORDER).map(function (k) { return k + " " + pct(sh[k]); }).join(", ")),
+          var sh = r.extra.shares || {}, ctx = ((r.extra.diagnosis || {}).setting || {}).ctx || s.ctx;
+          var verdict = stageLabel(r.extra.verdict, ctx) + (r.extra.stalled ? " (stalled in " + r.extra.stalled + ": the rounds before it)" : "");
+          return [esc(r.workers), esc(verdict), esc(ordered(sh, STAGE_ORDER).map(function (k) { return stageLabel(k, ctx) + " " + pct(sh[k]); }).join(", ")),
             esc(list(r.extra.secondary).join(", ") || "-"), esc(get(r.extra, "input_bound", "-"))];
         }))));
     }
@@ -427,7 +437,7 @@
   var STAGE_ORDER = ["preprocessing", "disk_io", "gpu_io"];
   var SUBSTAGE_ORDER = ["preprocessing", "read", "loader", "copy", "compute"];
   var PIPELINE_ORDER = ["source", "read", "decode", "transform", "loader", "copy", "step"];
-  var DIAGNOSIS_SHOWN = ["verdict", "shares", "share_ci", "stages", "stage_ci", "probes", "recommendations", "evidence",
+  var DIAGNOSIS_SHOWN = ["verdict", "facts", "shares", "share_ci", "stages", "stage_ci", "probes", "recommendations", "evidence",
     "secondary", "input_bound", "wait_frac", "notes", "setting", "thresholds", "elapsed_s", "settled_s", "stop_reason",
     "rounds", "env", "started_utc", "label", "pipeline"];
 
@@ -436,16 +446,17 @@
     return order.filter(function (k) { return keys.indexOf(k) >= 0; })
       .concat(keys.filter(function (k) { return order.indexOf(k) < 0; }));
   }
-  function shareBars(title, sub, values, intervals, order) {
+  function shareBars(title, sub, values, intervals, order, labels) {
     values = values || {};
     intervals = intervals || {};
+    labels = labels || {};
     return hBars({
       title: title, sub: sub, max: 1, labelWidth: 160, xLabel: "share of the step time",
       format: function (v) { return pct(v); }, tickFormat: function (t) { return (t * 100) + " %"; },
       items: ordered(values, order).map(function (k, i) {
         var c = intervals[k];
         return {
-          label: k, value: values[k], lo: c && isNum(c[0]) ? c[0] : null, hi: c && isNum(c[1]) ? c[1] : null,
+          label: labels[k] || k, value: values[k], lo: c && isNum(c[0]) ? c[0] : null, hi: c && isNum(c[1]) ? c[1] : null,
           color: PALETTE[i % PALETTE.length]
         };
       })
@@ -459,8 +470,13 @@
     var shares = d.shares || {}, shareCi = d.share_ci || {};
     var gain = (d.speedups || {}).input, gainCi = list((d.speedup_ci || {}).input);
     var atLine = d.verdict === "inconclusive" && (d.analysis || {}).reuse === "at_line", digits = atLine ? 3 : 2;
-    var gainText = isNum(gain) ? esc(gain.toFixed(digits)) + "x" + (gainCi.length === 2 && isNum(gainCi[0]) && isNum(gainCi[1]) ?
+    var facts = d.facts || {};  // what every report of the diagnosis states (gluonbench/diagnosis/facts.py)
+    var gainText = facts.gain_text && facts.gain_text !== "?" ? esc(facts.gain_text) :
+      isNum(gain) ? esc(gain.toFixed(digits)) + "x" + (gainCi.length === 2 && isNum(gainCi[0]) && isNum(gainCi[1]) ?
       " [" + esc(gainCi[0].toFixed(digits)) + ", " + esc(gainCi[1].toFixed(digits)) + "]" : "") : "";
+    var labels = facts.share_labels || {};
+    var waitText = facts.wait_text !== undefined ? facts.wait_text : (isNum(d.wait_frac) ? "input wait " + pct(d.wait_frac) +
+      " of the full pipeline's step" : null);
     if (atLine) {
       out.push(para("<b>Verdict: inconclusive, at the line</b> (reusing one batch gains beyond the noise, " + gainText +
         ", but its interval crosses the input_gain line: too close to call)", "headline warn"));
@@ -472,14 +488,15 @@
     } else if (d.verdict === "inconclusive") {
       out.push(para("<b>Verdict: inconclusive</b> (the noise exceeds the differences between the probes)", "headline warn"));
     } else if (d.verdict) {
-      out.push(para("<b>Verdict: " + esc(d.verdict) + "</b>" +
+      var secondary = facts.secondary_labels || list(d.secondary);
+      out.push(para("<b>Verdict: " + esc(facts.verdict_label || d.verdict) + "</b> (" + esc(d.verdict) + ")" +
         (isNum(gain) ? " (the seed's rule: with a perfect input pipeline, one batch reused, training would be " +
           gainText + " faster)" : "") +
         (isNum(shares[d.verdict]) ? "; its removal saves " + esc(pct(shares[d.verdict])) +
         esc(pctCi(shareCi[d.verdict])) + " of the step time" : "") +
-        (list(d.secondary).length ? "; secondary: " + esc(d.secondary.join(", ")) : "") +
-        (d.input_bound ? "; input-bound: " + esc(d.input_bound) +
-          (isNum(d.wait_frac) ? " (input wait " + esc(pct(d.wait_frac)) + " of the full pipeline's step)" : "") : ""), "headline"));
+        (secondary.length ? "; secondary: " + esc(secondary.join(", ")) : "") +
+        (facts.input_bound || d.input_bound ? "; input-bound: " + esc(facts.input_bound || d.input_bound) +
+          (waitText ? " (" + esc(waitText) + ")" : "") : ""), "headline"));
       var bound = (d.analysis || {}).bound || {}, read = (d.analysis || {}).read || {};
       if (bound.text) { out.push(para(esc(bound.text))); }
       if (read.why && ["unknown", "none"].indexOf(read.kind) < 0) {
@@ -515,7 +532,7 @@
       }), [0, 0, 1, 1, 1, 1, 1, 1, 1])));
     var shareHtml = "";
     if (Object.keys(shares).length) {
-      shareHtml += shareBars("Shares of the step time", "each bar's whisker: its 95 % interval", shares, shareCi, STAGE_ORDER);
+      shareHtml += shareBars("Shares of the step time", "each bar's whisker: its 95 % interval", shares, shareCi, STAGE_ORDER, labels);
     }
     if (d.stages && Object.keys(d.stages).length) {
       shareHtml += shareBars("Sub-stages, each measured by its own probe", "each bar's whisker: its 95 % interval",
@@ -732,9 +749,9 @@
     if (diagnosed.length) {
       out.push(section("Bottleneck of the diagnosed worker", table(["workers (dist)", "loader", "repeat", "rank", "verdict", "shares"],
         diagnosed.map(function (x) {
-          var sh = x.shares || {};
-          return [esc(x.hosts), esc(x.workers), esc(x.repeat), esc(x.rank), esc(x.verdict),
-            esc(ordered(sh, STAGE_ORDER).map(function (k) { return k + " " + pct(sh[k]); }).join(", "))];
+          var sh = x.shares || {}, ctx = list((d.settings || {}).gpus).length ? "gpu" : "cpu";
+          return [esc(x.hosts), esc(x.workers), esc(x.repeat), esc(x.rank), esc(stageLabel(x.verdict, ctx)),
+            esc(ordered(sh, STAGE_ORDER).map(function (k) { return stageLabel(k, ctx) + " " + pct(sh[k]); }).join(", "))];
         }))));
     }
     out.push(runInfo(d.env, s.command, d.started_utc, d.finished_utc, [

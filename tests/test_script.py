@@ -1,0 +1,306 @@
+"""gluonbench diagnose -- python train.py: the user's unmodified script, the probes applied inside it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import REPO, assert_one_clear_line, run_cli
+
+from gluonbench.errors import GluonbenchError
+from gluonbench.script.run import parse_command
+
+# a small training script of the usual shape: a DataLoader over an in-memory data set, a Trainer, a loop
+SMALL = """
+import sys
+import mxnet as mx
+from mxnet import autograd, gluon, nd
+
+steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10**9
+fail = len(sys.argv) > 2 and sys.argv[2] == "fail"
+x = nd.random.uniform(shape=(512, 20))
+y = nd.array([i % 4 for i in range(512)])
+loader = gluon.data.DataLoader(gluon.data.ArrayDataset(x, y), batch_size=32, shuffle=True)
+net = gluon.nn.Dense(4)
+net.initialize()
+trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+done = 0
+while done < steps:
+    for data, label in loader:
+        with autograd.record():
+            loss = loss_fn(net(data), label)
+        loss.backward()
+        trainer.step(data.shape[0])
+        done += 1
+        if done >= steps:
+            break
+if fail:
+    raise ValueError("the script's own error after %d steps" % done)
+print("trained", done, "steps")
+"""
+
+
+def _script(tmp_path: Path, body: str, name: str = "train.py") -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+# -- the command ---------------------------------------------------------------------------------------------
+
+
+def test_the_command_is_read_as_an_interpreter_running_a_script_or_a_module(tmp_path):
+    script = _script(tmp_path, "print(1)\n")
+    c = parse_command(["python", "-u", "-X", "dev", script, "--epochs", "3"])
+    assert (c.target, c.module, c.options, c.args) == (script, False, ("-u", "-X", "dev"), ("--epochs", "3"))
+    assert c.boot()[1:5] == ["-u", "-X", "dev", "-m"] and c.boot()[5] == "gluonbench.script.boot"
+    m = parse_command(["python", "-m", "pkg.train", "--lr", "0.1"])
+    assert (m.target, m.module, m.args, m.name) == ("pkg.train", True, ("--lr", "0.1"), "pkg.train")
+    assert m.boot()[-4:] == ["-m", "pkg.train", "--lr", "0.1"]
+
+
+@pytest.mark.parametrize(
+    ("cmd", "needle"),
+    [
+        ([], "no command after --"),
+        (["bash", "train.sh"], "not a Python interpreter"),
+        (["python", "-c", "print(1)"], "python -c CODE cannot be diagnosed"),
+        (["python", "no_such_train.py"], "script not found: no_such_train.py"),
+        (["python", "-m"], "python -m needs a module name"),
+        (["python"], "no training script after python"),
+    ],
+)
+def test_a_command_that_is_not_python_running_a_script_is_refused(cmd, needle):
+    with pytest.raises(GluonbenchError, match=needle.replace("(", r"\(")):
+        parse_command(cmd)
+
+
+def test_the_cli_refuses_a_non_python_command_and_pipeline_flags_in_one_line():
+    assert_one_clear_line(run_cli("diagnose", "--", "bash", "x.sh"), "not a Python interpreter")
+    proc = run_cli("diagnose", "--workers", "2", "--", "python", "examples/train_mnist_gluon.py")
+    assert_one_clear_line(proc, "--workers does not apply to a training command")
+
+
+def test_an_interpreter_without_mxnet_is_one_line(tmp_path):
+    bare = Path("/usr/bin/python3")
+    if not bare.exists() or subprocess.run([bare, "-c", "import mxnet"], capture_output=True).returncode == 0:
+        pytest.skip("needs a system python3 without mxnet")
+    script = _script(tmp_path, SMALL)
+    proc = run_cli("diagnose", "--budget", "5", "--", str(bare), script)
+    assert_one_clear_line(proc, "cannot import mxnet", "install gluonbench into the environment", plan=True)
+
+
+# -- the hooks' stage swaps, in this process ----------------------------------------------------------------
+
+
+def test_the_switch_replays_cached_samples_and_removes_the_transform_alone(tmp_path):
+    from mxnet import gluon
+
+    from gluonbench.script.hooks import SLOTS, Switch
+
+    reads, transforms = [], []
+
+    class Counting(gluon.data.Dataset):
+        def __len__(self):
+            return 100
+
+        def __getitem__(self, i):
+            reads.append(i)
+            return (i, i % 3)
+
+    def tf(x):
+        transforms.append(x)
+        return x * 10
+
+    flags = tmp_path / "modes"
+    flags.write_bytes(bytes(SLOTS))
+    s = Switch(Counting().transform_first(tf), str(flags), 1)
+    assert s.transforms and len(s) == 100
+    assert [s[i][0] for i in range(3)] == [0, 10, 20]  # full: read, transform, cached as they pass
+    assert (len(reads), len(transforms)) == (3, 3)
+    flags.write_bytes(bytes([0, 2]) + bytes(SLOTS - 2))  # no_read: neither read nor transform
+    assert [s[i][0] for i in (7, 8)] == [10, 20]  # cache[i % 3]
+    assert (len(reads), len(transforms)) == (3, 3)
+    flags.write_bytes(bytes([0, 1]) + bytes(SLOTS - 2))  # no_preprocess: the read stays, the transform goes
+    assert s[5][0] == 20 and reads[-1] == 5 and len(transforms) == 3
+
+
+# -- end to end ---------------------------------------------------------------------------------------------
+
+
+def test_diagnose_runs_an_unmodified_training_script_and_leaves_nothing(tmp_path, no_leaks):
+    out = tmp_path / "out"
+    proc = run_cli(
+        "diagnose",
+        "--budget",
+        "10",
+        "--json",
+        str(tmp_path / "d.json"),
+        "--out",
+        str(out),
+        "--",
+        "python",
+        "examples/train_mnist_gluon.py",
+        "--epochs",
+        "1000",
+        "--limit",
+        "1280",
+        "--num-workers",
+        "1",
+        "--log-interval",
+        "0",
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for probe in ("full", "no_preprocess", "no_read", "cached_batch", "loader_only"):
+        assert f"| {probe} |" in proc.stdout
+    assert "Verdict" in proc.stdout and "train_mnist_gluon.py" in proc.stdout
+    d = json.loads((tmp_path / "d.json").read_text())
+    assert d["label"] == "train_mnist_gluon.py" and d["setting"]["num_workers"] == 1
+    assert d["setting"]["batch_size"] == 64 and d["rounds"] >= 1
+    assert all(d["probes"][p]["blocks"] for p in ("full", "no_preprocess", "no_read", "cached_batch", "loader_only"))
+    assert d["probes"]["device_batch"]["same_as"] == "cached_batch"
+    # psutil evidence per probe, of the script's process tree (it and its loader worker)
+    assert d["probes"]["full"]["system"]["samples"] >= 2 and d["probes"]["full"]["system"]["peak_processes"] >= 2
+    (run_dir,) = out.iterdir()
+    assert (run_dir / "runs.jsonl").exists() and (run_dir / "diagnosis.md").exists()
+
+
+def test_a_script_that_raises_is_one_line_with_its_exit_code_and_error(tmp_path, no_leaks):
+    script = _script(tmp_path, SMALL)
+    proc = run_cli("diagnose", "--budget", "10", "--", "python", script, "12", "fail", timeout=300)
+    assert_one_clear_line(proc, "the script ended (exit code 1)", "ValueError: the script's own error", plan=True)
+
+
+def test_a_script_that_ends_early_is_one_line(tmp_path, no_leaks):
+    script = _script(tmp_path, SMALL)
+    proc = run_cli("diagnose", "--budget", "10", "--", "python", script, "12", timeout=300)
+    assert_one_clear_line(proc, "the script ended (exit code 0)", "run it longer", plan=True)
+
+
+def test_a_script_without_a_dataloader_is_one_line(tmp_path, no_leaks):
+    script = _script(
+        tmp_path,
+        """
+        import mxnet as mx
+        from mxnet import autograd, gluon, nd
+        it = mx.io.NDArrayIter(nd.ones((64, 4)), nd.zeros((64,)), batch_size=8)
+        net = gluon.nn.Dense(2)
+        net.initialize()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+        for batch in it:
+            with autograd.record():
+                loss = net(batch.data[0]).sum()
+            loss.backward()
+            trainer.step(8)
+        """,
+    )
+    proc = run_cli("diagnose", "--budget", "10", "--", "python", script, timeout=300)
+    assert_one_clear_line(proc, "no Gluon DataLoader batch before it", "needs a gluon.data.DataLoader", plan=True)
+    idle = _script(tmp_path, "import time\ntime.sleep(60)\n", "idle.py")
+    proc = run_cli("diagnose", "--budget", "5", "--start-timeout", "3", "--", "python", idle, timeout=300)
+    assert_one_clear_line(proc, "within 3 s", "needs a gluon.data.DataLoader feeding a gluon.Trainer", plan=True)
+
+
+def test_kill_9_of_gluonbench_takes_the_script_and_its_workers_with_it(tmp_path, no_leaks):
+    script = _script(tmp_path, SMALL.replace("batch_size=32, shuffle=True", "batch_size=32, num_workers=2"))
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    gb = subprocess.Popen(
+        [sys.executable, "-m", "gluonbench", "diagnose", "--budget", "120", "--", "python", script],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    tree: list[psutil.Process] = []
+    while time.monotonic() < deadline:  # the script and its two loader workers
+        tree = [p for p in psutil.Process(gb.pid).children(recursive=True) if "script.boot" in " ".join(p.cmdline())]
+        if len(tree) >= 3:
+            break
+        time.sleep(0.2)
+    assert len(tree) >= 3, tree
+    gb.send_signal(signal.SIGKILL)
+    gb.wait()
+    _, alive = psutil.wait_procs(tree, timeout=20)
+    assert not alive, alive
+
+
+@pytest.mark.slow
+def test_a_module_with_gradient_accumulation_and_a_custom_batchify_is_diagnosed(tmp_path, no_leaks):
+    proc = run_cli(
+        "diagnose",
+        "--budget",
+        "10",
+        "--json",
+        str(tmp_path / "d.json"),
+        "--",
+        "python",
+        "-m",
+        "examples.train_cifar_synthetic",
+        "--epochs",
+        "1000",
+        "--train-size",
+        "1024",
+        "--num-workers",
+        "1",
+        "--accumulate",
+        "2",
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads((tmp_path / "d.json").read_text())
+    assert d["label"] == "examples.train_cifar_synthetic"
+    assert d["setting"]["batch_size"] == 128  # two batches of 64 per trainer.step: one step
+    assert "batchify batchify" in d["pipeline"]["loader"]
+    assert d["elapsed_s"] < 10 + 30  # the round in flight at the budget's end stops at its next probe
+
+
+def test_the_hooks_set_one_loaders_workers_and_count_accumulated_batches_as_one_step():
+    code = textwrap.dedent(
+        """
+        from gluonbench.script.hooks import install
+        driver = install(None, None, None, workers=(2, 1))
+        from mxnet import autograd, gluon, nd
+        data = gluon.data.ArrayDataset(nd.ones((64, 3)), nd.zeros((64,)))
+        first = gluon.data.DataLoader(data, batch_size=8)
+        second = gluon.data.DataLoader(data, 8, False, None, None, None, None, 0)  # num_workers given by position
+        assert (first._num_workers, second._num_workers) == (0, 1), (first._num_workers, second._num_workers)
+        net = gluon.nn.Dense(2)
+        net.initialize()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+        done = []
+        driver.step_done = lambda seconds, samples, wait, batch: done.append(samples)
+        for i, (x, y) in enumerate(first):
+            with autograd.record():
+                loss = net(x).sum()
+            loss.backward()
+            if i % 2 == 1:
+                trainer.step(16)
+        assert driver.training == 1 and done == [16, 16], (driver.training, done)
+        print("ok")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_sweep_runs_the_script_once_per_worker_count(tmp_path, no_leaks):
+    script = _script(tmp_path, SMALL)
+    proc = run_cli("sweep", "--workers", "0,1", "--max-batches", "5", "--", "python", script, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "DataLoader #1 of the script (ArrayDataset, batch size 32)" in proc.stdout
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(("| 0", "| 1"))]
+    assert len(rows) == 2 and all(line.endswith("| 5 |") for line in rows), proc.stdout
+    assert "fastest:" in proc.stdout
