@@ -51,7 +51,7 @@ def test_ground_truth_case_is_classified_right(case, case_dirs, no_leaks):
         (budget, 2 * budget, 4 * budget),
         lambda d: d.verdict != "inconclusive",
     )
-    detail = f"{case.name}: {d.verdict} {d.speedups} notes={d.notes} " + ", ".join(
+    detail = f"{case.name}: {d.verdict} {d.speedups} notes={d.notes} read={d.analysis.get('read')} " + ", ".join(
         f"{k}={p.step_s * 1000:.1f}ms+-{p.rel_half_width:.0%}/{len(p.blocks)}" for k, p in d.probes.items()
     )
     gain, (lo, hi) = d.speedups["input"], d.speedup_ci["input"]

@@ -47,6 +47,11 @@ class ProbeResult:
     """wait / copy / compute over all measured steps (:class:`StepSplit`)"""
     system: dict[str, Any] = field(default_factory=dict)
     """psutil evidence during this probe's rounds (:class:`SystemSummary`)"""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    """what the process tree (this process with all its threads, and the loader's workers) spent per sample over
+    this probe's measured steps (:meth:`~gluonbench.engine.measure.Window.per_sample`): ``wall_s``, ``cpu_s``,
+    ``user_s``, ``system_s``, ``runq_s`` (ready but waiting for a core), ``read_bytes`` (from storage: a page-cache
+    hit reads 0), ``blkio_s`` (blocked on storage; None where the kernel does not report it), ``samples``"""
     same_as: str | None = None
     """set when the probe is identical to another one (no transform given: no_preprocess is full)"""
 
@@ -125,6 +130,7 @@ def _result(name: str, removes: str, batch_size: int, rec: Record) -> ProbeResul
     out = ProbeResult(name, removes, batch_size, blocks=list(rec.blocks), per_round=per_round)
     out.steps, out.samples, out.rounds = len(rec.times), sum(rec.times.samples), rec.rounds
     out.block_steps = rec.block_steps
+    out.evidence = rec.usage.per_sample()
     out.update()
     return out
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from gluonbench.diagnosis.verdict import HEADLINE_OF, Verdict
+from gluonbench.diagnosis.verdict import READ_WORK, Verdict, headline_of
 from gluonbench.names import arg, example
 from gluonbench.report.exporters import stage_label as label_of
 
@@ -59,7 +59,10 @@ def render(recs: list[Recommendation]) -> list[str]:
     return [f"Secondary: {r.text}" if r.secondary and r.kind == "finding" else r.text for r in recs]
 
 
-def substage_name(sub: str, setting: Setting) -> str:
+def substage_name(sub: str, setting: Setting, read: Mapping[str, Any] | None = None) -> str:
+    """A sub-stage's name for users; ``read``: the read sub-stage as its evidence named it (``Verdict.read``)."""
+    if sub == "read" and read and read.get("kind") not in (None, "unknown", "none"):
+        return str(read.get("name") or SUBSTAGE_TEXT["read"])
     if sub == "compute" and not setting.on_gpu:
         return "model compute (CPU)"
     if sub == "compute":
@@ -83,6 +86,10 @@ class Setting:
     transform: bool = True
     hybridized: bool | None = None
     budget_s: float = 60.0
+    sample_type: str = ""
+    """the type of dataset[i]'s data, e.g. ``bytes`` (encoded images a transform decodes) or ``NDArray``"""
+    dataset_type: str = ""
+    """the class of the data set under any wrappers (``transform_first``, ``take``), e.g. ``ImageFolderDataset``"""
 
     @property
     def on_gpu(self) -> bool:
@@ -180,10 +187,10 @@ def _sub_ms(v: Verdict, sub: str, setting: Setting) -> float:
 
 def _split_text(v: Verdict, head: str, setting: Setting) -> str:
     """``reading 3 %, loader 20 %`` for a headline made of several sub-stages (measured ones only)."""
-    subs = [k for k, h in HEADLINE_OF.items() if h == head and v.measured.get(k, False)]
+    subs = [k for k, h in headline_of(v.read).items() if h == head and v.measured.get(k, False)]
     if len(subs) < 2 or not v.substages:
         return ""
-    parts = [f"{substage_name(k, setting)} {_pct(v.substages.get(k, 0.0))}" for k in subs]
+    parts = [f"{substage_name(k, setting, v.read)} {_pct(v.substages.get(k, 0.0))}" for k in subs]
     return " (" + ", ".join(parts) + ")"
 
 
@@ -284,20 +291,35 @@ def _preprocessing(
         else f"in {s.num_workers} worker {'threads' if s.thread_pool else 'processes'}"
     )
     head = "preprocessing"
+    inside = inside_dataset(v)
+    gain = (
+        _gain_text(v.read.get("speedup"))
+        if inside and v.measured.get("preprocessing")
+        else speedup_text(v, "read" if inside else "preprocessing")
+    )
+    what = (
+        f"removing it, with the work inside dataset[i] ({READ_WORK}: {v.read.get('why', '')}), makes it"
+        if inside and v.measured.get("preprocessing")
+        else f"removing the work inside dataset[i] ({READ_WORK}: {v.read.get('why', '')}) makes it"
+        if inside
+        else "removing preprocessing makes it"
+    )
     out = [
         Rec(
             head,
             "finding",
             ("" if secondary else f"{perfect_input_text(v)[0].upper()}{perfect_input_text(v)[1:]}; ")
-            + f"{'r' if not secondary else 'R'}emoving preprocessing makes it {speedup_text(v, 'preprocessing')} "
-            f"faster; its removal saves {_pct(v.shares['preprocessing'])} of the step "
+            + f"{(what[0].upper() + what[1:]) if secondary else what} {gain} "
+            f"faster; its removal saves {_pct(v.shares['preprocessing'])} of the step{_split_text(v, head, s)} "
             f"({_step_ms(v, 'preprocessing', s):.1f} ms a batch of {s.batch_size}, "
             f"{v.stage_s['preprocessing'] * 1e6:.0f} us a sample); decode and the transform run {where}, "
             f"with {_cores(full)} during `full`.",
-            substage=head,
+            substage="read" if inside and v.top_substage(head) == "read" else head,
         )
     ]
-    if s.num_workers < s.cores:
+    if inside:  # its own fixes name the workers and thread_pool for the decoder
+        out += _inside_fixes(s)
+    elif s.num_workers < s.cores:
         target = s.cores if s.num_workers == 0 else min(s.cores, max(2 * s.num_workers, s.num_workers + 1))
         out.append(
             Rec(
@@ -332,7 +354,7 @@ def _preprocessing(
             "transform",
         )
     )
-    if not s.thread_pool:
+    if not s.thread_pool and not inside:
         out.append(
             Rec(
                 head,
@@ -367,6 +389,71 @@ def _preprocessing(
     return out
 
 
+def inside_dataset(v: Verdict) -> bool:
+    """The read's evidence shows CPU work inside dataset[i] (it counts as preprocessing), and it costs time."""
+    return (v.read or {}).get("headline") == "preprocessing" and v.substages.get("read", 0.0) > 0
+
+
+def _gain_text(g: Any) -> str:
+    if not g or len(g) != 3 or not all(isinstance(x, int | float) and math.isfinite(x) for x in g):
+        return "?"
+    return f"{g[0]:.2f}x [{g[1]:.2f}, {g[2]:.2f}]"
+
+
+def _inside_fixes(s: Setting) -> list[Rec]:
+    """Fixes for decode and transform work that runs inside dataset[i] (where the probes cannot separate it)."""
+    head, sub = "preprocessing", "read"
+    out = [
+        Rec(
+            head,
+            "fix",
+            "Keep dataset[i] to reading and move the per-sample work out of it: give the transform to "
+            "dataset.transform_first(fn) (or the DataLoader's dataset) instead of the data set's own transform= "
+            "(e.g. gluon.data.vision.MNIST(train=True).transform_first(fn)), so it runs in the workers as a separate, "
+            "measurable stage.",
+            sub,
+            "transform",
+        ),
+        Rec(
+            head,
+            "fix",
+            "Decode in the workers: with num_workers > 0 every worker decodes its own samples in parallel "
+            f"(now {s.num_workers}; `gluonbench sweep --workers 0..{s.cores}` finds the best count).",
+            sub,
+            "num_workers",
+        ),
+        Rec(
+            head,
+            "fix",
+            "Pack the images into RecordIO (`gluonbench pack`, im2rec.py) and read them with "
+            "gluon.data.vision.ImageRecordDataset, decoding on the fly: one file read sequentially, the same decode.",
+            sub,
+            "data format",
+        ),
+    ]
+    if not s.thread_pool:
+        out.append(
+            Rec(
+                head,
+                "fix",
+                "Try DataLoader(thread_pool=True) with a decoder that releases the GIL (mx.image.imdecode, OpenCV): "
+                "threads decode in parallel without copying samples through shared memory.",
+                sub,
+                "thread_pool",
+            )
+        )
+    out.append(
+        Rec(
+            head,
+            "finding",
+            "How fast one core decodes these images: `gluonbench doctor --data-dir DIR` measures the decode ceiling; "
+            "the roofline sets the loader against it.",
+            sub,
+        )
+    )
+    return out
+
+
 def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting, secondary: bool = False) -> list[Rec]:
     s = setting
     head = "disk_io"
@@ -385,7 +472,10 @@ def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting,
             + (" (after preprocessing) makes it a further" if v.measured.get("preprocessing") else " makes it")
             + f" {speedup_text(v, 'disk_io')} faster; their removal saves {_pct(v.shares['disk_io'])} of the step{split} "
             f"({_step_ms(v, 'disk_io', s):.1f} ms a batch, {v.stage_s['disk_io'] * 1e6:.0f} us a sample); during "
-            f"`no_preprocess` the run read {_bytes(read)}/s from storage, iowait {iowait:.1f} %, {_cores(sysd)}.",
+            f"`no_preprocess` the run read {_bytes(read)}/s from storage, iowait {iowait:.1f} % (machine-wide), "
+            f"{_cores(sysd)}"
+            + (f"; {v.read['why']}" if (v.read or {}).get("kind") not in (None, "unknown", "none") else "")
+            + ".",
             substage=top,
         )
     ]
@@ -453,6 +543,11 @@ def _loader_fixes(v: Verdict, s: Setting) -> list[Rec]:
 
 
 def _read_fixes(v: Verdict, s: Setting, read: float, iowait: float, mean_busy: float) -> list[Rec]:
+    """Fixes for the read sub-stage, by what its evidence shows (``v.read``; without it, the probes' psutil
+    figures): storage, file-system work, waiting on latency."""
+    kind = (v.read or {}).get("kind", "unknown")
+    if kind in ("storage", "file_system", "waiting"):
+        return _read_fixes_by_evidence(v, s, kind)
     head, sub = "disk_io", "read"
     out: list[Rec] = []
     if read < LOW_READ_BYTES_PER_S:
@@ -531,6 +626,70 @@ def _read_fixes(v: Verdict, s: Setting, read: float, iowait: float, mean_busy: f
     return out
 
 
+def _read_fixes_by_evidence(v: Verdict, s: Setting, kind: str) -> list[Rec]:
+    head, sub = "disk_io", "read"
+    many = max(2 * s.cores, s.num_workers * 2, 4)
+    pack = Rec(
+        head,
+        "fix",
+        "Pack small files into RecordIO (`gluonbench pack`, im2rec.py or mx.recordio.MXIndexedRecordIO, read "
+        "with gluon.data.vision.ImageRecordDataset) so reads are few, large and sequential.",
+        sub,
+        "data format",
+    )
+    local = Rec(
+        head,
+        "fix",
+        "Copy the data set to local disk (NVMe / instance store) or into memory instead of reading from a "
+        "network file system or object store.",
+        sub,
+        "data location",
+    )
+    if kind == "file_system":
+        return [
+            Rec(
+                head,
+                "finding",
+                "dataset[i] spends its time in the kernel, opening and reading files (file-system work, not "
+                "storage: nothing waits on the device): many small files cost a system call each.",
+                sub,
+            ),
+            pack,
+            Rec(
+                head,
+                "fix",
+                f"Or spread the opens over more workers (now {s.num_workers}; "
+                f"DataLoader(num_workers={max(s.cores, s.num_workers + 1)})).",
+                sub,
+                "num_workers",
+            ),
+        ]
+    if kind == "waiting":
+        return [
+            Rec(
+                head,
+                "fix",
+                "dataset[i] waits with the CPU idle (latency): more workers than cores overlap the waits "
+                f"(e.g. num_workers={many}, or thread_pool=True with many threads).",
+                sub,
+                "num_workers",
+            ),
+            local,
+            pack,
+        ]
+    parallel = (
+        f"read in parallel with more workers (now {s.num_workers}; e.g. num_workers={max(2 * max(s.num_workers, 1), s.cores)}), "
+        "until the device saturates"
+        if s.num_workers < 2 * s.cores
+        else "larger sequential reads help more than more workers now"
+    )
+    return [
+        Rec(head, "fix", f"The reads from storage are the limit: {parallel}.", sub, "num_workers"),
+        pack,
+        local,
+    ]
+
+
 def _device(
     v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting, secondary: bool = False
 ) -> list[Rec]:
@@ -542,11 +701,16 @@ def _device(
     top = v.top_substage(head) or "compute"
     split = _split_text(v, head, s)
     what = "copy and model step" if s.on_gpu else "model step (CPU compute; nothing is copied on a CPU context)"
+    why = (
+        f"{v.bound['text'][0].upper()}{v.bound['text'][1:]} (one reused batch alone: {speedup_text(v, 'input')})"
+        if v.bound
+        else f"Reusing one batch gains nothing beyond the noise or the input_gain line: {perfect_input_text(v)}"
+    )
     out = [
         Rec(
             head,
             "finding",
-            f"Reusing one batch gains nothing beyond the noise or the input_gain line: {perfect_input_text(v)}. "
+            f"{why}. "
             f"The {what} sets the pace"
             f"{split} ({_step_ms(v, 'gpu_io', s):.1f} ms a batch; {rate:.0f} samples/s with one cached batch and "
             f"{_cores(sysd)}): the input pipeline keeps up and training runs at the "

@@ -29,7 +29,7 @@ def stages_text(d: Any, setting: Setting | None) -> str:
     stages = d.stages or {}
     for k in [k for k in HEADLINE_OF if k in stages]:  # pipeline order, whatever order they were stored in
         v = stages[k]
-        name = substage_name(k, setting) if setting else k
+        name = substage_name(k, setting, (d.analysis or {}).get("read")) if setting else k
         parts.append(f"{name} {v * 100:.0f} %{_ci((d.stage_ci or {}).get(k))}")
     return ", ".join(parts)
 
@@ -59,8 +59,10 @@ def verdict_lines(d: Any, setting: Setting | None, f: Facts | None = None) -> li
             + (f": a perfect input pipeline gains {gain})" if has_gains else ")")
         )
     elif f.verdict == "gpu_io":
+        bound = (d.analysis or {}).get("bound") or {}
         out.append(
-            f"**Verdict: {f.verdict_label}** (`gpu_io`): reusing one batch gains nothing beyond the noise"
+            f"**Verdict: {f.verdict_label}** (`gpu_io`): "
+            + (bound["text"] if bound.get("text") else "reusing one batch gains nothing beyond the noise")
             + (f" (a perfect input pipeline: {gain})" if has_gains else "")
             + "; the input pipeline keeps up and training runs at its peak for this batch size"
         )
@@ -74,6 +76,9 @@ def verdict_lines(d: Any, setting: Setting | None, f: Facts | None = None) -> li
                 else ""
             )
         )
+    read = (d.analysis or {}).get("read") or {}
+    if read.get("kind") not in (None, "unknown", "none") and read.get("why"):
+        out.append(f"- dataset[i] is {read.get('name')} ({read['headline']}): {read['why']}")
     if has_gains:
         r = f.removals
         sub = ""

@@ -31,6 +31,7 @@ from gluonbench.diagnosis.verdict import (
     paired_rounds,
     paired_timings,
     probe_gains,
+    read_evidence,
 )
 from gluonbench.engine.deadline import BudgetExceededError, with_deadline
 from gluonbench.engine.measure import Rounds
@@ -215,6 +216,8 @@ def diagnose(
         raise GluonbenchError(f"the dataset has {n} samples, fewer than batch_size={batch_size}; lower the batch size")
     # the loader's first batch must be (data, label) arrays: blame dataset[i], the transform or the batchify
     check_samples(dataset, decode, transform, batch_size, batchify_fn)
+    first = dataset[0]  # what an item is (bytes to decode, an image array): the roofline's decode ceiling
+    sample_type = type(first[0] if isinstance(first, tuple | list) and first else first).__name__
     check_loss(loss)
     started = utc_now()
     if seed is not None:
@@ -251,7 +254,7 @@ def diagnose(
     )
 
     def settled(ps: ProbeSet) -> bool:
-        return verdict_settled(ps, thresholds)
+        return verdict_settled(ps, thresholds, num_workers)
 
     def reading_of(probes: ProbeSet, elapsed_s: float) -> Diagnosis:
         setting = Setting(
@@ -263,6 +266,8 @@ def diagnose(
             transform=pipeline.preprocesses,
             hybridized=bool(getattr(net, "_active", False)) if isinstance(net, gluon.HybridBlock) else None,
             budget_s=float(budget_s),
+            sample_type=sample_type,
+            dataset_type=_innermost(dataset),
         )
         return read_probes(probes, setting, thresholds, pipeline.stages(), elapsed_s, started, label)
 
@@ -303,7 +308,7 @@ def read_probes(
     read by the verdict rule: verdict, shares, intervals, evidence and advice."""
     from gluonbench.env import environment
 
-    verdict = _classify(probes.probes, thresholds)
+    verdict = _classify(probes.probes, thresholds, setting.num_workers)
     return Diagnosis(
         **_reading(verdict, probes.probes, setting),
         pipeline=pipeline,
@@ -321,9 +326,10 @@ def read_probes(
     )
 
 
-def verdict_settled(ps: ProbeSet, thresholds: Thresholds) -> bool:
-    """True when the probes so far give a verdict (not inconclusive): the ``settled`` check of the rounds."""
-    return _classify(ps.probes, thresholds).verdict != "inconclusive"
+def verdict_settled(ps: ProbeSet, thresholds: Thresholds, workers: int | None = None) -> bool:
+    """True when the probes so far give a verdict (not inconclusive): the ``settled`` check of the rounds.
+    ``workers``: the loader's num_workers, where known (a bound may decide, :func:`_classify`)."""
+    return _classify(ps.probes, thresholds, workers).verdict != "inconclusive"
 
 
 def verdict_finished(ps: ProbeSet, thresholds: Thresholds) -> bool:
@@ -362,6 +368,21 @@ def _stalled(exc: BudgetExceededError, reading_of: Callable[[ProbeSet, float], D
     return d
 
 
+def _innermost(dataset: Any) -> str:
+    """The class name of the data set under gluon's wrappers (``transform``/``transform_first``, ``take``,
+    ``filter``: each keeps the one it wraps as ``_data`` or ``_dataset``)."""
+    for _ in range(16):
+        # a gluon Dataset (it has transform_first), not the arrays an ArrayDataset or MNIST keeps as _data
+        inner = next(
+            (x for x in (getattr(dataset, k, None) for k in ("_data", "_dataset")) if hasattr(x, "transform_first")),
+            None,
+        )
+        if inner is None or inner is dataset:
+            break
+        dataset = inner
+    return type(dataset).__name__
+
+
 def _finished(ps: ProbeSet, thresholds: Thresholds) -> bool:
     """Every share known to ``share_precision`` and the verdict clear of the ``input_gain`` line, at the
     verdict's 95 % and at ``stop_confidence`` (:func:`clear_to_stop`)."""
@@ -385,9 +406,20 @@ def clear_to_stop(probes: dict[str, ProbeResult], thresholds: Thresholds) -> boo
     return clear_of(lo, hi, thresholds.line)
 
 
-def _classify(probes: dict[str, ProbeResult], thresholds: Thresholds) -> Verdict:
-    """The verdict from probe results, while measuring (no step split yet) or from stored records."""
+def _classify(probes: dict[str, ProbeResult], thresholds: Thresholds, workers: int | None = None) -> Verdict:
+    """The verdict from probe results, while measuring (no step split yet) or from stored records.
+
+    ``workers``: the loader's num_workers (a bound decides only where it is known, :func:`bound`)."""
     full = probes["full"]
+    # the read named by what it spends: the probe with dataset[i] (no_preprocess, or full when it is the same)
+    # against the one without it (no_read)
+    before = probes.get("no_preprocess", full)
+    after = probes.get("no_read")
+    # dataset[i] runs in this many processes at once: the workers (at most the cores), or the loop's own thread
+    seen = int(before.evidence.get("processes", 1) or 1) - 1 if before.evidence else 0
+    cores = int((before.system or {}).get("cores") or os.cpu_count() or 1)
+    parallel = max(1, min(workers if workers is not None else seen, cores))
+    read = read_evidence(before.evidence, after.evidence, parallel) if after is not None and not after.same_as else {}
     wait = full.split.get("wait_frac", math.nan) if full.split else math.nan
     measured = {n: p for n, p in probes.items() if p.same_as is None}
     return attribute(
@@ -401,6 +433,9 @@ def _classify(probes: dict[str, ProbeResult], thresholds: Thresholds) -> Verdict
         thresholds=thresholds,
         enough_data=all(len(p.blocks) >= thresholds.min_blocks for p in measured.values()),
         gains=probe_gains(probes),
+        read=read,
+        workers=workers,
+        full_evidence={"evidence": full.evidence, "system": full.system},
     )
 
 
@@ -438,7 +473,8 @@ def reassess(d: Diagnosis, thresholds: Thresholds | None = None) -> Diagnosis:
     if thresholds is None:
         names = {f for f in Thresholds.__dataclass_fields__}
         thresholds = Thresholds(**{k: v for k, v in (d.thresholds or {}).items() if k in names})
-    reading = _reading(_classify(d.probes, thresholds), d.probes, Setting(**d.setting))
+    workers = (d.setting or {}).get("num_workers")
+    reading = _reading(_classify(d.probes, thresholds, workers), d.probes, Setting(**d.setting))
     # when the verdict held is known for the verdict measured; another verdict read now has no such time, and
     # an inconclusive one never has one (as when measured: no verdict held to the end)
     kept = reading["verdict"] == d.verdict and reading["verdict"] != "inconclusive"

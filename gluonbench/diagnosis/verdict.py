@@ -54,6 +54,34 @@ differences, so sub-stage shares add up to their headline's share. ``classify`` 
 headline probes (a chain where no_read and device_batch equal the probe before them);
 :func:`attribute` takes any chain.
 
+**The read sub-stage, named by its evidence** (:func:`read_evidence`). ``dataset[i]`` may read files or
+compute: gluon's ``ImageFolderDataset`` decodes JPEGs there, ``gluon.data.vision.MNIST(transform=...)`` runs the
+transform there. What the process tree spends per sample over each probe's measured steps (CPU user and system
+apart, every thread and worker; time ready but waiting for a core; bytes read from storage; time blocked on
+storage where the kernel reports it: :attr:`ProbeResult.evidence`) is compared between ``no_preprocess`` and
+``no_read``, whose difference is the read's cost. Only per-process counters count: system-wide iowait is mostly
+other programs' I/O on a shared machine, and a page-cache hit reads 0 bytes from storage. The read is
+
+* ``storage`` (disk_io) when it made the kernel read from storage (at least :data:`STORAGE_BYTES_PER_S` of its
+  time) or blocked on storage for :data:`BLOCKED_SHARE` of its time;
+* ``cpu_work`` when its CPU time is at least :data:`CPU_BOUND_SHARE` of its wall time (times the ``dataset[i]``
+  calls that run at once: the workers, at most the cores): work inside ``dataset[i]``, named "decode/transform
+  inside dataset[i]". The time its threads waited for a core is recorded and cited but not credited: summed over
+  every thread (MXNet's engine and OpenMP threads wake and wait too) it cannot be told apart from a read that
+  sleeps and then waits for a core. Mostly system time (:data:`SYSTEM_SHARE`) is ``file_system`` work
+  (opening and reading many small files: disk_io); otherwise it is *preprocessing*: the read's time then counts
+  toward the preprocessing headline (its speed-up: full / no_read) and the loader alone stays disk_io;
+* ``waiting`` (disk_io) when it takes wall time with little CPU: latency (a network file system, an object store);
+* ``unknown`` without evidence (a stored diagnosis from before it was recorded), ``none`` when the read costs no
+  time: the read stays disk_io as the seed's rule has it.
+
+**Bounds** (:func:`bound`). At 0 workers the loader runs in the training loop's own thread, so a perfect input
+pipeline saves at most the loader's own time: when ``loader_only``'s time per batch, paired round by round with
+the model step (``cached_batch``), is under ``input_gain`` of it (its CI's upper end), the verdict is ``gpu_io``
+even where the reused batch's speed-up alone is inconclusive. With workers the same bound holds only where the
+evidence shows the cores were not shared during ``full`` (this run's threads waited for a core under
+:data:`FREE_RUNQ_SHARE` of the time, or a whole core stood idle): the verdict's notes say which.
+
 **Paired rounds.** The probes take turns in rounds, and the shares compare them round by round
 (:func:`paired_timings`): each probe's time is its ratio to ``full`` in the same round (median over
 rounds, with its CI), so load that changes between rounds, or between two diagnoses, cancels.
@@ -91,6 +119,29 @@ HEADLINE_OF = {
     "compute": "gpu_io",
 }
 VERDICTS = (*STAGES, "inconclusive")
+READ_WORK = "decode/transform inside dataset[i]"
+"""The name of the read sub-stage when its evidence shows CPU work (it then counts as preprocessing)."""
+CPU_BOUND_SHARE = 0.5
+"""the read's CPU time over its wall time (times the calls that run at once) from which it is CPU work. On
+2026-11-27, on a 2-core VM shared by five jobs, a PNG decode inside dataset[i] used 93 % of its time on the CPU;
+the ground truth's reads that sleep 1 ms (0 workers) or 3 ms (2 workers) 12-33 % and 15-20 %"""
+SYSTEM_SHARE = 0.5
+"""the share of that CPU time in the kernel from which the work is the file system's (opening many small files)"""
+STORAGE_BYTES_PER_S = 1e6
+"""bytes read from storage per second of the read's time from which the read is storage I/O (a page-cache hit
+reads 0 bytes; below this, a few metadata blocks)"""
+BLOCKED_SHARE = 0.2
+"""the share of the read's wall time blocked on storage (where the kernel reports it) from which it is storage I/O"""
+FREE_RUNQ_SHARE = 0.05
+"""with workers, a bound applies when this run's threads waited for a core under this share of ``full``'s time"""
+READ_HEADLINE = {
+    "cpu_work": "preprocessing",
+    "file_system": "disk_io",
+    "storage": "disk_io",
+    "waiting": "disk_io",
+    "unknown": "disk_io",
+    "none": "disk_io",
+}
 SPEEDUPS = {
     "input": ("full", "cached_batch"),
     "preprocessing": ("full", "no_preprocess"),
@@ -106,6 +157,8 @@ OVERLAP = {
     "loader_vs_model": ("loader_only", "model"),
 }
 """The ratios behind :func:`overlap`; ``model`` is the last measured chain probe (the model alone)."""
+REGROUPED = {"through_read": ("full", "no_read")}
+"""Speed-ups the verdict needs when the read is CPU work and counts as preprocessing (:func:`read_evidence`)."""
 
 
 @dataclass(frozen=True)
@@ -225,6 +278,12 @@ class Verdict:
     reuse: str = "noise"
     """:func:`read_reuse` of the input speed-up: ``nothing``, ``gain``, ``at_line`` or ``noise``; ``short`` when a
     probe has too few blocks for any reading (fewer than ``min_blocks``, or none within the budget)"""
+    read: dict[str, Any] = field(default_factory=dict)
+    """the read sub-stage named by its evidence (:func:`read_evidence`): ``kind`` (cpu_work, file_system, storage,
+    waiting, unknown, none), ``name``, ``headline``, ``why`` and the per-sample differences it was read from"""
+    bound: dict[str, Any] = field(default_factory=dict)
+    """set when a bound decided the verdict (:func:`bound`): ``loader_vs_model`` (+ ``_ci``), ``workers``,
+    ``evidence`` (why the cores were not shared, with workers), ``text``"""
     clear: bool = False
     """the input speed-up's whole CI lies on one side of the ``input_gain`` line (more data would not move the
     verdict across it): what ``diagnose`` needs before it stops early, and the same at ``stop_confidence``
@@ -235,9 +294,15 @@ class Verdict:
         intervals = list(self.share_ci.values()) + list(self.substage_ci.values())
         return all((hi - lo) / 2 <= within for lo, hi in intervals)
 
+    @property
+    def headline_of(self) -> dict[str, str]:
+        """Each sub-stage's headline: :data:`HEADLINE_OF`, with the read under preprocessing where its evidence
+        shows CPU work inside ``dataset[i]``."""
+        return headline_of(self.read)
+
     def top_substage(self, headline: str) -> str | None:
         """The sub-stage that costs most of ``headline``'s time, or None when the headline costs nothing."""
-        subs = [s for s, h in HEADLINE_OF.items() if h == headline and self.substages.get(s, 0.0) > 0]
+        subs = [s for s, h in self.headline_of.items() if h == headline and self.substages.get(s, 0.0) > 0]
         return max(subs, key=lambda s: self.substages[s]) if subs else None
 
     def to_dict(self) -> dict[str, Any]:
@@ -272,6 +337,9 @@ def attribute(
     thresholds: Thresholds = Thresholds(),
     enough_data: bool = True,
     gains: Mapping[str, tuple[float, float, float]] | None = None,
+    read: Mapping[str, Any] | None = None,
+    workers: int | None = None,
+    full_evidence: Mapping[str, Any] | None = None,
 ) -> Verdict:
     """The verdict and sub-stage split from the chain probes' timings (see the module docstring).
 
@@ -279,7 +347,10 @@ def attribute(
     apply (it then equals the probe before it). ``enough_data=False`` (fewer than ``min_blocks``
     blocks in a probe, so its CI means little) makes the verdict ``inconclusive`` whatever the figures.
     ``gains``: the speed-ups ``(ratio, low, high)`` of :func:`probe_gains` (paired round by round); without
-    them they are derived from the chain's timings (:func:`timing_gains`).
+    them they are derived from the chain's timings (:func:`timing_gains`). ``read``: the read sub-stage named by
+    its evidence (:func:`read_evidence`); where it is CPU work (``cpu_work``) it counts as preprocessing.
+    ``workers`` (the loader's num_workers) and ``full_evidence`` (the ``full`` probe's ``evidence`` and ``system``)
+    let a bound decide (:func:`bound`) where the seed's rule is inconclusive.
     """
     timing: dict[str, ProbeTiming] = {}
     measured: dict[str, bool] = {}
@@ -297,7 +368,11 @@ def attribute(
         if t is None:
             t = previous
         timing[name] = previous = t
-    full, no_preprocess, cached_batch = timing["full"], timing["no_preprocess"], timing["cached_batch"]
+    read_info = dict(read) if read else {}
+    heads = headline_of(read_info)
+    # the probe that ends preprocessing: no_read where the read is CPU work inside dataset[i]
+    cut = "no_read" if heads["read"] == "preprocessing" else "no_preprocess"
+    full, no_preprocess, cached_batch = timing["full"], timing[cut], timing["cached_batch"]
     measured["compute"] = True
     raw = {
         "preprocessing": full.median - no_preprocess.median,
@@ -318,14 +393,20 @@ def attribute(
         enough_data = False
         notes.append(f"no measurement of {', '.join(unmeasured)} within the budget: raise the budget")
     gains = dict(gains) if gains is not None else timing_gains({n: chain.get(n) for n in CHAIN})
+    decided = dict(gains)  # what the verdict compares: the read under preprocessing where it is CPU work
+    if cut == "no_read":
+        decided["preprocessing"] = gains.get("through_read", _NO_GAIN)
+        decided["disk_io"] = gains.get("loader", _NO_GAIN)
+        if measured.get("read"):
+            read_info["speedup"] = list(decided["preprocessing"])
     line = thresholds.line
     g, g_lo, g_hi = gains.get("input", (math.nan, math.nan, math.nan))
     # an input stage counts when removing it gains beyond the noise and saves at least input_gain of full's step
     t_full = full.median if full.median > 0 else math.inf
     beyond = {
-        k: gains[k][1] > 1.0 and stage[k] / t_full >= thresholds.input_gain
+        k: decided[k][1] > 1.0 and stage[k] / t_full >= thresholds.input_gain
         for k in ("preprocessing", "disk_io")
-        if k in gains
+        if k in decided
     }
     reading = read_reuse((g, g_lo, g_hi), line, converged) if enough_data else "short"
     nothing, gain_real = reading == "nothing", reading == "gain"
@@ -361,6 +442,13 @@ def attribute(
                 f"close call: removing {verdict} saves {shares[verdict]:.0%} of the step, removing {runner} "
                 f"{shares[runner]:.0%}, within the noise of each other; both are worth fixing"
             )
+    bounded: dict[str, Any] = {}
+    if verdict == "inconclusive" and enough_data:
+        bounded = bound(gains, thresholds, workers, full_evidence)
+        if bounded:
+            verdict = "gpu_io"
+            established["gpu_io"] = True
+            notes.append(bounded["text"])
     anomalies = {
         "preprocessing": "no_preprocess ran slower than full",
         "disk_io": "cached_batch ran slower than no_preprocess",
@@ -397,7 +485,7 @@ def attribute(
     sub_raw["compute"], sub_unc["compute"] = last.median, last.half_width
     sub_s: dict[str, float] = {}
     for head in STAGES:
-        members = [s for s, h in HEADLINE_OF.items() if h == head]
+        members = [s for s, h in heads.items() if h == head]
         clipped = {s: max(sub_raw[s], 0.0) for s in members}
         weight = sum(clipped.values())
         for s in members:
@@ -427,8 +515,147 @@ def attribute(
         input_saved_ci=saved_ci,
         overlap=overlap(gains, thresholds, "device_batch" if measured.get("copy") else "cached_batch"),
         reuse=reading,
+        read=read_info,
+        bound=bounded,
         clear=clear_of(g_lo, g_hi, line),
     )
+
+
+def headline_of(read: Mapping[str, Any] | None) -> dict[str, str]:
+    """Each sub-stage's headline (:data:`HEADLINE_OF`), with the read's from its evidence (``read["kind"]``)."""
+    kind = (read or {}).get("kind", "unknown")
+    return {**HEADLINE_OF, "read": READ_HEADLINE.get(kind, "disk_io")}
+
+
+def _fig(e: Mapping[str, Any], key: str) -> float | None:
+    v = e.get(key)
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def read_evidence(
+    before: Mapping[str, Any] | None, after: Mapping[str, Any] | None, parallel: int = 1
+) -> dict[str, Any]:
+    """The read sub-stage named by what it spends: ``before`` and ``after`` are the ``evidence`` (per sample) of
+    the probes with and without ``dataset[i]`` (``no_preprocess`` and ``no_read``). ``parallel``: how many
+    ``dataset[i]`` calls run at once (the workers, at most the cores; 1 at 0 workers): the read's wall time per
+    sample is shared by them, so its CPU time is set against ``parallel`` times it. See the module docstring."""
+    if not before or not after:
+        return {"kind": "unknown", "name": "reading (dataset[i])", "headline": "disk_io", "why": "no evidence recorded"}
+    diff: dict[str, float | None] = {}
+    for key in ("wall_s", "cpu_s", "user_s", "system_s", "runq_s", "read_bytes", "blkio_s"):
+        a, b = _fig(before, key), _fig(after, key)
+        diff[key] = None if a is None or b is None else a - b
+    wall = diff["wall_s"] or 0.0
+    parallel = max(1, int(parallel))
+    capacity = wall * parallel  # thread-seconds the read had per sample
+    cpu = max(diff["cpu_s"] or 0.0, 0.0)
+    system = max(diff["system_s"] or 0.0, 0.0)
+    runq = max(diff["runq_s"] or 0.0, 0.0)
+    read_bytes = max(diff["read_bytes"] or 0.0, 0.0)
+    blocked = diff["blkio_s"]
+    out: dict[str, Any] = {f"{k}_per_sample": v for k, v in diff.items()}
+    out["blkio_reported"] = blocked is not None
+    us = f"{wall * 1e6:.0f} us a sample"
+    if wall <= 0:
+        kind, why = "none", f"dataset[i] costs no wall time beyond its stand-in ({us})"
+    elif read_bytes / wall >= STORAGE_BYTES_PER_S or (blocked is not None and blocked >= BLOCKED_SHARE * wall):
+        kind = "storage"
+        why = f"dataset[i] read {read_bytes / wall / 1e6:.1f} MB/s from storage over its {us}" + (
+            f", blocked on it {blocked / wall:.0%} of the time" if blocked is not None else ""
+        )
+    elif cpu >= CPU_BOUND_SHARE * capacity:
+        kind = "file_system" if system >= SYSTEM_SHARE * cpu else "cpu_work"
+        why = (
+            f"dataset[i] used {cpu / capacity:.0%} of its {us}{_over(parallel)} on the CPU "
+            f"({system / max(cpu, 1e-12):.0%} of it in the kernel)"
+            + (f" and waited for a core {runq / capacity:.0%}" if runq >= 0.05 * capacity else "")
+            + f", read {_read_text(read_bytes)} from storage"
+            + (
+                f", blocked on storage {blocked / wall:.0%}"
+                if blocked is not None
+                else " (time blocked on storage: not reported by this kernel)"
+            )
+        )
+    else:
+        kind = "waiting"
+        why = (
+            f"dataset[i] used the CPU only {cpu / capacity:.0%} of its {us}{_over(parallel)} and read "
+            f"{_read_text(read_bytes)} from "
+            "storage: it waits (latency: a network file system, an object store, a lock)"
+            + (
+                f"; its threads also waited for a core {runq / capacity:.0%}: on a machine this busy CPU work "
+                "slowed by other programs looks alike, so diagnose again on a quieter one"
+                if runq >= CPU_BOUND_SHARE * capacity - cpu
+                else ""
+            )
+        )
+    names = {
+        "cpu_work": READ_WORK,
+        "file_system": "file-system work in dataset[i] (opening and reading many small files)",
+        "storage": "reading from storage (dataset[i])",
+        "waiting": "waiting in dataset[i] (latency)",
+        "none": "reading (dataset[i])",
+    }
+    out.update(kind=kind, name=names[kind], headline=READ_HEADLINE[kind], why=why)
+    return out
+
+
+def _over(parallel: int) -> str:
+    return f" (x {parallel} in parallel)" if parallel > 1 else ""
+
+
+def _read_text(n: float) -> str:
+    return "0 bytes" if n <= 0 else f"{n / 1e3:.1f} kB a sample"
+
+
+def bound(
+    gains: Mapping[str, Gain],
+    thresholds: Thresholds = Thresholds(),
+    workers: int | None = None,
+    full_evidence: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The model step as the verdict when a bound decides it (see the module docstring); empty otherwise.
+
+    ``gains["loader_vs_model"]``: ``loader_only`` over the model step, paired round by round. ``full_evidence``:
+    ``{"evidence": ..., "system": ...}`` of the ``full`` probe, for the cores with workers.
+    """
+    r, lo, hi = gains.get("loader_vs_model", _NO_GAIN)
+    if workers is None or not all(math.isfinite(x) for x in (r, lo, hi)) or hi >= thresholds.input_gain:
+        return {}
+    fig = f"{r:.1%} [{lo:.1%}, {hi:.1%}]"
+    out: dict[str, Any] = {"loader_vs_model": r, "loader_vs_model_ci": [lo, hi], "workers": workers}
+    if workers == 0:
+        out["evidence"] = "num_workers=0: the loader runs in the training loop's own thread"
+        out["text"] = (
+            f"the bound decided it: the input pipeline alone (`loader_only`) takes {fig} of the model step's time "
+            f"a batch, under input_gain={thresholds.input_gain:g}; with num_workers=0 the loader runs in the loop's "
+            "own thread, so a perfect input pipeline could save at most that"
+        )
+        return out
+    free = _cores_free(full_evidence or {})
+    if free is None:
+        return {}
+    out["evidence"] = free
+    out["text"] = (
+        f"the bound decided it: the input pipeline alone (`loader_only`) takes {fig} of the model step's time a "
+        f"batch, under input_gain={thresholds.input_gain:g}, and the cores were not shared ({free}), so the "
+        f"{workers} worker(s) load beside the step and a perfect input pipeline could save at most that"
+    )
+    return out
+
+
+def _cores_free(full: Mapping[str, Any]) -> str | None:
+    """Why the cores were not shared during ``full`` (a sentence), or None when the evidence does not show it."""
+    ev = full.get("evidence") or {}
+    wall, runq = _fig(ev, "wall_s"), _fig(ev, "runq_s")
+    if wall and runq is not None:
+        if runq < FREE_RUNQ_SHARE * wall:
+            return f"during `full` this run's threads waited for a core {runq / wall:.1%} of the time"
+        return None  # the threads did wait for cores: that evidence decides against
+    per = (full.get("system") or {}).get("per_core_pct") or []
+    if per and sum(per) / 100 <= len(per) - 1:
+        return f"during `full` the machine kept {sum(per) / 100:.1f} of its {len(per)} cores busy: one stood idle"
+    return None
 
 
 def clear_of(lo: float, hi: float, line: float) -> bool:
@@ -511,7 +738,7 @@ def timing_gains(timing: Mapping[str, ProbeTiming | None]) -> dict[str, Gain]:
 
     present = {n: t for n, t in timing.items() if t is not None and math.isfinite(t.median)}
     out: dict[str, Gain] = {}
-    for key, (a, b) in SPEEDUPS.items():
+    for key, (a, b) in {**SPEEDUPS, **REGROUPED}.items():
         ra, rb = _resolve(a, present), _resolve(b, present)
         if ra is None or rb is None:
             out[key] = _NO_GAIN
@@ -548,7 +775,7 @@ def probe_gains(probes: Mapping[str, Any], min_rounds: int = PAIRED_MIN_ROUNDS, 
             present[n] = p
     model = _resolve("device_batch", present)
     out: dict[str, Gain] = {}
-    for key, (a, b) in {**SPEEDUPS, **OVERLAP}.items():
+    for key, (a, b) in {**SPEEDUPS, **OVERLAP, **REGROUPED}.items():
         ra = model if a == "model" else _resolve(a, present)
         rb = model if b == "model" else _resolve(b, present)
         if ra is None or rb is None:

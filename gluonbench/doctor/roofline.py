@@ -21,6 +21,25 @@ NEAR = 0.7
 CACHE_READ_FLOOR = 1e6
 """bytes/s read from the device below which the data is taken to come from the page cache"""
 VERDICT_STAGE = {"preprocessing": "decode", "disk_io": "read", "gpu_io": "copy"}
+IMAGE_DATASETS = ("ImageFolderDataset", "ImageRecordDataset", "ImageListDataset")
+"""gluon's data sets that decode images in ``dataset[i]`` (``mx.image.imread``/``imdecode``)"""
+ENCODED = ("bytes", "bytearray", "memoryview")
+"""data of these types is encoded (images a transform decodes with ``mx.image.imdecode``)"""
+
+
+def decoded_images(pipeline: dict[str, Any], setting: dict[str, Any]) -> str | None:
+    """Where the pipeline decodes images (so the decode ceiling applies), in words; None where it does not: a
+    decode stage, one of gluon's image data sets (it decodes in ``dataset[i]``), or encoded bytes that the
+    transform decodes."""
+    read = str(pipeline.get("read", ""))
+    if pipeline.get("decode", "none") not in ("none", "", None) and not str(pipeline["decode"]).startswith("stand-in"):
+        return "decode + transform"
+    for name in (read, str(setting.get("dataset_type", ""))):
+        if name in IMAGE_DATASETS:
+            return f"decode + transform ({name} decodes in dataset[i])"
+    if str(setting.get("sample_type", "")) in ENCODED:
+        return "decode + transform (dataset[i] gives encoded bytes)"
+    return None
 
 
 @dataclass
@@ -232,7 +251,8 @@ def for_diagnosis(d: Any, ceilings: Ceilings | None, sample_bytes: int | None = 
             )
         )
     else:
-        if pipeline.get("decode", "none") == "none":
+        what = decoded_images(pipeline, setting)
+        if what is None:
             lines.append(
                 RooflineLine(
                     "decode",
@@ -248,7 +268,7 @@ def for_diagnosis(d: Any, ceilings: Ceilings | None, sample_bytes: int | None = 
         else:
             system = _get(lo, "system") or {}
             got = float(system["cpu_util_pct"]) / 100 * cores if "cpu_util_pct" in system else None
-            lines.append(decode_line(rate, workers, cores, ceilings, cpu_used=got))
+            lines.append(decode_line(rate, workers, cores, ceilings, what, cpu_used=got))
         rl = read_line((_get(lo, "system") or {}).get("read_bytes_per_s"), ceilings, "loader_only")
         if rl is not None:
             lines.append(rl)

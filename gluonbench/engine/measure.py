@@ -50,7 +50,8 @@ from gluonbench.analysis.stats import median, median_ci
 from gluonbench.engine.deadline import BudgetExceededError
 from gluonbench.engine.loop import StepTimes, run_steps
 from gluonbench.errors import GluonbenchError
-from gluonbench.monitor import SystemMonitor, SystemSummary, merge_summaries
+from gluonbench.monitor import SystemMonitor, SystemSummary, TreeUsage, merge_summaries, tree_usage
+from gluonbench.monitor.system import delay_accounting
 from gluonbench.pipeline import Pipeline, Running
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,9 @@ class Record:
     cpu_per_round: dict[int, float] = field(default_factory=dict)
     """:class:`Rounds`: round number -> CPU seconds per sample of the process tree (this process and its
     loader workers) over this pipeline's blocks in that round; less sensitive to neighbours than wall time"""
+    usage_per_round: dict[int, Window] = field(default_factory=dict)
+    """:class:`Rounds`: round number -> what the process tree used over this pipeline's measured steps in that
+    round (:class:`Window`: CPU user and system, storage bytes read, time blocked on I/O, wall time, samples)"""
     block_steps: int = 0
     rounds: int = 0
     open_s: float = 0.0
@@ -99,6 +103,45 @@ class Record:
     @property
     def system(self) -> SystemSummary:
         return merge_summaries(self.systems)
+
+    @property
+    def usage(self) -> Window:
+        """What the process tree used over every measured round of this pipeline, added up."""
+        total = Window(TreeUsage(blkio_reported=bool(self.usage_per_round)))
+        for w in self.usage_per_round.values():
+            total = total + w
+        return total
+
+
+@dataclass(frozen=True)
+class Window:
+    """The process tree's :class:`~gluonbench.monitor.TreeUsage` over a measured window, its wall time and the
+    samples it trained on: the evidence that names what a stage spends its time on."""
+
+    used: TreeUsage
+    wall_s: float = 0.0
+    samples: int = 0
+
+    def __add__(self, other: Window) -> Window:
+        return Window(self.used + other.used, self.wall_s + other.wall_s, self.samples + other.samples)
+
+    def per_sample(self) -> dict[str, Any]:
+        """Each figure per sample trained on (seconds, bytes); ``blkio_s`` None where the kernel does not report it."""
+        n = self.samples
+        u = self.used
+        if n <= 0:
+            return {}
+        return {
+            "samples": n,
+            "wall_s": self.wall_s / n,
+            "cpu_s": u.cpu_s / n,
+            "user_s": u.user_s / n,
+            "system_s": u.system_s / n,
+            "runq_s": u.runq_s / n,
+            "read_bytes": u.read_bytes / n,
+            "blkio_s": u.blkio_s / n if u.blkio_reported else None,
+            "processes": u.processes,
+        }
 
 
 @dataclass
@@ -328,6 +371,8 @@ class Rounds:
         monitor = SystemMonitor(interval=self.monitor_interval, memory_due=rec.memory_due, edges_only=True).start()
         cpu: dict[str, float] = {}
         end: dict[str, int] = {}
+        used: dict[str, TreeUsage] = {}
+        reported = delay_accounting()
 
         # the loader's workers as the monitor found them: tree_cpu_s() reads their threads' clocks without a scan
         # of every process for descendants (milliseconds, twice a round)
@@ -335,7 +380,8 @@ class Rounds:
 
         def mark(n: int) -> None:
             if n == skip:
-                cpu["start"], cpu["t"] = tree_cpu_s(workers), perf_counter()
+                used["start"] = tree_usage(workers, reported)
+                cpu["start"], cpu["t"] = used["start"].cpu_s, perf_counter()
 
         def last(n: int) -> bool:
             measured = n - skip
@@ -343,7 +389,8 @@ class Rounds:
                 now = perf_counter()
                 if now - cpu["t"] >= round_s or now >= deadline:  # mark(skip) set it: measured > 0
                     end["n"] = n
-                    cpu["end"] = tree_cpu_s(workers)
+                    used["end"] = tree_usage(workers, reported)
+                    cpu["end"], cpu["t_end"] = used["end"].cpu_s, perf_counter()
                     return True
             return False
 
@@ -368,6 +415,11 @@ class Rounds:
             cpu_s = cpu.get("end", 0.0) - cpu.get("start", 0.0)
             if "start" in cpu and "end" in cpu and cpu_s > 0:
                 rec.cpu_per_round[number] = cpu_s / samples_done
+            if "start" in used and "end" in used:
+                window_samples = int(sum(measured.samples))
+                rec.usage_per_round[number] = Window(
+                    used["end"] - used["start"], cpu["t_end"] - cpu["t"], window_samples
+                )
         # bounded: past the deadline no further round of this loader follows
         limit = min(max(1.0, 20 * rec.est_step_s * k), max(0.5, deadline - perf_counter()))
         r.settle(limit)
@@ -393,38 +445,18 @@ def _cut(records: Mapping[str, Record], sizes: Mapping[str, tuple[int, int, int,
         rec.rounds = rounds
         rec.per_round.pop(number, None)
         rec.cpu_per_round.pop(number, None)
+        rec.usage_per_round.pop(number, None)
 
 
 def tree_cpu_s(descendants: Sequence[Any]) -> float:
     """CPU seconds used so far by this process (all threads) and ``descendants``, its live child processes
     (``psutil.Process``: the loader workers a :class:`~gluonbench.monitor.SystemMonitor` found).
 
-    Nanosecond clocks where Linux has them (``process_time`` here, each child thread's
-    ``/proc/PID/task/TID/schedstat``), not psutil's 10 ms clock ticks: a round is a fraction of a second.
+    Precise clocks where Linux has them (``getrusage`` here, each worker thread's ``/proc/PID/task/TID/schedstat``),
+    not psutil's 10 ms clock ticks: a round is a fraction of a second. :func:`~gluonbench.monitor.tree_usage` reads it, with the
+    rest of the tree's evidence.
     """
-    import time
-
-    total = time.process_time()
-    for child in descendants:
-        total += _process_cpu_s(child)
-    return total
-
-
-def _process_cpu_s(proc: Any) -> float:
-    import psutil
-
-    try:
-        tasks = os.listdir(f"/proc/{proc.pid}/task")
-        ns = 0
-        for tid in tasks:
-            with open(f"/proc/{proc.pid}/task/{tid}/schedstat") as f:
-                ns += int(f.read().split()[0])
-        return ns / 1e9
-    except (OSError, ValueError, IndexError):
-        try:
-            return sum(proc.cpu_times()[:2])
-        except psutil.Error:
-            return 0.0
+    return tree_usage(list(descendants), reported=False).cpu_s
 
 
 def measure(

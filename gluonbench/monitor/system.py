@@ -265,6 +265,139 @@ class SystemMonitor:
         self.stop()
 
 
+@dataclass
+class TreeUsage:
+    """What a process tree has used so far (or, as a difference of two readings, over a window).
+
+    Read by :func:`tree_usage`, per process of the tree, from the kernel's per-process counters: nothing
+    system-wide, so other programs on a shared machine do not count (system-wide iowait is mostly their I/O).
+    """
+
+    cpu_s: float = 0.0
+    """CPU seconds, every thread (MXNet's engine threads included: ``mx.image.imdecode`` runs there)"""
+    user_s: float = 0.0
+    """of it, in user mode (Python, NumPy, decoders)"""
+    system_s: float = 0.0
+    """of it, in the kernel (system calls: opening and reading files among them)"""
+    runq_s: float = 0.0
+    """seconds the tree's threads were ready to run but waited for a core (``/proc/PID/task/TID/schedstat``):
+    CPU work slowed by other programs, not I/O"""
+    read_bytes: int = 0
+    """bytes the tree made the kernel fetch from storage (``/proc/PID/io`` ``read_bytes``; a page-cache hit reads 0)"""
+    blkio_s: float = 0.0
+    """seconds blocked waiting for storage (``/proc/PID/stat`` field 42, delay accounting)"""
+    blkio_reported: bool = False
+    """the kernel keeps :attr:`blkio_s` (delay accounting on); when off it reads 0, which is not evidence"""
+    processes: int = 0
+
+    def __add__(self, other: TreeUsage) -> TreeUsage:
+        """Two windows of one tree, one after the other (the process count is the larger)."""
+        return TreeUsage(
+            self.cpu_s + other.cpu_s,
+            self.user_s + other.user_s,
+            self.system_s + other.system_s,
+            self.runq_s + other.runq_s,
+            self.read_bytes + other.read_bytes,
+            self.blkio_s + other.blkio_s,
+            self.blkio_reported and other.blkio_reported,
+            max(self.processes, other.processes),
+        )
+
+    def __sub__(self, other: TreeUsage) -> TreeUsage:
+        return TreeUsage(
+            self.cpu_s - other.cpu_s,
+            self.user_s - other.user_s,
+            self.system_s - other.system_s,
+            self.runq_s - other.runq_s,
+            self.read_bytes - other.read_bytes,
+            self.blkio_s - other.blkio_s,
+            self.blkio_reported and other.blkio_reported,
+            max(self.processes, other.processes),
+        )
+
+
+def delay_accounting() -> bool:
+    """True when the kernel counts time blocked on I/O per process (``kernel.task_delayacct``; on by default
+    before Linux 5.14, where the setting does not exist)."""
+    try:
+        with open("/proc/sys/kernel/task_delayacct") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return os.path.exists("/proc/self/stat")
+
+
+_TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def _process_usage(pid: int, own: bool) -> TreeUsage | None:
+    """One process's counters; ``own``: this process (user/system from ``getrusage``, microseconds)."""
+    u = TreeUsage(processes=1)
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+        # fields[0] is field 3 (state): field N is fields[N - 3]
+        utime, stime = int(fields[11]) * _TICK_S, int(fields[12]) * _TICK_S
+        u.blkio_s = int(fields[39]) * _TICK_S if len(fields) > 39 else 0.0
+        ns = runq = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    parts = f.read().split()
+                ns, runq = ns + int(parts[0]), runq + int(parts[1])
+            except (OSError, ValueError, IndexError):
+                continue  # a thread that ended between the listing and the read
+        u.runq_s = runq / 1e9
+        if own:
+            import resource
+
+            r = resource.getrusage(resource.RUSAGE_SELF)
+            # the kernel's precise total, split by its ticks; threads that have ended still count
+            u.user_s, u.system_s = r.ru_utime, r.ru_stime
+            u.cpu_s = u.user_s + u.system_s
+        else:
+            # clock ticks split the precise (nanosecond) total between user and kernel time
+            u.cpu_s = ns / 1e9 if ns else utime + stime
+            ticks = utime + stime
+            u.user_s = u.cpu_s * utime / ticks if ticks > 0 else u.cpu_s
+            u.system_s = u.cpu_s - u.user_s
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            for line in f:
+                if line.startswith("read_bytes:"):
+                    u.read_bytes = int(line.split()[1])
+                    break
+    except (OSError, ValueError, IndexError):
+        pass  # another user's process, or no I/O accounting: 0 bytes, as a cache hit
+    return u
+
+
+def tree_usage(members: list[psutil.Process] | list[int] | None = None, reported: bool | None = None) -> TreeUsage:
+    """CPU (user and system apart), run-queue wait, storage bytes read and time blocked on I/O of this process
+    (every thread) and ``members``, its child processes (the loader workers a :class:`SystemMonitor` found; this
+    process among them is skipped). ``reported``: :func:`delay_accounting`, when the caller already knows it.
+    Nanosecond clocks where Linux has them (a measured window is a fraction of a second)."""
+    me = os.getpid()
+    total = _process_usage(me, own=True) or TreeUsage()
+    for m in members or []:
+        pid = m if isinstance(m, int) else m.pid
+        if pid == me:
+            continue
+        u = _process_usage(pid, own=False)
+        if u is None:
+            continue
+        total.cpu_s += u.cpu_s
+        total.user_s += u.user_s
+        total.system_s += u.system_s
+        total.runq_s += u.runq_s
+        total.read_bytes += u.read_bytes
+        total.blkio_s += u.blkio_s
+        total.processes += 1
+    total.blkio_reported = delay_accounting() if reported is None else reported
+    return total
+
+
 def merge_summaries(parts: list[SystemSummary]) -> SystemSummary:
     """One summary of several sampled windows (e.g. the rounds of one probe): rates and percentages
     weighted by each window's duration, peaks the maximum, sample counts added."""

@@ -497,6 +497,11 @@
         (secondary.length ? "; secondary: " + esc(secondary.join(", ")) : "") +
         (facts.input_bound || d.input_bound ? "; input-bound: " + esc(facts.input_bound || d.input_bound) +
           (waitText ? " (" + esc(waitText) + ")" : "") : ""), "headline"));
+      var bound = (d.analysis || {}).bound || {}, read = (d.analysis || {}).read || {};
+      if (bound.text) { out.push(para(esc(bound.text))); }
+      if (read.why && ["unknown", "none"].indexOf(read.kind) < 0) {
+        out.push(para("dataset[i] is " + esc(read.name) + " (" + esc(read.headline) + "): " + esc(read.why)));
+      }
     }
     if (d.pipeline && typeof d.pipeline === "object") {
       out.push(section("Pipeline", h("div", ordered(d.pipeline, PIPELINE_ORDER).map(function (k, i) {
