@@ -19,9 +19,8 @@ Installed by :mod:`gluonbench.script.boot` before the script's first line (never
 
 The batch is timed after ``mx.nd.waitall()`` (the seed's barrier, as :mod:`gluonbench.engine.loop` does), in
 every mode, the replayed batch of ``cached_batch`` included: the next batch is fetched while the previous step
-computes, then the barrier ends that step. A batch from another
-loader (an evaluation pass), the end of an epoch, or a loader-only slice breaks the step in progress and the
-block it was in: that time is never counted. After a mode switch the first ``prefetch + 1`` steps are left out
+computes, then the barrier ends that step. A batch from another loader (an evaluation pass), the end of an
+epoch, or a loader-only slice breaks the step in progress and the block it was in: that time is never counted. After a mode switch the first ``prefetch + 1`` steps are left out
 (they were prefetched in the mode before).
 """
 
