@@ -17,10 +17,10 @@ Installed by :mod:`gluonbench.script.boot` before the script's first line (never
   A step runs from the first batch handed out after an update to the next such batch, so several batches
   per update (gradient accumulation) are one step; its samples are all of them.
 
-The batch is timed after ``mx.nd.waitall()`` (the seed's barrier, as :mod:`gluonbench.engine.loop` does): the
-next batch is fetched while the previous step computes, then the barrier ends that step. A batch from another
-loader (an evaluation pass), the end of an epoch, or a loader-only slice breaks the step in progress and the
-block it was in: that time is never counted. After a mode switch the first ``prefetch + 1`` steps are left out
+The batch is timed after ``mx.nd.waitall()`` (the seed's barrier, as :mod:`gluonbench.engine.loop` does), in
+every mode, the replayed batch of ``cached_batch`` included: the next batch is fetched while the previous step
+computes, then the barrier ends that step. A batch from another loader (an evaluation pass), the end of an
+epoch, or a loader-only slice breaks the step in progress and the block it was in: that time is never counted. After a mode switch the first ``prefetch + 1`` steps are left out
 (they were prefetched in the mode before).
 """
 
@@ -230,6 +230,9 @@ class Driver:
         if self.mode == "cached_batch" and self.cached is not None:
             t0 = perf_counter()
             batch = self.cached
+            # the same barrier as below: without it nothing in a script that never reads a value back waits
+            # for its step to compute, and the probe would time how fast Python queues the engine's work
+            nd.waitall()
             fetch_s = perf_counter() - t0
         elif self.mode == "loader_only" and self.slice is not None:
             batch = self.loader_only(feed)
