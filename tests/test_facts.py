@@ -318,3 +318,24 @@ def test_a_runs_own_line_says_one_worker_and_leaves_out_a_missing_accuracy():
     assert seed_line(r) == "1 worker: train duration 2.0, eval duration 0.0"
     r.accuracy = 0.98
     assert seed_line(r).endswith(", test accuracy 0.98")
+
+
+def test_at_the_line_advice_never_denies_a_gain_its_own_interval_shows():
+    """A removal whose interval lies above 1 is not 'no gain beyond the noise', even when its time is not the larger."""
+    from types import SimpleNamespace
+
+    from gluonbench.diagnosis.recommend import Setting, _at_line
+
+    def at_line(pre_ci: list[float]) -> str:
+        v = SimpleNamespace(
+            speedups={"input": 1.685, "preprocessing": 1.13, "disk_io": 1.2},
+            speedup_ci={"input": [1.004, 2.684], "preprocessing": pre_ci, "disk_io": [0.9, 1.6]},
+            stage_s={"preprocessing": 0.001, "disk_io": 0.0012},
+            established={"preprocessing": False, "disk_io": False},
+        )
+        return _at_line(v, Setting(batch_size=64, num_workers=1, cores=2, ctx="cpu"))[0].text
+
+    text = at_line([1.01, 1.43])
+    assert "no input stage alone gains beyond the noise" not in text and "neither input stage clearly" in text
+    assert "removing preprocessing: 1.13x [1.01, 1.43]" in text
+    assert "no input stage alone gains beyond the noise" in at_line([0.95, 1.43])

@@ -839,14 +839,14 @@ def _at_line(v: Verdict, setting: Setting) -> list[Rec]:
     hi = (v.speedup_ci.get("input") or [math.nan, math.nan])[1]
     most = max(("preprocessing", "disk_io"), key=lambda k: v.stage_s.get(k, 0.0))
     words = {"preprocessing": "preprocessing", "disk_io": "reading and the loader"}
+    both = "; ".join(f"removing {words[k]}: {speedup_text(v, k)}" for k in ("preprocessing", "disk_io"))
+    beyond = [k for k in words if (v.speedup_ci.get(k) or [math.nan])[0] > 1]  # its interval clear of no change
     if v.established.get(most):
         where = f"most of it in {words[most]} (removing it: {speedup_text(v, most)})"
+    elif beyond:  # a stage gains beyond the noise, but its time is not clearly the larger: name both, rank neither
+        where = f"neither input stage clearly costs the most ({both})"
     else:  # neither input stage alone gains beyond the noise: name both, claim neither
-        where = (
-            "no input stage alone gains beyond the noise ("
-            + "; ".join(f"removing {words[k]}: {speedup_text(v, k)}" for k in ("preprocessing", "disk_io"))
-            + ")"
-        )
+        where = f"no input stage alone gains beyond the noise ({both})"
     budget = setting.budget_s
     return [
         Rec(
