@@ -39,7 +39,6 @@ from pathlib import Path
 from time import monotonic
 from typing import Any
 
-from gluonbench.analysis.stats import median, median_ci
 from gluonbench.check.gate import (
     GATE_SHARE,
     PAIRED_MIN_ROUNDS,
@@ -50,7 +49,9 @@ from gluonbench.check.gate import (
     check_budget,
     cores_here,
     decide,
+    minus,
     parse_fraction,
+    relative_figure,
 )
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
@@ -260,29 +261,6 @@ class Rounds2:
                     store[side].setdefault(f"{phase}:{probe}", {})[number] = float(value)
 
 
-def _series(a: Mapping[int, float], ref: Mapping[int, float]) -> dict[int, float]:
-    return {r: v / ref[r] for r, v in a.items() if r in ref and ref[r] > 0}
-
-
-def _figure(a_wall: Mapping[int, float], a_cpu: Mapping[int, float], r_wall, r_cpu, min_rounds: int) -> Figure:
-    """Median and 95 % CI over rounds of ``a`` over the reference in the same round (wall and CPU)."""
-    rel, crel = _series(a_wall, r_wall), _series(a_cpu, r_cpu)
-    out = Figure(rounds=len(rel))
-    if a_wall:
-        out.s_per_sample = median(list(a_wall.values()))
-    if a_cpu:
-        out.cpu_s_per_sample = median(list(a_cpu.values()))
-    if len(rel) >= min_rounds:
-        out.rel, out.rel_ci = median(list(rel.values())), list(median_ci(list(rel.values())))
-    if len(crel) >= min_rounds:
-        out.cpu_rel, out.cpu_rel_ci = median(list(crel.values())), list(median_ci(list(crel.values())))
-    return out
-
-
-def _minus(a: Mapping[int, float], b: Mapping[int, float]) -> dict[int, float]:
-    return {r: a[r] - b[r] for r in a if r in b}
-
-
 def snapshots(
     m: Rounds2, ready: Mapping[str, Mapping[str, Any]], budget_s: float, elapsed_s: float, identity: str
 ) -> tuple[Snapshot, Snapshot]:
@@ -297,23 +275,25 @@ def snapshots(
     sref_c = m.cpu["baseline"].get("stages:full", {})
     for side in ("baseline", "candidate"):
         w, c = m.wall[side], m.cpu[side]
-        total = _figure(w.get("gate:full", {}), c.get("gate:full", {}), ref_w, ref_c, PAIRED_MIN_ROUNDS)
+        total = relative_figure(w.get("gate:full", {}), c.get("gate:full", {}), ref_w, ref_c, PAIRED_MIN_ROUNDS)
         stages: dict[str, Figure] = {}
         previous = None
         probes = [p for p in CHAIN if f"stages:{p.name}" in w]
         for p in probes:
             if previous is not None and p.substage:
-                stages[p.substage] = _figure(
-                    _minus(w[f"stages:{previous}"], w[f"stages:{p.name}"]),
-                    _minus(c.get(f"stages:{previous}", {}), c.get(f"stages:{p.name}", {})),
+                stages[p.substage] = relative_figure(
+                    minus(w[f"stages:{previous}"], w[f"stages:{p.name}"]),
+                    minus(c.get(f"stages:{previous}", {}), c.get(f"stages:{p.name}", {})),
                     sref_w,
                     sref_c,
                     STAGE_MIN_ROUNDS,
                 )
             previous = p.name
         if previous is not None:
-            stages["compute"] = _figure(w[f"stages:{previous}"], c.get(f"stages:{previous}", {}), sref_w, sref_c, 3)
-        reference = _figure(ref_w, ref_c, ref_w, ref_c, PAIRED_MIN_ROUNDS)
+            stages["compute"] = relative_figure(
+                w[f"stages:{previous}"], c.get(f"stages:{previous}", {}), sref_w, sref_c, 3
+            )
+        reference = relative_figure(ref_w, ref_c, ref_w, ref_c, PAIRED_MIN_ROUNDS)
         info = ready[side]
         snaps.append(
             Snapshot(

@@ -230,14 +230,15 @@ def _series(per_round: Mapping[int, float], ruler: Mapping[int, float]) -> dict[
     }
 
 
-def _figure(
+def relative_figure(
     wall: Mapping[int, float],
     cpu: Mapping[int, float],
     rw: Mapping[int, float],
     rc: Mapping[int, float],
     min_rounds: int = PAIRED_MIN_ROUNDS,
 ) -> Figure:
-    """Median and 95 % CI over rounds of the ruler-relative figures (wall and CPU), and the absolute medians."""
+    """Median and 95 % CI over rounds of the figures over the reference's in the same round (``rw``, ``rc``: the
+    ruler's, or the baseline's full pipeline for ``--against``), wall and CPU, and the absolute medians."""
     rel, crel = _series(wall, rw), _series(cpu, rc)
     out = Figure(rounds=len(rel))
     out.s_per_sample = median(list(wall.values()))
@@ -249,7 +250,7 @@ def _figure(
     return out
 
 
-def _minus(a: Mapping[int, float], b: Mapping[int, float]) -> dict[int, float]:
+def minus(a: Mapping[int, float], b: Mapping[int, float]) -> dict[int, float]:
     return {r: a[r] - b[r] for r in a if r in b}
 
 
@@ -308,25 +309,27 @@ def measure_snapshot(
     stages: dict[str, Figure] = {}
     for before, probe in itertools.pairwise(CHAIN):
         if probe.substage and (probe.substage != "copy" or "device_batch" not in skipped):
-            stages[probe.substage] = _figure(
-                _minus(wall[before.name], wall[probe.name]),
-                _minus(cpu[before.name], cpu[probe.name]),
+            stages[probe.substage] = relative_figure(
+                minus(wall[before.name], wall[probe.name]),
+                minus(cpu[before.name], cpu[probe.name]),
                 rw,
                 rc,
                 STAGE_MIN_ROUNDS,
             )
     last = CHAIN[-1].name
-    stages["compute"] = _figure(wall[last], cpu[last], rw, rc, STAGE_MIN_ROUNDS)
+    stages["compute"] = relative_figure(wall[last], cpu[last], rw, rc, STAGE_MIN_ROUNDS)
     ordered = {k: stages[k] for k in STAGE_ORDER if k in stages}
-    ruler = _figure(g[RULER].per_round, g[RULER].cpu_per_round, g[RULER].per_round, g[RULER].cpu_per_round)
+    ruler = relative_figure(g[RULER].per_round, g[RULER].cpu_per_round, g[RULER].per_round, g[RULER].cpu_per_round)
     return Snapshot(
         identity=target.identity,
         pipeline=pipeline.stages(),
         setting={"batch_size": pipeline.batch_size, "num_workers": pipeline.num_workers, "ctx": ctx_text(pipeline.ctx)},
         cores=cores_here(),
-        total=_figure(g["full"].per_round, g["full"].cpu_per_round, g[RULER].per_round, g[RULER].cpu_per_round),
+        total=relative_figure(g["full"].per_round, g["full"].cpu_per_round, g[RULER].per_round, g[RULER].cpu_per_round),
         stages=ordered,
-        ceiling=_figure(rec["loader_only"].per_round, rec["loader_only"].cpu_per_round, rw, rc, STAGE_MIN_ROUNDS),
+        ceiling=relative_figure(
+            rec["loader_only"].per_round, rec["loader_only"].cpu_per_round, rw, rc, STAGE_MIN_ROUNDS
+        ),
         ruler=ruler,
         budget_s=budget_s,
         elapsed_s=gate.elapsed_s + probes.elapsed_s,
