@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -135,8 +135,17 @@ def _result(name: str, removes: str, batch_size: int, rec: Record) -> ProbeResul
     return out
 
 
-def _results(m: Measurement, pipeline: Pipeline, skipped: dict[str, str], final: bool) -> dict[str, ProbeResult]:
-    """Probe results in declaration order; a skipped probe is a copy of the one before it, marked ``same_as``."""
+def probe_results(
+    records: Mapping[str, Record],
+    batch_size: int,
+    skipped: Mapping[str, str],
+    final: bool = True,
+    removes: Mapping[str, str] | None = None,
+) -> dict[str, ProbeResult]:
+    """Probe results in declaration order from the records of their rounds (however measured: :func:`measure_probes`,
+    or a user's running script); a skipped probe is a copy of the one before it, marked ``same_as``. ``final``: with
+    the step split and the system evidence; ``removes``: what each probe removes, where the caller words it
+    otherwise."""
     out: dict[str, ProbeResult] = {}
     previous = None
     for probe in PROBES:
@@ -144,16 +153,20 @@ def _results(m: Measurement, pipeline: Pipeline, skipped: dict[str, str], final:
             alias = ProbeResult.from_dict(out[previous].to_dict())
             alias.name, alias.removes, alias.same_as = probe.name, skipped[probe.name], previous
             out[probe.name] = alias
-        elif probe.name in m.records:
-            rec = m.records[probe.name]
-            res = _result(probe.name, probe.removes, pipeline.batch_size, rec)
+        elif probe.name in records:
+            rec = records[probe.name]
+            res = _result(probe.name, (removes or {}).get(probe.name, probe.removes), batch_size, rec)
             if final:
                 res.split = rec.times.split(skip=0).to_dict() if len(rec.times) else {}
-                res.system = rec.system.to_dict()
+                res.system = rec.system.to_dict() if rec.systems else {}
             out[probe.name] = res
         if probe.in_chain:
             previous = probe.name
     return out
+
+
+def _results(m: Measurement, pipeline: Pipeline, skipped: dict[str, str], final: bool) -> dict[str, ProbeResult]:
+    return probe_results(m.records, pipeline.batch_size, skipped, final)
 
 
 def measure_probes(

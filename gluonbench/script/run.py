@@ -27,7 +27,7 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.analysis.stats import median
-from gluonbench.diagnosis.measure import ProbeResult, ProbeSet
+from gluonbench.diagnosis.measure import ProbeSet, probe_results
 from gluonbench.diagnosis.probes import PROBES
 from gluonbench.diagnosis.recommend import Setting
 from gluonbench.diagnosis.run import Diagnosis, read_probes, verdict_finished, verdict_settled
@@ -321,32 +321,8 @@ def _probe_names(transform: bool) -> tuple[list[str], dict[str, str]]:
 def _probe_set(
     records: dict[str, Record], skipped: dict[str, str], batch_size: int, elapsed: float, rounds: int, startup: float
 ) -> ProbeSet:
-    out: dict[str, ProbeResult] = {}
-    previous = None
-    for probe in PROBES:
-        if probe.name in skipped and previous is not None:
-            alias = ProbeResult.from_dict(out[previous].to_dict())
-            alias.name, alias.removes, alias.same_as = probe.name, skipped[probe.name], previous
-            out[probe.name] = alias
-        elif probe.name in records:
-            rec = records[probe.name]
-            last = max(rec.per_round, default=0)
-            res = ProbeResult(
-                probe.name,
-                REMOVES.get(probe.name, probe.removes),
-                batch_size,
-                blocks=list(rec.blocks),
-                per_round=[rec.per_round.get(i) for i in range(1, last + 1)],
-            )
-            res.steps, res.samples, res.rounds = len(rec.times), sum(rec.times.samples), rec.rounds
-            res.block_steps = rec.block_steps
-            res.update()
-            res.split = rec.times.split(skip=0).to_dict() if len(rec.times) else {}
-            res.system = rec.system.to_dict() if rec.systems else {}
-            out[probe.name] = res
-        if probe.in_chain:
-            previous = probe.name
-    return ProbeSet(out, elapsed, "", rounds, startup)
+    probes = probe_results(records, batch_size, skipped, final=True, removes=REMOVES)
+    return ProbeSet(probes, elapsed, "", rounds, startup)
 
 
 def _take(rec: Record, blocks: list[list[list[float]]], number: int) -> None:
