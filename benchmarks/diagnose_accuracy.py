@@ -31,6 +31,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,7 +47,6 @@ import ground_truth
 import gluonbench
 from gluonbench.env import command_line, environment
 from gluonbench.report.store import atomic_write_text
-from gluonbench.scratch import die_with_parent
 from gluonbench.workloads.cases import CASES, build
 
 MNIST_TARGET_S = 30.0
@@ -112,20 +112,46 @@ def score(rows: list[tuple[str, str, str]]) -> Score:
     return s
 
 
+HOG = """
+import os, sys
+if os.fork():
+    os._exit(0)
+os.setsid()
+parent = {parent}
+print(os.getpid(), flush=True)
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):  # the launcher's pipes close: subprocess.run returns at once
+    os.dup2(null, fd)
+n = 0
+while True:
+    n += 1
+    if n % 2000000 == 0:  # about every 0.1 s: ends by itself once the benchmark is gone, even after kill -9
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            os._exit(0)
+"""
+
+
 @contextmanager
-def busy_cores(n: int) -> Iterator[list[subprocess.Popen]]:
-    """``n`` processes spinning on a core each for the duration; each is killed and reaped on the way out, and
-    dies with this process should it be killed (``PR_SET_PDEATHSIG``)."""
-    procs: list[subprocess.Popen] = []
+def busy_cores(n: int) -> Iterator[list[int]]:
+    """``n`` processes spinning on a core each for the duration, as another job's would: not descendants of this
+    process (double fork), so no diagnosis counts their CPU as its own pipeline's; each is killed on the way out,
+    and ends by itself within a second should this process be killed."""
+    pids: list[int] = []
     try:
         for _ in range(n):
-            procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=die_with_parent))
-        yield procs
+            launcher = subprocess.run(
+                [sys.executable, "-c", HOG.format(parent=os.getpid())], capture_output=True, text=True, timeout=60
+            )
+            pids.append(int(launcher.stdout.split()[0]))
+        yield pids
     finally:
-        for proc in procs:
-            proc.kill()
-        for proc in procs:
-            proc.wait()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def use_round_order(order: str) -> None:
