@@ -339,3 +339,12 @@ def test_at_the_line_advice_never_denies_a_gain_its_own_interval_shows():
     assert "no input stage alone gains beyond the noise" not in text and "neither input stage clearly" in text
     assert "removing preprocessing: 1.13x [1.01, 1.43]" in text
     assert "no input stage alone gains beyond the noise" in at_line([0.95, 1.43])
+
+
+def test_tune_never_prints_an_interval_too_wide_to_be_a_result_as_one():
+    from gluonbench.report import tune as tune_report
+    from gluonbench.tune import result as tune_result
+
+    for rate in (tune_result._rate, tune_report._rate):
+        assert rate(5000.0, [1277.0, 23026.0]).endswith("[1277, 23026] (too wide to be a result)")
+        assert rate(5000.0, [4800.0, 5200.0]) == "5000 samples/s [4800, 5200]"

@@ -10,7 +10,7 @@ import math
 from typing import Any, ClassVar
 
 from gluonbench.errors import GluonbenchError
-from gluonbench.report.exporters import Report, Table, TableSyntax, fmt, where_when
+from gluonbench.report.exporters import Report, Table, TableSyntax, fmt, where_when, wide_text
 
 
 def _rate(value: Any, ci: Any) -> str:
@@ -18,7 +18,7 @@ def _rate(value: Any, ci: Any) -> str:
         return "n/a"
     lo, hi = ([*list(ci), None, None])[:2] if isinstance(ci, list | tuple) else (None, None)
     if isinstance(lo, int | float) and isinstance(hi, int | float):
-        return f"{value:.0f} samples/s [{lo:.0f}, {hi:.0f}]"
+        return f"{value:.0f} samples/s [{lo:.0f}, {hi:.0f}]{wide_text(lo, hi)}"
     return f"{value:.0f} samples/s"
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from gluonbench.analysis.stats import ratio_ci
 from gluonbench.diagnosis.verdict import Thresholds, read_reuse
 from gluonbench.names import arg, example
+from gluonbench.report.exporters import wide_text
 from gluonbench.tune.model import Setting
 from gluonbench.units import count
 
@@ -264,7 +265,7 @@ class TuneResult:
                     f"loader model: {m['per_worker']:.0f} samples/s per worker, "
                     f"{_num(m.get('cpu_per_worker'), '.2f')} cores busy per worker "
                     + (
-                        f"(the cores run {_num(sat, '.1f')} at once"
+                        f"(the cores can run {_num(sat, '.1f')} such workers at once"
                         if isinstance(sat, int | float) and math.isfinite(sat)
                         else "(no CPU limit"
                     )
@@ -520,7 +521,7 @@ def _rate(v: float, ci: Any) -> str:
         return "n/a"
     lo, hi = ci if ci else (math.nan, math.nan)
     if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
-        return f"{v:.0f} samples/s [{lo:.0f}, {hi:.0f}]"
+        return f"{v:.0f} samples/s [{lo:.0f}, {hi:.0f}]{wide_text(lo, hi)}"
     return f"{v:.0f} samples/s"
 
 
