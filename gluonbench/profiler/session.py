@@ -271,6 +271,25 @@ def _exit_code(rc: int) -> int:
     return 128 - rc if rc < 0 else rc
 
 
+def start_watchdog(pid: int, token: str, since: float) -> subprocess.Popen:
+    """The :data:`WATCHDOG` of a program started as ``pid`` whose tree carries ``token``: it ends the program's group,
+    its marked processes and the MXNet segments they made since ``since`` when its stdin closes (this process gone)."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            WATCHDOG,
+            str(pid),
+            f"{MARKER_ENV}={token}",
+            str(since),
+            str(SHM_DIR),
+            MX_SEGMENT_PATTERN,
+        ],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
 def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
     """Profile ``cmd`` until it exits; return its exit code (128+N for signal N) with the profile."""
     check_command(cmd)
@@ -283,20 +302,7 @@ def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
         child = subprocess.Popen(cmd, env=env, start_new_session=True)
     except OSError as exc:
         raise GluonbenchError(f"cannot start {cmd[0]}: {exc.strerror}") from exc
-    watchdog = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            WATCHDOG,
-            str(child.pid),
-            f"{MARKER_ENV}={token}",
-            str(since),
-            str(SHM_DIR),
-            MX_SEGMENT_PATTERN,
-        ],
-        stdin=subprocess.PIPE,
-        start_new_session=True,
-    )
+    watchdog = start_watchdog(child.pid, token, since)
     interrupted = False
     code: int | None = None
     try:

@@ -17,7 +17,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -36,11 +35,9 @@ from gluonbench.engine.loop import StepTimes
 from gluonbench.engine.measure import Record, Rounds
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor import SystemSummary
-from gluonbench.profiler.session import WATCHDOG
+from gluonbench.profiler.session import start_watchdog
 from gluonbench.scratch import (
     MARKER_ENV,
-    MX_SEGMENT_PATTERN,
-    SHM_DIR,
     clean_shm,
     kill_marked,
     marked_pids,
@@ -230,20 +227,7 @@ class ScriptProcess:
         finally:
             child.close()
         self.channel = Channel(parent)
-        self.watchdog = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                WATCHDOG,
-                str(self.proc.pid),
-                f"{MARKER_ENV}={self.token}",
-                str(since),
-                str(SHM_DIR),
-                MX_SEGMENT_PATTERN,
-            ],
-            stdin=subprocess.PIPE,
-            start_new_session=True,
-        )
+        self.watchdog = start_watchdog(self.proc.pid, self.token, since)
 
     def recv(self, timeout: float) -> dict[str, Any] | None:
         """The script's next message, or None when it ended (its channel closed); TimeoutError after ``timeout``."""
