@@ -29,7 +29,6 @@ import logging
 import os
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -53,6 +52,7 @@ from gluonbench.check.gate import (
     parse_fraction,
     relative_figure,
 )
+from gluonbench.engine.isolation import kill_group
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
 
@@ -228,10 +228,7 @@ class Side:
                 self.proc.wait(timeout=10)
             except (GluonbenchError, subprocess.TimeoutExpired):
                 pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_group(self.proc.pid)
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL

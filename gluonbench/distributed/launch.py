@@ -35,6 +35,7 @@ from typing import Any
 from gluonbench.distributed.node import RESULT_MARK, encode_spec, set_pdeathsig
 from gluonbench.distributed.settings import parse_hostfile
 from gluonbench.engine.child import PROGRESS_ENV
+from gluonbench.engine.isolation import kill_group
 from gluonbench.env import utc_now
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
@@ -409,10 +410,7 @@ class Job:
     def stop(self) -> None:
         """SIGKILL every node's process group and wait for the nodes."""
         for node in self.nodes:
-            try:
-                os.killpg(node.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            kill_group(node.proc.pid)
         for pid in self.pids:
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -51,11 +51,40 @@ def _read_progress(path: Path) -> int:
         return 0
 
 
-def _kill_group(pgid: int) -> None:
+def kill_group(pgid: int, wait_s: float = 5.0) -> set[int]:
+    """SIGKILL process group ``pgid`` and wait (at most ``wait_s``) until its members other than the leader are gone.
+
+    A SIGKILL is delivered when the process is next scheduled: on a busy machine a DataLoader worker orphaned by
+    its leader's death can still be running for a moment after ``killpg`` returns, so a caller that returned
+    then would outlive nothing but leave a process behind for that moment. The leader (pid ``pgid``) is not
+    waited for here: it is the caller's child, reaped by the caller's ``Popen.wait`` (which keeps its exit code).
+    Returns the pids the group had.
+    """
+    members = []
+    for pid in group_members(pgid):
+        try:
+            members.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    pids = {p.pid for p in members}
+    waiting = [p for p in members if p.pid != pgid]
+    deadline = time.monotonic() + wait_s
+    while waiting and time.monotonic() < deadline:
+        waiting = [p for p in waiting if _alive(p)]
+        if waiting:
+            time.sleep(0.02)
+    return pids
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _tree_pids(pid: int) -> set[int]:
@@ -181,8 +210,7 @@ def run_child(
                         break
         finally:
             # kill the whole group: the child (if still there) and any worker it left
-            pids |= set(group_members(proc.pid))
-            _kill_group(proc.pid)
+            pids |= kill_group(proc.pid)
             proc.wait()
             if progress is not None:
                 progress(_read_progress(progress_path))

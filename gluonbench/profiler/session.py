@@ -26,6 +26,7 @@ from typing import Any
 
 import psutil
 
+from gluonbench.engine.isolation import kill_group
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor.gpu import GpuSampler
 from gluonbench.monitor.node import NodeMonitor
@@ -313,7 +314,7 @@ def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
         code = _exit_code(_stop_group(child))
     finally:
         tree = {child.pid, *marked_pids(token)}
-        _kill_group(child.pid)
+        kill_group(child.pid)
         kill_marked(token)
         try:
             watchdog.stdin.write(b"done")  # a normal end: run_command cleans /dev/shm itself, with a warning
@@ -336,13 +337,6 @@ def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
     return result
 
 
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
 def _stop_group(child: subprocess.Popen) -> int:
     """Ctrl-C for the child's whole group, then SIGKILL after GRACE_S; the child's return code."""
     try:
@@ -354,9 +348,9 @@ def _stop_group(child: subprocess.Popen) -> int:
         try:
             return child.wait(timeout=max(deadline - time.monotonic(), 0.01))
         except subprocess.TimeoutExpired:
-            _kill_group(child.pid)
+            kill_group(child.pid)
         except KeyboardInterrupt:  # a second Ctrl-C: stop waiting
-            _kill_group(child.pid)
+            kill_group(child.pid)
 
 
 @contextmanager

@@ -31,6 +31,7 @@ from gluonbench.diagnosis.probes import PROBES
 from gluonbench.diagnosis.recommend import Setting
 from gluonbench.diagnosis.run import Diagnosis, read_probes, verdict_finished, verdict_settled
 from gluonbench.diagnosis.verdict import Thresholds
+from gluonbench.engine.isolation import kill_group
 from gluonbench.engine.loop import StepTimes
 from gluonbench.engine.measure import Record, Rounds
 from gluonbench.errors import GluonbenchError
@@ -271,10 +272,7 @@ class ScriptProcess:
         except subprocess.TimeoutExpired:
             pass
         tree = {self.proc.pid, *marked_pids(self.token)}
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        kill_group(self.proc.pid)
         kill_marked(self.token)
         self.proc.wait()
         if self.watchdog is not None:
