@@ -7,7 +7,7 @@ before MXNet is imported, so within a second or two of the start), then:
 - otherwise (CI logs, ``nohup``, pipes): one plain line per finished run, round or cell, and for
   commands that run to a time budget one line every :data:`PLAIN_EVERY_S` seconds at most.
 
-Library code never prints; only :mod:`gluonbench.cli` uses this module.
+Library code never prints; only the command line (:mod:`gluonbench.cli`, :mod:`gluonbench.commands`) uses this module.
 """
 
 from __future__ import annotations

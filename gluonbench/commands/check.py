@@ -1,0 +1,140 @@
+"""``gluonbench check``: the CI gate (a pipeline beside a ruler, against a baseline or a git ref)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from gluonbench.commands.common import progress_bar
+from gluonbench.commands.options import (
+    pipeline_options,
+)
+
+CHECK_EXAMPLES = """examples:
+  gluonbench check --workload mnist --save-baseline baseline.json       # on main: measure, save
+  gluonbench check --workload mnist --baseline baseline.json --max-slowdown 5%   # on a pull request
+  gluonbench check --pipeline mypkg.data:make_pipeline --baseline baseline.json --junit check.xml
+  gluonbench check --pipeline ci/pipeline.py:make --workers 2 --baseline baseline.json --json check.json
+  gluonbench check --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images \\
+      --save-baseline images.json
+  gluonbench check --workload synthetic --set cpu_ms=1 --save-baseline synth.json --budget 90
+  gluonbench check --pipeline ci/pipeline.py:make --against origin/main   # base branch and working tree side by side
+
+what is measured: the pipeline's probes (full, preprocessing / reading / loader swapped out, the loader
+  alone) beside a fixed reference pipeline, the *ruler* (the seed's CNN step fed through a CPU-bound
+  transform), in interleaved rounds; every figure is relative to the ruler in the same round, so a slower
+  runner or a noisy neighbour is not a regression. Wall and CPU seconds per sample are both recorded.
+exit codes: 0 pass (not slower beyond --max-slowdown, 95 % confidence), 1 regression (names the stage:
+  preprocessing, read, loader, copy, compute), 2 bad input, 3 inconclusive (too noisy for the budget;
+  the message says what --budget would settle it).
+--pipeline MODULE:FUNC / path/to/file.py:FUNC: FUNC(**pipeline options) returns a gluonbench PipelineSpec, a
+  Pipeline, a Workload, or a dict with dataset (required), transform, decode, net, loss, batch_size, num_workers.
+  The options (--set or --pipeline-option) are kept in the baseline; a check with other options says so.
+with $GITHUB_STEP_SUMMARY set, a Markdown summary is appended to it.
+"""
+
+
+def add(sub: Any) -> None:
+    p = sub.add_parser(
+        "check",
+        help="CI gate: measure a pipeline beside a ruler; save a baseline or fail on a slowdown",
+        epilog=CHECK_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--pipeline", metavar="MODULE:FUNC", help="your pipeline: pkg.mod:func or path/to/file.py:func")
+    what.add_argument("--workload", "--dataset", dest="workload", help="a registered workload (default: mnist)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="workload option")
+    p.add_argument(
+        "--pipeline-option",
+        dest="pipeline_option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keyword argument of the --pipeline function (a TOML value), repeatable; kept in the baseline",
+    )
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--baseline", metavar="FILE", help="check against this baseline file")
+    mode.add_argument("--save-baseline", metavar="FILE", help="measure and save a baseline file")
+    mode.add_argument(
+        "--against",
+        metavar="REF",
+        help="measure REF's code (a git ref of this repository, or another checkout's folder) and the working tree "
+        "side by side in one job; robust to a busy machine",
+    )
+    p.add_argument("--max-slowdown", default="5%", help="allowed slowdown before exit 1 (default: 5%%)")
+    p.add_argument("--budget", type=float, default=60.0, help="seconds of measurement (default: 60)")
+    p.add_argument("--batch-size", type=int, default=64, help="loader batch size where the pipeline sets none")
+    p.add_argument("--workers", type=int, default=0, help="loader workers where the pipeline sets none")
+    p.add_argument("--ctx", help="cpu (default without a GPU) or gpu:N")
+    p.add_argument("--data-dir", help="where the workload's data are")
+    p.add_argument("--json", metavar="FILE", help="write the result as JSON")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a regression fails, inconclusive is skipped)")
+    p.set_defaults(func=cmd_check)
+
+
+class _PlainProgress:
+    """Progress for a check: a bar on a terminal, a plain line every 10 s otherwise (no carriage returns)."""
+
+    def __init__(self, desc: str) -> None:
+        self.desc = desc
+        self.tty = sys.stderr.isatty()
+        self.bar = progress_bar(None, desc, unit="s") if self.tty else None
+        self.next_line = 0.0
+
+    def __call__(self, elapsed: float, budget: float) -> None:
+        if self.bar is not None:
+            self.bar.total = round(budget)
+            self.bar.n = min(round(elapsed), round(budget))
+            self.bar.refresh()
+        elif elapsed >= self.next_line:
+            print(f"{self.desc}: {elapsed:.0f}/{budget:.0f} s", file=sys.stderr, flush=True)
+            self.next_line = elapsed + 10.0
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from types import SimpleNamespace
+
+    from gluonbench import api
+    from gluonbench.check import render
+    from gluonbench.config import check_pipeline_settings, parse_overrides
+
+    overrides, pipe_options = parse_overrides(args.overrides), pipeline_options(args)
+    # every command's rule: a --pipeline function gets --pipeline-option, a workload --set
+    check_pipeline_settings(
+        SimpleNamespace(pipeline=args.pipeline, pipeline_options=pipe_options, workload="pipeline", options=overrides)
+    )
+    options = pipe_options if args.pipeline else overrides
+    progress = _PlainProgress("check")
+    try:
+        result = api.check(
+            args.pipeline or args.workload or "mnist",
+            baseline=args.baseline,
+            save=args.save_baseline,
+            against=args.against,
+            max_slowdown=args.max_slowdown,
+            budget_s=args.budget,
+            batch_size=args.batch_size,
+            num_workers=args.workers,
+            ctx=args.ctx,
+            options=options,
+            data_dir=args.data_dir,
+            json_path=args.json,
+            junit_path=args.junit,
+            summary_path=os.environ.get("GITHUB_STEP_SUMMARY") or None,
+            on_progress=progress,
+        )
+    finally:
+        progress.close()
+    if args.save_baseline:
+        print(render.snapshot_text(result))
+        print(f"baseline saved: {args.save_baseline}")
+        return 0
+    print(render.to_text(result))
+    return result.exit_code

@@ -1,0 +1,265 @@
+"""``gluonbench diagnose``: the bottleneck of a pipeline, or of a training script run as written."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from gluonbench.commands.common import load_warning, pipeline_first, preflight, print_stalled, what_runs
+from gluonbench.commands.options import (
+    Parser,
+    add_pipeline_args,
+    add_source_args,
+    add_synthetic_args,
+    add_vision_args,
+    pipeline_options,
+    source_from_args,
+    source_workload,
+    synthetic_options,
+    vision_options,
+)
+from gluonbench.errors import GluonbenchError
+
+DIAGNOSE_EXAMPLES = """examples:
+  gluonbench diagnose                                   # the seed's MNIST pipeline, 0 workers, batch 64
+  gluonbench diagnose --pipeline mypkg.train:make --workers 2   # your own pipeline (gluonbench.PipelineSpec)
+  gluonbench diagnose --budget 30 -- python train.py --epochs 20   # your own training script, unmodified
+  gluonbench diagnose --workers 2 --batch-size 256 --json results/diagnose-mnist-w2.json
+  gluonbench diagnose --dataset fashion-mnist --ctx gpu:0 --budget 120
+  gluonbench diagnose --dataset synthetic --cpu-ms 2           # per-sample preprocessing of 2 ms CPU
+  gluonbench diagnose --dataset synthetic --read-ms 1 --record-kb 64   # slow network file system
+  gluonbench diagnose --dataset synthetic --width 2048 --depth 3       # a heavy model
+  gluonbench diagnose --threshold secondary_share=0.25 --threshold share_precision=0.03
+  gluonbench diagnose --dataset imagefolder --data-dir data/images --model resnet50_v1 --preset imagenet
+  gluonbench diagnose --dataset seed004 --workers 2 --batch-size 32   # ResNet-18, 64 px, ~39 KB JPEGs
+
+probes (each the pipeline with more stages swapped, measured in interleaved rounds):
+{probes}
+
+verdict: the seed's rule, as speed-ups paired round by round with 95 % CIs:
+  input         = full / cached_batch       (one batch reused: "with a perfect input pipeline
+                                             training would be 1.27x [1.21, 1.33] faster")
+  preprocessing = full / no_preprocess      disk_io = no_preprocess / cached_batch (read, loader)
+  gpu_io only when reusing one batch gains nothing (the input CI under the input_gain line, or 1
+  within it once converged); the input stage whose removal gains the most when the whole CI lies
+  above the line; inconclusive when the CIs cannot tell ("at the line": a gain beyond the noise
+  whose CI crosses the line). The shares (the time each stage's removal saves) are printed too:
+  preprocessing = full - no_preprocess, disk_io = no_preprocess - cached_batch, gpu_io = cached_batch
+  (copy = cached_batch - device_batch, compute = device_batch), each over the total, with intervals.
+thresholds (--threshold KEY=VALUE): rel_ci=0.05 (a probe's median known to +-5 % counts as
+  converged: with 1 inside the reused batch's interval, gpu_io needs every chain probe converged), min_blocks=6, secondary_share=0.15, highly_input_bound=0.20, moderately_input_bound=0.05,
+  input_gain=0.05 (a perfect input pipeline must save 5 % of the step to count),
+  share_precision=0.05 (measure on, within the budget, until every share is known to +-5 points),
+  stop_confidence=0.99 (stop before the budget only when the input speed-up's 99 % interval is clear
+  of the line too: the verdict is checked after every round, and a case at the line must not stop on
+  a lucky few rounds).
+"""
+
+
+def _diagnose_epilog() -> str:
+    """The examples, with the probe list taken from the probe declarations."""
+    from gluonbench.diagnosis.probes import PROBES
+
+    return DIAGNOSE_EXAMPLES.format(probes="\n".join(f"  {p.name:14s} {p.removes}" for p in PROBES))
+
+
+def add(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "diagnose",
+        help="classify the bottleneck: preprocessing, disk I/O or GPU I/O, with evidence and fixes",
+        description="Measure the training pipeline with one stage swapped at a time (probes), attribute the "
+        "step time to preprocessing, disk I/O and the device, and print the verdict, the evidence (psutil) "
+        "and what to change.",
+        epilog=_diagnose_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--dataset",
+        dest="workload",
+        default="mnist",
+        help="mnist (default), fashion-mnist, synthetic, imagefolder (with --data-dir) or seed004",
+    )
+    p.add_argument("--data-dir", help="folder of the data set's files (synthetic: where its files are written)")
+    p.add_argument("--no-download", dest="download", action="store_false", help="never download")
+    p.add_argument("--workers", type=int, default=0, help="DataLoader workers (default 0)")
+    p.add_argument("--batch-size", type=int, default=64, help="default 64, as the seed")
+    p.add_argument("--ctx", help="cpu, cpu:N, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
+    p.add_argument("--thread-pool", action="store_true", help="DataLoader(thread_pool=True)")
+    p.add_argument(
+        "--pin-memory",
+        action="store_true",
+        help="DataLoader(pin_memory=True, pin_device_id=<the --ctx GPU>); the cached_batch ceiling is pinned too",
+    )
+    p.add_argument(
+        "--budget",
+        dest="budget_s",
+        type=float,
+        default=60.0,
+        help="seconds for the measurement (default 60); it stops earlier once the verdict is settled, clear "
+        "of the line at 95 and 99 %%, and every share is known to +-5 points",
+    )
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    add_pipeline_args(p)
+    add_source_args(p, modes=("file", "fastfile"))
+    p.add_argument("--json", metavar="FILE", help="also write the whole diagnosis as JSON (written atomically)")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="also keep a run folder DIR/<UTC>-diagnose-.../ (runs.jsonl, diagnosis.md/.csv/.json; "
+        "gluonbench report rebuilds it)",
+    )
+    p.add_argument(
+        "--threshold",
+        dest="thresholds",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change a threshold of the verdict, e.g. --threshold secondary_share=0.2 (see below)",
+    )
+    add_synthetic_args(p)
+    add_vision_args(p)
+    g = p.add_argument_group("with -- CMD: your own training script, run as written (the probes act inside it)")
+    g.add_argument(
+        "--loader",
+        type=int,
+        metavar="N",
+        help="diagnose the N-th DataLoader the script makes "
+        "(default: the first whose batches are followed by a Trainer update)",
+    )
+    g.add_argument(
+        "--start-timeout",
+        dest="start_timeout_s",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds the script may take to reach its first training steps (default 120)",
+    )
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="a training command: python train.py ARGS")
+    p.set_defaults(func=cmd_diagnose)
+    return p
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from gluonbench.config import DiagnoseSettings, parse_thresholds
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if cmd:
+        return _diagnose_script(args, cmd)
+    if args.loader is not None:
+        raise GluonbenchError(
+            "--loader N goes with a training command: gluonbench diagnose --loader 2 -- python train.py"
+        )
+    from gluonbench.monitor.load import LoadMeter
+    from gluonbench.workloads.vision_zoo import resolve_workload
+
+    meter = LoadMeter().start()  # other processes' CPU over the whole command: one warning at the end if it mattered
+
+    options = {**synthetic_options(args, args.workload), **vision_options(args)}
+    source = source_from_args(args, options)
+    workload = args.workload
+    if source is not None:
+        workload, options = source_workload(args.workload), source
+    settings = DiagnoseSettings(
+        workload=resolve_workload(workload, options),
+        data_dir=args.data_dir,
+        download=args.download,
+        workers=args.workers,
+        batch_size=args.batch_size,
+        ctx=args.ctx,
+        thread_pool=args.thread_pool,
+        pin_memory=args.pin_memory,
+        budget_s=args.budget_s,
+        seed=args.seed,
+        options=options,
+        thresholds=parse_thresholds(args.thresholds),
+        json_path=args.json,
+        pipeline=args.pipeline,
+        pipeline_options=pipeline_options(args),
+    ).check()
+    warn = preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
+
+    from gluonbench import api
+    from gluonbench.console import Progress, duration
+    from gluonbench.diagnosis.report import to_text
+
+    pipeline_first(settings)
+    api.check_before_start(settings, args.out)  # what needs no MXNet: before the first line
+    progress = Progress("diagnose", settings.budget_s, "s", timed=True)
+    progress.start(
+        f"timing {what_runs(settings)} at {settings.workers} worker(s), batch {settings.batch_size}, with each "
+        f"pipeline stage swapped for a stand-in, in interleaved rounds within a {duration(settings.budget_s)} budget"
+    )
+
+    def on_progress(elapsed: float, budget: float) -> None:
+        warn()
+        progress.advance(elapsed, budget)
+
+    from gluonbench.engine.deadline import BudgetExceededError
+
+    try:
+        try:
+            run_dir, d = api.run_diagnosis(settings, out=args.out, on_progress=on_progress)
+        finally:
+            progress.close()
+    except BudgetExceededError as exc:
+        if exc.partial is not None:  # a stall: what the rounds before it measured, then the one error line
+            partial = exc.partial
+            print_stalled(lambda: to_text(partial), "the diagnosis")
+        raise
+    warn()
+    print(to_text(d), end="")
+    if args.json:
+        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    if run_dir is not None:
+        print(f"results: {run_dir}")
+    load_warning(meter, "diagnosis")
+    return 0
+
+
+SCRIPT_IGNORES = ("workload", "data_dir", "workers", "batch_size", "ctx", "thread_pool", "pin_memory", "pipeline")
+
+
+def _diagnose_script(args: argparse.Namespace, cmd: list[str]) -> int:
+    """``gluonbench diagnose [options] -- python train.py ARGS``: the script's own loader, step and contexts."""
+    from gluonbench import api
+    from gluonbench.config import parse_thresholds
+    from gluonbench.console import Progress, duration
+    from gluonbench.diagnosis.report import to_text
+
+    defaults = add(Parser(prog="gluonbench").add_subparsers(parser_class=Parser)).parse_args([])
+    given = [k for k in SCRIPT_IGNORES if getattr(args, k, None) != getattr(defaults, k, None)]
+    if given:
+        flag = "--dataset" if given[0] == "workload" else "--" + given[0].replace("_", "-")
+        raise GluonbenchError(
+            f"{flag} does not apply to a training command: the script's own DataLoader, batch size and contexts "
+            "are diagnosed as written; change them in the script (or its arguments)"
+        )
+    thresholds = parse_thresholds(args.thresholds)
+    api.check_script(
+        cmd, args.budget_s, args.out, args.loader, args.start_timeout_s
+    )  # bad input: before the first line
+    progress = Progress("diagnose", args.budget_s, "s", timed=True)
+    progress.start(
+        f"running {' '.join(cmd)} with gluonbench's hooks; once it trains, its training DataLoader's batches are "
+        f"swapped for stand-ins in interleaved rounds within a {duration(args.budget_s)} budget, then it is stopped"
+    )
+    try:
+        run_dir, d = api.diagnose_script(
+            cmd,
+            args.budget_s,
+            out=args.out,
+            json_path=args.json,
+            thresholds=thresholds,
+            loader=args.loader,
+            start_timeout_s=args.start_timeout_s,
+            on_progress=progress.advance,
+        )
+    finally:
+        progress.close()
+    print(to_text(d), end="")
+    if args.json:
+        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    if run_dir is not None:
+        print(f"results: {run_dir}")
+    return 0

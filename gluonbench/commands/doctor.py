@@ -1,0 +1,74 @@
+"""``gluonbench doctor``: this machine's setup checks and measured ceilings."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+DOCTOR_EXAMPLES = """examples:
+  gluonbench doctor                                     # this machine: cores, memory, /dev/shm, threads, MXNet build
+  gluonbench doctor --data-dir data/images --workers 4 --batch-size 128   # and the data folder, its ceilings
+  gluonbench doctor --data-dir data/images --refresh    # measure the ceilings again (else cached per host)
+  gluonbench doctor --ctx gpu:0 --json                  # JSON on stdout; exit 1 when any check fails
+  gluonbench doctor --json doctor.json --no-ceilings    # the checks alone, in about a second
+
+checks: cores (affinity, cgroup quota), memory (cgroup limit), shm (/dev/shm against workers x prefetch x
+  batch bytes), threads (OMP_NUM_THREADS, MXNET_CPU_WORKER_NTHREADS, BLAS), mxnet build (MKLDNN, CUDA, CUDNN,
+  NCCL, DIST_KVSTORE), versions (numpy / MXNet shims), data fs (local, tmpfs, NFS/FUSE), page cache (does the
+  data set fit in free RAM), gpu (driver, CUDA, GPUs MXNet sees vs NVML, pinned memory).
+ceilings (cached in $GLUONBENCH_CACHE or ~/.cache/gluonbench): read MB/s with the page cache bypassed,
+  decode img/s per core (mx.image.imdecode of the data set's images), memcpy GB/s per core, H2D GB/s on a GPU.
+exit status: 0 no check failed, 1 a check failed, 2 bad input.
+"""
+
+
+def add(sub: Any) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="check this machine's setup (cores, /dev/shm, threads, MXNet build, data folder) and measure its ceilings",
+        description="Preflight checks, each ok / warn / fail with the figure and a one-line fix, then this "
+        "machine's measured ceilings (disk read, decode per core, memcpy, host-to-device) that diagnose, "
+        "sweep and tune compare every stage with.",
+        epilog=DOCTOR_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--data-dir", help="the data set's folder: its file system, size against RAM, read and decode ceilings"
+    )
+    p.add_argument("--ctx", default="cpu", help="cpu (default), gpu or gpu:N: also check the GPU and measure H2D")
+    p.add_argument("--workers", type=int, default=0, help="DataLoader workers you plan to run (default 0)")
+    p.add_argument("--batch-size", type=int, default=64, help="batch size you plan to run (default 64)")
+    p.add_argument("--prefetch", type=int, help="DataLoader prefetch (default 2 x workers)")
+    p.add_argument("--refresh", action="store_true", help="measure the ceilings again instead of using the cache")
+    p.add_argument("--no-ceilings", dest="ceilings", action="store_false", help="only the checks; measure nothing")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE", help="JSON on stdout, or into FILE")
+    p.set_defaults(func=cmd_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import json
+
+    from gluonbench import api
+    from gluonbench.doctor import DoctorSettings
+
+    settings = DoctorSettings(
+        data_dir=args.data_dir,
+        ctx=args.ctx,
+        workers=args.workers,
+        batch_size=args.batch_size,
+        prefetch=args.prefetch,
+        refresh=args.refresh,
+        ceilings=args.ceilings,
+    ).check()
+    report = api.run_doctor(settings)
+    if args.json == "-":
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.to_text(), end="")
+        if args.json:
+            from gluonbench.report.store import atomic_write_text
+
+            atomic_write_text(args.json, json.dumps(report.to_dict(), indent=2))
+            print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    return report.exit_code

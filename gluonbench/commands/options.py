@@ -1,0 +1,150 @@
+"""The options several commands share, declared once, and the parser every command uses."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the fix, exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+SYNTHETIC_HELP = (
+    "synthetic workload knobs (--dataset synthetic): real file reads, real CPU work, a real model; "
+    "files are written once under --data-dir, $GLUONBENCH_CACHE or ~/.cache/gluonbench"
+)
+
+
+def add_source_args(p: argparse.ArgumentParser, modes: tuple[str, ...] = ("file", "fastfile", "pipe")) -> None:
+    """--source/--uri/--endpoint-url/--cache-dir: train on a data set read through an input mode."""
+    p.add_argument(
+        "--source",
+        choices=modes,
+        help=f"input mode: the seed's CNN on --uri read through {', '.join(modes)} mode",
+    )
+    p.add_argument("--uri", help="data set for --source: an image folder, a packed folder, or s3://bucket/prefix")
+    p.add_argument("--endpoint-url", help="S3-compatible endpoint for s3:// (MinIO, moto), e.g. http://127.0.0.1:9000")
+    p.add_argument("--cache-dir", help="--source file: copy into this folder (default: a temporary one)")
+
+
+PIPELINE_HELP = (
+    "your own pipeline: a factory MODULE:FUNCTION (or path/file.py:FUNCTION) returning a gluonbench.PipelineSpec; "
+    "the working folder is on sys.path"
+)
+
+
+def add_pipeline_args(p: argparse.ArgumentParser) -> None:
+    """--pipeline MODULE:FUNCTION and --pipeline-option KEY=VALUE (see gluonbench.PipelineSpec)."""
+    g = p.add_argument_group("your own pipeline (instead of --dataset)")
+    g.add_argument("--pipeline", metavar="MODULE:FUNCTION", help=PIPELINE_HELP)
+    g.add_argument(
+        "--pipeline-option",
+        dest="pipeline_option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help='keyword argument of the factory (a TOML value: 5, 0.5, true, "text"; else the text), repeatable',
+    )
+
+
+def pipeline_options(args: argparse.Namespace) -> dict[str, Any]:
+    from gluonbench.workloads.spec import parse_pipeline_options
+
+    return parse_pipeline_options(args.pipeline_option)
+
+
+def source_from_args(args: argparse.Namespace, options: dict[str, Any]) -> dict[str, Any] | None:
+    from gluonbench.config import source_options
+
+    return source_options(options, args.source, args.uri, args.endpoint_url, args.cache_dir)
+
+
+SCALE_FLAGS = ("devices", "gpus", "kvstore", "hosts", "servers", "launcher", "hostfile", "port", "diagnose_rank")
+
+
+def add_scale_args(p: argparse.ArgumentParser) -> None:
+    """Scale-out options (gluonbench.distributed): several devices, several processes or hosts."""
+    g = p.add_argument_group("scale-out: data-parallel over devices (one process) or kvstore workers (dist_*)")
+    g.add_argument("--devices", type=int, help="contexts in one process: --ctx cpu --devices 2 (batch size per device)")
+    g.add_argument("--gpus", help="GPUs by index, e.g. 0,1,2,3 or 0..7 (implies --ctx gpu)")
+    g.add_argument(
+        "--kvstore",
+        help="local, device, nccl (one process) or dist_sync, dist_device_sync, dist_async (several processes)",
+    )
+    g.add_argument("--hosts", help="kvstore worker processes per job (one per host with ssh), e.g. 1,2,4")
+    g.add_argument("--servers", type=int, help="parameter servers per job (default 1)")
+    g.add_argument("--launcher", help="local (every process here on 127.0.0.1, default) or ssh (needs --hostfile)")
+    g.add_argument("--hostfile", help="--launcher ssh: one host[:port] per line; servers first, then workers")
+    g.add_argument("--port", type=int, help="scheduler port (default: a free one; a busy one is replaced)")
+    g.add_argument(
+        "--diagnose-rank",
+        type=int,
+        help="with --diagnose and a dist_* kvstore: the worker rank that diagnoses its pipeline after training",
+    )
+
+
+def add_synthetic_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(SYNTHETIC_HELP)
+    g.add_argument("--samples", type=int, help="training samples (default 4096; test: a quarter)")
+    g.add_argument("--record-kb", type=float, help="file size per sample in KiB (default 4)")
+    g.add_argument("--read-ms", type=float, help="latency added to each file read, in ms (a slow network FS)")
+    g.add_argument(
+        "--cold", action="store_true", default=None, help="evict each file from the page cache after reading it"
+    )
+    g.add_argument("--cpu-ms", type=float, help="CPU time of the per-sample transform's extra work, in ms")
+    g.add_argument("--width", type=int, help="units per hidden layer of the model (default 64)")
+    g.add_argument("--depth", type=int, help="hidden layers of the model (default 1)")
+
+
+VISION_HELP = (
+    "image workloads (--dataset imagefolder --data-dir DIR, --dataset seed004, or --source MODE --uri DIR): "
+    "a gluoncv model, random weights, never downloaded"
+)
+
+
+VISION_FLAGS = ("model", "classes", "image_size", "preset", "layout")
+
+
+def add_vision_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(VISION_HELP)
+    g.add_argument("--model", help="a classification model of gluoncv.model_zoo, e.g. resnet18_v1, mobilenetv2_1.0")
+    g.add_argument("--classes", type=int, help="model outputs (default: the data set's classes)")
+    g.add_argument("--image-size", type=int, help="input size (default: the model's, 224; 32 for cifar_*; 28 seed CNN)")
+    g.add_argument(
+        "--preset",
+        choices=("imagenet", "cifar", "none"),
+        help="per-sample training transforms (default imagenet: RandomResizedCrop, flip, jitter, lighting, normalise)",
+    )
+    g.add_argument("--layout", choices=("files", "shards"), help="--dataset seed004: ~39 KB JPEGs or RecordIO shards")
+
+
+def vision_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The image-workload flags given on the command line."""
+    return {k: getattr(args, k) for k in VISION_FLAGS if getattr(args, k, None) is not None}
+
+
+def source_workload(workload: str) -> str:
+    from gluonbench.workloads.vision_zoo import VISION_WORKLOADS
+
+    return workload if workload in VISION_WORKLOADS else "source"
+
+
+def synthetic_options(args: argparse.Namespace, workload: str) -> dict[str, Any]:
+    from gluonbench.config import SYNTHETIC_KNOBS, synthetic_options
+
+    return synthetic_options(workload, {k: getattr(args, k, None) for k in SYNTHETIC_KNOBS})
+
+
+def add_no_preflight(sub: Any) -> None:
+    """``--no-preflight`` on the commands that run the cheap doctor checks first."""
+    for name in ("sweep", "diagnose", "tune"):
+        sub.choices[name].add_argument(
+            "--no-preflight",
+            dest="preflight",
+            action="store_false",
+            help="skip the cheap doctor checks (cores, /dev/shm, threads, data fs) that run first",
+        )

@@ -1,0 +1,378 @@
+"""``gluonbench sweep``: train at each DataLoader worker count (or run a training script once per count) and compare."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from gluonbench.commands.common import pipeline_first, preflight, print_roofline, progress_bar, what_runs
+from gluonbench.commands.options import (
+    SCALE_FLAGS,
+    add_pipeline_args,
+    add_scale_args,
+    add_source_args,
+    add_synthetic_args,
+    add_vision_args,
+    pipeline_options,
+    source_from_args,
+    source_workload,
+    synthetic_options,
+    vision_options,
+)
+from gluonbench.errors import GluonbenchError
+
+SWEEP_EXAMPLES = """examples:
+  gluonbench sweep --workers 0..8                 # the seed's experiment, 1 epoch per worker count
+  gluonbench sweep --pipeline mypkg.train:make --workers 0,2,4    # your own pipeline (gluonbench.PipelineSpec)
+  gluonbench sweep --pipeline examples/imagefolder_pipeline.py:make --pipeline-option root=data/images
+  gluonbench sweep --workers 2,4 --prefetch 8 --thread-pool --pin-memory --ctx gpu:0   # any knob tune can recommend
+  gluonbench sweep --workers 0,2,4 --repeat 3     # median and min-max of 3 runs each
+  gluonbench sweep --workers 0..8:2 --max-batches 100 --batch-size 128
+  gluonbench sweep --dataset fashion-mnist --ctx gpu:0 --workers 0..8
+  gluonbench sweep --config configs/p3.2xlarge.toml --set repeat=3
+  gluonbench sweep --resume results/20261122T150000Z-sweep-mnist-cpu
+  gluonbench sweep --workers 0,2,4 --diagnose     # the bottleneck (verdict, shares) at each worker count
+  gluonbench sweep --workers 0,2 --max-batches 100 --profile   # the profiler rules and a report per run
+  gluonbench sweep --dataset synthetic --read-ms 1 --width 1024 --depth 3 --workers 0,2 --max-batches 40 --diagnose
+  gluonbench sweep --source fastfile --uri packed/ --workers 0,2 --max-batches 100   # through an input mode
+  gluonbench sweep --source file --uri s3://bucket/packed --endpoint-url http://127.0.0.1:9000
+  gluonbench sweep --dataset imagefolder --data-dir data/images --model resnet18_v1 --image-size 64 --workers 0..4
+  gluonbench sweep --config configs/seed004-resnet.toml     # seed 004 scaled down: ResNet-18 on ~39 KB JPEGs
+  gluonbench sweep --config configs/seed004-resnet.toml --layout shards --source fastfile   # packed shards
+scale-out (batch size is per device; see README "Scale-out"):
+  gluonbench sweep --ctx cpu --devices 2 --kvstore local --workers 0,2 --max-batches 50   # 2 CPU contexts
+  gluonbench sweep --gpus 0,1,2,3 --kvstore device --workers 0..8:2
+  gluonbench sweep --kvstore dist_sync --hosts 1,2,4 --servers 1 --workers 0 --max-batches 60   # all on 127.0.0.1
+  gluonbench sweep --kvstore dist_sync --launcher ssh --hostfile hosts.txt --hosts 2 --gpus 0..7
+  gluonbench sweep --kvstore dist_sync --hosts 2 --workers 0,2 --diagnose --diagnose-rank 1
+  gluonbench sweep --config configs/p3.16xlarge-2hosts-dist.toml
+"""
+
+
+def add(sub: Any) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="train at each DataLoader worker count and compare",
+        description="Train the workload once per worker count (each run in its own process) and report "
+        "train time, eval time, accuracy, samples/s and the best worker count.",
+        epilog=SWEEP_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--workers", help="worker counts: 0..8, 0..8:2 or 0,2,4,8 (default 0..8)")
+    p.add_argument("--dataset", dest="workload", help="mnist (default), fashion-mnist, synthetic, imagefolder, seed004")
+    p.add_argument(
+        "--data-dir",
+        help="folder with the four IDX files (default: $GLUONBENCH_DATA/NAME, MXNet's cache, system copies)",
+    )
+    p.add_argument(
+        "--no-download",
+        dest="download",
+        action="store_false",
+        default=None,
+        help="never download; fail if no local copy",
+    )
+    p.add_argument("--repeat", type=int, help="runs per worker count (median and min-max); default 1")
+    p.add_argument("--epochs", type=int, help="epochs per run (default 1)")
+    p.add_argument("--max-batches", type=int, help="cap on training (and eval) batches per run, for quick looks")
+    p.add_argument("--batch-size", type=int, help="default 64, as the seed")
+    p.add_argument("--eval-workers", type=int, help="fix the eval loader's workers (default: same as training)")
+    p.add_argument("--ctx", help="cpu (default), cpu:N (another CPU device), gpu or gpu:N")
+    p.add_argument(
+        "--thread-pool", action="store_true", default=None, help="DataLoader(thread_pool=True): threads, not processes"
+    )
+    p.add_argument(
+        "--timeout",
+        dest="timeout_s",
+        type=float,
+        help="seconds before a run is killed and recorded as failed (default 3600)",
+    )
+    p.add_argument("--seed", type=int, help="random seed (default 1, as the seed)")
+    p.add_argument(
+        "--diagnose",
+        action="store_true",
+        default=None,
+        help="after each run, diagnose the bottleneck at that worker count (adds diagnosis time per run)",
+    )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile each run (system metrics, the profiler rules, report.html) into RUN_DIR/profiles/",
+    )
+    p.add_argument(
+        "--diagnose-budget",
+        dest="diagnose_budget_s",
+        type=float,
+        help="seconds of diagnosis per run with --diagnose (default 30)",
+    )
+    p.add_argument("--prefetch", type=int, help="DataLoader(prefetch=N): batches prepared ahead (default 2 x workers)")
+    p.add_argument(
+        "--pin-memory",
+        action="store_true",
+        default=None,
+        help="DataLoader(pin_memory=True): page-locked batches (matters only with a GPU context)",
+    )
+    p.add_argument(
+        "--emulate-step-ms",
+        metavar="MS|TARGET",
+        help="swap the model step for a timed wait (ms per batch, or e.g. resnet50@v100): reports AU (DLIO)",
+    )
+    add_pipeline_args(p)
+    add_source_args(p)
+    p.add_argument("--name", help="suffix of the run folder (default sweep-DATASET-CTX)")
+    p.add_argument("--out", default="results", help="parent folder of run folders (default results/)")
+    p.add_argument(
+        "--resume", metavar="RUN_DIR", help="finish an interrupted sweep in RUN_DIR (its settings are reused)"
+    )
+    p.add_argument("--config", help="TOML file of settings (keys as in --set)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one setting, e.g. --set batch_size=128",
+    )
+    add_synthetic_args(p)
+    add_vision_args(p)
+    add_scale_args(p)
+    g = p.add_argument_group("with -- CMD: your own training script, once per --workers count (fresh process each)")
+    g.add_argument(
+        "--loader",
+        type=int,
+        metavar="N",
+        help="set the N-th DataLoader the script makes (default: the "
+        "first whose batches are followed by a Trainer update)",
+    )
+    g.add_argument(
+        "--start-timeout",
+        dest="start_timeout_s",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds the script may take to reach its first training steps (default 120)",
+    )
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="a training command: python train.py ARGS")
+    p.set_defaults(func=cmd_sweep)
+
+
+def settings_from_args(args: argparse.Namespace):
+    """Defaults < --config < explicit flags < --set."""
+    from gluonbench.config import SweepSettings, coerce, load_toml, parse_overrides
+
+    settings = SweepSettings()
+    if args.config:
+        settings = coerce(settings, load_toml(args.config), source=f"--config {args.config}")
+    flags = {
+        k: getattr(args, k)
+        for k in (
+            "workers",
+            "workload",
+            "data_dir",
+            "download",
+            "repeat",
+            "epochs",
+            "max_batches",
+            "batch_size",
+            "eval_workers",
+            "ctx",
+            "thread_pool",
+            "timeout_s",
+            "seed",
+            "diagnose",
+            "diagnose_budget_s",
+            "name",
+            *SCALE_FLAGS,
+            "prefetch",
+            "pin_memory",
+            "emulate_step_ms",
+            "pipeline",
+        )
+        if getattr(args, k, None) is not None
+    }
+    if args.pipeline_option:
+        flags["pipeline_options"] = {**settings.pipeline_options, **pipeline_options(args)}
+    flags.update({k: v for k, v in vision_options(args).items() if k != "layout"})
+    if args.gpus is not None and args.ctx is None:
+        flags["ctx"] = "gpu"
+    options = {**settings.options, **({"layout": args.layout} if args.layout else {})}
+    source = source_from_args(args, options)
+    if source is not None:
+        flags.update(workload=source_workload(flags.get("workload", settings.workload)), options=source)
+    elif args.layout:
+        flags["options"] = options
+    settings = coerce(settings, flags, source="command line")
+    settings = coerce(settings, parse_overrides(args.overrides), source="--set")
+    knobs = synthetic_options(args, settings.workload)
+    if knobs:
+        settings = coerce(settings, {"options": {**settings.options, **knobs}}, source="command line")
+    return settings.check()
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from gluonbench import api
+    from gluonbench.console import Progress
+    from gluonbench.report.sweep import to_markdown
+    from gluonbench.sweeprun.run import seed_line
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if cmd:
+        return _sweep_script(args, cmd)
+
+    settings = None if args.resume else settings_from_args(args)
+    if settings is not None:
+        warn = preflight(
+            args,
+            settings.data_dir,
+            settings.ctx,
+            max(settings.workers or [0]),
+            settings.batch_size,
+            settings.options,
+            explore=True,
+        )
+    else:
+        warn = preflight(args, None, None, 0, 1, None, enabled=False)
+    pipeline_first(settings)
+    if settings is not None:
+        api.check_before_start(settings, args.out, create=False)  # what needs no MXNet first: no import wait
+    # then the context, the data set and the workload's options (the folder, its sweep.json and its lock with
+    # --resume): bad input is one line, before the first; only a download or a remote store waits for the sweep
+    api.check_inputs(settings if settings is not None else api.check_resume(args.resume), reach=False)
+    progress = Progress("sweep", _planned_runs(settings), "run")
+    progress.start(_sweep_plan(settings, args.resume))
+    state: dict[str, Any] = {"bar": None, "last": 0}
+
+    def on_progress(steps: int, planned: int | None) -> None:
+        warn()
+        # on a terminal, a bar of training steps (with the ETA); the run lines are written above it
+        if state["bar"] is None:
+            state["bar"] = progress_bar(planned, "sweep")
+            if state["bar"] is not None:
+                progress.attach(state["bar"])
+        bar = state["bar"]
+        if bar is not None and steps > state["last"]:
+            bar.update(steps - state["last"])
+            state["last"] = steps
+
+    def on_result(result) -> None:
+        warn()
+        if result.kind == "dist":
+            from gluonbench.report.scaling import worker_line
+
+            line = worker_line(result)
+        else:
+            line = seed_line(result)
+        if "profile" in result.extra:
+            line += f"; rules fired: {', '.join(result.extra['profile']['triggered']) or 'none'}"
+        progress.finished(line)
+
+    try:
+        run_dir, summary = api.sweep(
+            settings,
+            out=args.out,
+            resume=args.resume,
+            on_result=on_result,
+            on_progress=on_progress,
+            profile=args.profile,
+        )
+    finally:
+        progress.close()
+    warn()
+    from gluonbench.report.scaling import ScalingSummary
+
+    if isinstance(summary, ScalingSummary):
+        from gluonbench.report.scaling import to_markdown as scaling_markdown
+
+        print(scaling_markdown(summary))
+        print(f"results: {run_dir}")
+        return 0 if summary.failed == 0 else 1
+    # the per-run lines (seed format) went to stderr as each run finished: stdout has the table once
+    print(to_markdown(summary))
+    print_roofline(lambda: api.roofline_sweep(settings, summary))
+    print(f"results: {run_dir}")
+    return 0 if all(r.failed == 0 for r in summary.rows) else 1
+
+
+def _is_dist(settings: Any) -> bool:
+    return str(getattr(settings, "kvstore", "") or "").startswith("dist")
+
+
+def _planned_runs(settings: Any) -> int | None:
+    """Lines a sweep prints: one per run (worker counts x repeats), or with a dist_* kvstore one per
+    worker process of each job (sum of --hosts x worker counts x repeats); None when resuming."""
+    if settings is None:
+        return None
+    per_setting = sum(settings.hosts) if _is_dist(settings) else 1
+    return len(settings.workers) * settings.repeat * per_setting
+
+
+def _sweep_plan(settings: Any, resume: str | None) -> str:
+    """The sweep's first line: what runs, and what is known of how long it takes."""
+    if settings is None:
+        return f"resuming {resume}: the runs it lacks, then the report"
+    s = settings
+    if _is_dist(s):
+        jobs = len(s.workers) * s.repeat * len(s.hosts)
+        what = f"{jobs} {s.kvstore} job(s) ({', '.join(map(str, s.hosts))} worker process(es) x loader workers " + (
+            f"{', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {what_runs(s)}"
+        )
+    else:
+        what = f"{_planned_runs(s)} run(s) (workers {', '.join(map(str, s.workers))} x {s.repeat} repeat(s)) of {what_runs(s)}"
+    what += (
+        f", {s.epochs} epoch(s)"
+        + (f" of at most {s.max_batches} batches" if s.max_batches else "")
+        + f" at batch {s.batch_size} on {s.ctx}"
+    )
+    return (
+        f"{what}; each run is a fresh process (start-up, training, eval). How long a run takes is known once the "
+        "first finishes: each finished run prints the time left"
+        + (f" (each run is stopped after {s.timeout_s:g} s)" if getattr(s, "timeout_s", None) else "")
+    )
+
+
+SWEEP_SCRIPT_FLAGS = ("workload", "data_dir", "batch_size", "epochs", "repeat", "ctx", "pipeline", "resume", "config")
+
+
+def _sweep_script(args: argparse.Namespace, cmd: list[str]) -> int:
+    """``gluonbench sweep --workers 0,2 -- python train.py ARGS``: the script once per worker count."""
+    from gluonbench import api
+    from gluonbench.ranges import parse_int_list
+
+    given = [k for k in SWEEP_SCRIPT_FLAGS if getattr(args, k, None)]
+    if given or args.diagnose:
+        flag = (
+            "--dataset" if given[:1] == ["workload"] else "--" + (given[0] if given else "diagnose").replace("_", "-")
+        )
+        raise GluonbenchError(
+            f"{flag} does not apply to a training command: the script runs as written, with only its training "
+            "DataLoader's num_workers set per run; pass --workers and --max-batches (or change the script's arguments)"
+        )
+    workers = parse_int_list(args.workers or "0..8")
+    max_batches = args.max_batches or 100
+    api.check_script(cmd, 60.0, None, args.loader, args.start_timeout_s)  # bad input: before the first line
+    print(
+        f"sweep: running {' '.join(cmd)} at {', '.join(map(str, workers))} worker(s), a fresh process each, its "
+        f"training DataLoader's num_workers set; {max_batches} of its training steps timed per run after warm-up",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    def on_run(run: Any) -> None:
+        print(f"sweep: {run.workers} worker(s): {run.samples_per_s:.1f} samples/s", file=sys.stderr, flush=True)
+
+    result = api.sweep_script(
+        cmd, workers, max_batches, loader=args.loader, start_timeout_s=args.start_timeout_s, on_run=on_run
+    )
+    info = result.loader_info
+    print(
+        f"# gluonbench sweep: {' '.join(cmd)}\n\nDataLoader #{result.loader} of the script ({info.get('dataset')}, "
+        f"batch size {info.get('batch_size')}), {max_batches} training steps a run\n"
+    )
+    best = result.best
+    print("| workers | samples/s | step (ms) | steps |\n|---:|---:|---:|---:|")
+    for r in result.runs:
+        star = " *" if r is best else ""
+        print(f"| {r.workers}{star} | {r.samples_per_s:.1f} | {r.step_s * 1000:.1f} | {r.steps} |")
+    if best is not None:
+        print(f"\nfastest: {best.workers} worker(s) (*): DataLoader(..., num_workers={best.workers})")
+    return 0

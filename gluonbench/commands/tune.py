@@ -1,0 +1,154 @@
+"""``gluonbench tune``: the cheapest DataLoader setting that keeps the model fed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from gluonbench.commands.common import load_warning, pipeline_first, preflight, print_roofline, print_stalled, what_runs
+from gluonbench.commands.options import (
+    add_pipeline_args,
+    add_source_args,
+    add_synthetic_args,
+    pipeline_options,
+    source_from_args,
+    synthetic_options,
+)
+
+TUNE_EXAMPLES = """examples:
+  gluonbench tune                                        # the seed's MNIST pipeline: best DataLoader setting
+  gluonbench tune --pipeline mypkg.train:make --toml tuned.toml   # your own pipeline; tuned.toml names it
+  gluonbench tune --workers 2 --budget 120 --json tune.json --toml tuned.toml
+  gluonbench sweep --config tuned.toml                   # then train at the recommendation
+  gluonbench tune --dataset synthetic --read-ms 2        # slow reads: more workers than cores pay
+  gluonbench tune --dataset synthetic --cpu-ms 1         # CPU-heavy transform: about the core count
+  gluonbench tune --emulate-step-ms resnet50@v100        # would this loader keep a V100 fed? (AU, DLIO's 90 %)
+  gluonbench tune --batch-sizes 64,128,256               # also other batch sizes (learning-rate note)
+  gluonbench tune --source fastfile --uri packed/        # a RecordIO data set packed by gluonbench pack
+  gluonbench tune --out results                          # also a run folder with report.html
+
+how: the model ceiling (one cached batch stepped) once; the loader alone (no model step) at a few worker
+counts, chosen by a model of how it grows with workers (linearly until the cores, or the read latency,
+saturate; CPU use per worker from psutil); stop once the loader clearly outruns the model; then the full
+pipelines of the top candidates and the current setting in interleaved rounds with 95 % CIs; the cheapest
+(fewest workers, then least memory) within noise or 5 % of the best is recommended.
+"""
+
+
+def add(sub: Any) -> None:
+    p = sub.add_parser(
+        "tune",
+        help="find the cheapest DataLoader setting that keeps the model fed, in a fraction of a sweep",
+        description="Search num_workers, thread_pool, prefetch (and pin_memory on a GPU) with short steady-state "
+        "measurements and a model of the loader, confirm the top candidates against each other, and print the "
+        "DataLoader line to paste with the evidence.",
+        epilog=TUNE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--dataset", dest="workload", default="mnist", help="mnist (default), fashion-mnist or synthetic")
+    p.add_argument("--data-dir", help="folder of the data set's files (synthetic: where its files are written)")
+    p.add_argument("--no-download", dest="download", action="store_false", help="never download")
+    p.add_argument("--workers", type=int, default=0, help="the current num_workers, the baseline (default 0)")
+    p.add_argument("--thread-pool", action="store_true", help="the current setting uses thread_pool=True")
+    p.add_argument(
+        "--pin-memory", action="store_true", help="the current setting uses pin_memory=True (pinned for the --ctx GPU)"
+    )
+    p.add_argument("--prefetch", type=int, help="the current setting's prefetch (default: MXNet's 2 x workers)")
+    p.add_argument("--batch-size", type=int, default=64, help="default 64, as the seed")
+    p.add_argument("--batch-sizes", help="also tune these batch sizes, e.g. 64,128,256 (budget shared)")
+    p.add_argument("--max-workers", type=int, help="most workers tried (default max(16, 4 x cores))")
+    p.add_argument("--ctx", help="cpu, cpu:N, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
+    p.add_argument(
+        "--emulate-step-ms",
+        metavar="MS|TARGET",
+        help="swap the model step for a timed wait: ms per batch, or "
+        "resnet50@v100, resnet50@a100, resnet50@h100 (DLIO's published per-batch times)",
+    )
+    p.add_argument("--budget", dest="budget_s", type=float, default=60.0, help="seconds for the search (default 60)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    add_pipeline_args(p)
+    add_source_args(p, modes=("file", "fastfile"))
+    p.add_argument("--json", metavar="FILE", help="also write the whole result as JSON (atomically)")
+    p.add_argument(
+        "--toml", metavar="FILE", help="write the recommendation as a sweep config (gluonbench sweep --config)"
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="also keep a run folder DIR/<UTC>-tune-.../ (runs.jsonl, tune.md/.csv/.json, report.html; "
+        "gluonbench report rebuilds it)",
+    )
+    add_synthetic_args(p)
+    p.set_defaults(func=cmd_tune)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from gluonbench import api
+    from gluonbench.config import TuneSettings
+    from gluonbench.ranges import parse_int_list
+
+    options = synthetic_options(args, args.workload)
+    source = source_from_args(args, options)
+    settings = TuneSettings(
+        workload="source" if source is not None else args.workload,
+        data_dir=args.data_dir,
+        download=args.download,
+        workers=args.workers,
+        thread_pool=args.thread_pool,
+        prefetch=args.prefetch,
+        pin_memory=args.pin_memory,
+        batch_size=args.batch_size,
+        batch_sizes=tuple(parse_int_list(args.batch_sizes, what="--batch-sizes")) if args.batch_sizes else None,
+        max_workers=args.max_workers,
+        ctx=args.ctx,
+        emulate_step_ms=args.emulate_step_ms,
+        budget_s=args.budget_s,
+        seed=args.seed,
+        options=source if source is not None else options,
+        json_path=args.json,
+        toml_path=args.toml,
+        pipeline=args.pipeline,
+        pipeline_options=pipeline_options(args),
+    ).check()
+    warn = preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
+
+    from gluonbench.console import Progress, duration
+
+    pipeline_first(settings)
+    api.check_before_start(settings, args.out)  # what needs no MXNet: before the first line
+    progress = Progress("tune", settings.budget_s, "s", timed=True)
+    progress.start(
+        f"searching DataLoader settings of {what_runs(settings)} (batch {settings.batch_size}"
+        + (f", batch sizes {', '.join(map(str, settings.batch_sizes))}" if settings.batch_sizes else "")
+        + f") within a {duration(settings.budget_s)} budget, then a report"
+    )
+
+    def on_progress(elapsed: float, budget: float, best: str) -> None:
+        warn()
+        progress.advance(elapsed, budget, best)
+
+    from gluonbench.engine.deadline import BudgetExceededError
+    from gluonbench.monitor.load import LoadMeter
+
+    meter = LoadMeter().start()  # other processes' CPU during the search: one warning at the end if it mattered
+    try:
+        try:
+            result = api.run_tune(settings, on_progress, out=args.out)
+        finally:
+            progress.close()
+    except BudgetExceededError as exc:
+        if exc.partial is not None and exc.partial.measured:  # a stall: what was measured before it, then the line
+            print_stalled(exc.partial.to_text, "the tune's evidence")
+        raise
+    warn()
+    print(result.to_text(), end="")
+    print_roofline(lambda: api.roofline_tune(settings, result))
+    if args.json:
+        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    if args.toml:
+        print(f"gluonbench: wrote {args.toml} (gluonbench sweep --config {args.toml})", file=sys.stderr)
+    if result.run_dir is not None:
+        print(f"results: {result.run_dir}")
+    load_warning(meter, "tune")
+    return 0
