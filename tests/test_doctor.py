@@ -239,3 +239,42 @@ def test_sweep_prints_the_preflight_fail_once_and_bad_input_stays_one_line(tmp_p
     assert proc.stderr.count("gluonbench: warning: preflight [fail] threads") == 1, proc.stderr
     bad = run_cli(*base, "--dataset", "cifar", env=env, timeout=120)
     assert_one_clear_line(bad, "unknown --dataset 'cifar'")
+
+
+_CACHE_WRITER = """
+import logging, sys
+from gluonbench.doctor import ceilings
+
+class Fail(logging.Handler):
+    def emit(self, record):
+        sys.stderr.write(record.getMessage() + "\\n")
+        sys.exit(3)
+
+logging.getLogger("gluonbench.doctor.ceilings").addHandler(Fail())
+who = sys.argv[1]
+for n in range(int(sys.argv[2])):
+    ceilings._save_entry(f"/data/{who}/{n}", {"host": who, "memcpy": None, "pad": "x" * 4000})
+"""
+
+
+def test_two_processes_writing_the_ceilings_cache_at_once_keep_every_entry_and_leave_no_temp_file(cache):
+    """Two doctors caching at once: every write lands (no shared temporary name to race on), no entry is lost
+    (the read-modify-write is locked), the file is always whole JSON, and no temporary file is left."""
+    from gluonbench.doctor.ceilings import cache_file
+
+    rounds = 60
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _CACHE_WRITER, who, str(rounds)], stderr=subprocess.PIPE, text=True)
+        for who in ("a", "b")
+    ]
+    while any(p.poll() is None for p in procs):  # a reader meanwhile never sees half a file
+        try:
+            text = cache_file().read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        json.loads(text)
+    errors = [p.stderr.read() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    data = json.loads(cache_file().read_text(encoding="utf-8"))
+    assert set(data) == {f"/data/{who}/{n}" for who in ("a", "b") for n in range(rounds)}
+    assert sorted(p.name for p in cache.iterdir()) == sorted([cache_file().name, cache_file().name + ".lock"])
