@@ -34,6 +34,7 @@ from gluonbench.names import arg
 from gluonbench.profiler import hooks
 from gluonbench.profiler.data import META
 from gluonbench.profiler.formats import SystemWriter
+from gluonbench.report import versions
 from gluonbench.report.store import atomic_write_text, new_run_dir
 from gluonbench.scratch import (
     MARKER_ENV,
@@ -221,7 +222,7 @@ class Profiler:
                 log.warning("cannot write system metrics under %s: %s", self.output, exc)
 
     def _write_meta(self) -> None:
-        atomic_write_text(self.dir / META, json.dumps(self.meta, indent=2, sort_keys=True))
+        atomic_write_text(self.dir / META, json.dumps(versions.stamp("profile", self.meta), indent=2, sort_keys=True))
 
     def stop(self, exit_code: int | None, interrupted: bool = False) -> ProfileResult:
         """Stop sampling, flush everything, then run the rules and write the report."""

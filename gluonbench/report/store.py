@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
+from gluonbench.report import versions
 from gluonbench.validate import check_path, redact
 
 log = logging.getLogger(__name__)
@@ -360,7 +361,8 @@ class RunStore:
         return self.path / RUNS
 
     def write_settings(self, settings: dict[str, Any]) -> None:
-        atomic_write_text(self.path / SETTINGS, json.dumps(redact(_clean(settings)), indent=2, sort_keys=True))
+        doc = versions.stamp("settings", settings)
+        atomic_write_text(self.path / SETTINGS, json.dumps(redact(_clean(doc)), indent=2, sort_keys=True))
 
     def read_settings(self) -> dict[str, Any]:
         path = self.path / SETTINGS
@@ -376,7 +378,7 @@ class RunStore:
             raise GluonbenchError(f"cannot read {path}: {exc.strerror}") from None
         if not isinstance(data, dict) or not isinstance(data.get("settings", {}), dict):
             raise GluonbenchError(f"{path} is not a gluonbench {SETTINGS} (no settings table); restore it")
-        return data
+        return versions.upgrade("settings", data, str(path))
 
     def refuse_links(self) -> None:
         """Refuse a run folder where a file or folder gluonbench writes is a symbolic link (``--resume``
@@ -501,7 +503,8 @@ class RunStore:
 
     def append(self, record: Any) -> None:
         """Append one record as one line, fsynced; a failed write leaves the file as it was."""
-        line = (dumps(record) + "\n").encode("utf-8")
+        data = record.to_dict() if hasattr(record, "to_dict") else record
+        line = (dumps(versions.stamp("record", data)) + "\n").encode("utf-8")
         self.recover_tail()
         try:
             fd = open_nofollow(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -568,7 +571,13 @@ class RunStore:
             if why:
                 skipped.append(f"{n} ({why})")
                 continue
-            out.append(record)
+            # an older record is upgraded; one from a newer gluonbench is refused, not half read
+            try:
+                out.append(versions.upgrade("record", record, f"{self.runs_path} line {n}"))
+            except versions.NewerFormatError:
+                raise
+            except GluonbenchError:
+                skipped.append(f"{n} ({versions.KEY} is not a whole number)")
         return out, skipped
 
     def require_records(self) -> list[dict[str, Any]]:
