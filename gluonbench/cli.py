@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.report import DEFAULT_OUT
 from gluonbench.version import __version__
 
 log = logging.getLogger("gluonbench")
@@ -223,7 +224,7 @@ def _add_sweep(sub: Any) -> None:
     _add_pipeline_args(p)
     _add_source_args(p)
     p.add_argument("--name", help="suffix of the run folder (default sweep-DATASET-CTX)")
-    p.add_argument("--out", default="results", help="parent folder of run folders (default results/)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder of run folders (default {DEFAULT_OUT}/)")
     p.add_argument(
         "--resume", metavar="RUN_DIR", help="finish an interrupted sweep in RUN_DIR (its settings are reused)"
     )
@@ -567,7 +568,7 @@ def _add_io(sub: Any) -> None:
     p.add_argument("--mnist-dir", help="MNIST IDX folder whose digits the JPEGs show (default: look it up)")
     p.add_argument("--timeout", dest="timeout_s", type=float, default=600.0, help="pipe stall limit, s (default 600)")
     p.add_argument("--name", help="suffix of the run folder (default io-local-STAGE or io-s3-STAGE)")
-    p.add_argument("--out", default="results", help="parent folder of run folders (default results/)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder of run folders (default {DEFAULT_OUT}/)")
     p.set_defaults(func=cmd_io)
 
 
@@ -601,7 +602,7 @@ def _add_profile(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--interval", type=int, default=500, metavar="MS", help="100, 200, 500 (default), 1000, 5000, 60000")
-    p.add_argument("--out", default="results", help="parent folder of the profile folder (default results/)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder of the profile folder (default {DEFAULT_OUT}/)")
     p.add_argument("--name", help="suffix of the profile folder (default: the script's name)")
     p.add_argument("--rule", action="append", metavar="RULE.PARAM=VALUE", help="override a rule parameter")
     p.add_argument("--mxnet-profiler", action="store_true", help="also run MXNet's profiler; merge its dump")
