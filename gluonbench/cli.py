@@ -43,7 +43,7 @@ SWEEP_EXAMPLES = """examples:
   gluonbench sweep --dataset imagefolder --data-dir data/images --model resnet18_v1 --image-size 64 --workers 0..4
   gluonbench sweep --config configs/seed004-resnet.toml     # seed 004 scaled down: ResNet-18 on ~39 KB JPEGs
   gluonbench sweep --config configs/seed004-resnet.toml --layout shards --source fastfile   # packed shards
-scale-out (batch size is per device; see README "Scale-out"):
+scale-out (batch size is per device; see docs/tutorials/scale-out.md):
   gluonbench sweep --ctx cpu --devices 2 --kvstore local --workers 0,2 --max-batches 50   # 2 CPU contexts
   gluonbench sweep --gpus 0,1,2,3 --kvstore device --workers 0..8:2
   gluonbench sweep --kvstore dist_sync --hosts 1,2,4 --servers 1 --workers 0 --max-batches 60   # all on 127.0.0.1
@@ -870,7 +870,8 @@ exit codes: 0 pass (not slower beyond --max-slowdown, 95 % confidence), 1 regres
   the message says what --budget would settle it).
 --pipeline MODULE:FUNC / path/to/file.py:FUNC: FUNC(**pipeline options) returns a gluonbench PipelineSpec, a
   Pipeline, a Workload, or a dict with dataset (required), transform, decode, net, loss, batch_size, num_workers.
-  The options (--set or --pipeline-option) are kept in the baseline; a check with other options says so.
+  Its options (--pipeline-option; --set for a --workload) are kept in the baseline; a check with other options
+  says so. --set beside --pipeline is refused.
 with $GITHUB_STEP_SUMMARY set, a Markdown summary is appended to it.
 """
 
