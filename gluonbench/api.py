@@ -24,6 +24,7 @@ from gluonbench.env import command_line, environment
 from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.names import arg
 from gluonbench.profiler.session import RunProfile
+from gluonbench.report import DEFAULT_OUT
 from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, check_free_space, new_run_dir
 from gluonbench.report.summary import SweepSummary
 from gluonbench.rundir import load
@@ -181,7 +182,7 @@ def steps_per_run(settings: SweepSettings, sizes: dict[str, int]) -> int | None:
 
 def sweep(
     settings: SweepSettings | None = None,
-    out: str | Path = "results",
+    out: str | Path = DEFAULT_OUT,
     resume: str | Path | None = None,
     on_result: OnResult | None = None,
     on_progress: OnProgress | None = None,
@@ -626,7 +627,7 @@ def sweep_script(
 
 def io_benchmark(
     settings: IoSettings,
-    out: str | Path = "results",
+    out: str | Path = DEFAULT_OUT,
     on_result: Callable[[Any], None] | None = None,
 ) -> tuple[Path, Any]:
     """Run the input-mode matrix; one ``runs.jsonl`` line per cell, then io.csv/md/json/png.

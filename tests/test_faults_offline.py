@@ -80,9 +80,9 @@ def test_main_job_from_an_installed_wheel_with_no_data_and_no_network(clean_env,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    (runs,) = work.glob("results/*/runs.jsonl")
+    (runs,) = work.glob("gluonbench-results/*/runs.jsonl")
     (record,) = [json.loads(line) for line in runs.read_text().splitlines()]
     assert record["status"] == "ok" and record["train_samples"] == 5 * 64
-    log = next(work.glob("results/*/logs/*.log")).read_text()
+    log = next(work.glob("gluonbench-results/*/logs/*.log")).read_text()
     assert f"{site / 'gluonbench' / 'data' / 'mnist'} (packaged copy)" in log
     assert not (tmp_path / "empty-mxnet-home").exists(), "nothing was downloaded"

@@ -133,3 +133,25 @@ def test_exports_are_readable_by_others(store):
     for name in ("summary.csv", "summary.md", "summary.json", "sweep.png", "report.html", "sweep.json", "runs.jsonl"):
         mode = stat.S_IMODE((store.path / name).stat().st_mode)
         assert mode == 0o666 & ~mask, (name, oct(mode))
+
+
+def test_the_default_output_folder_is_not_a_tracked_folder_of_the_project():
+    """A run with no --out from a checkout must not land among the project's tracked files (its results/)."""
+    import inspect
+    import subprocess
+    from pathlib import Path
+
+    from gluonbench import api
+    from gluonbench.cli import build_parser
+    from gluonbench.report import DEFAULT_OUT
+
+    repo = Path(__file__).resolve().parents[1]
+    parser = build_parser()
+    for command in (["sweep"], ["io"], ["profile", "--", "true"]):
+        assert parser.parse_args(command).out == DEFAULT_OUT, command
+    for name in ("sweep", "io_benchmark"):
+        assert inspect.signature(getattr(api, name)).parameters["out"].default == DEFAULT_OUT, name
+    tracked = subprocess.run(["git", "ls-files", "--", DEFAULT_OUT], cwd=repo, capture_output=True, text=True)
+    ignored = subprocess.run(["git", "check-ignore", "-q", f"{DEFAULT_OUT}/x"], cwd=repo)
+    assert tracked.returncode == 0 and tracked.stdout == "", "the default output folder holds tracked files"
+    assert ignored.returncode == 0, f"the checkout's .gitignore does not ignore {DEFAULT_OUT}/"

@@ -30,6 +30,7 @@ from typing import Any
 from gluonbench.analysis.stats import median, ratio_ci
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
+from gluonbench.report import versions
 
 BOOTSTRAP = 2000
 KINDS = ("sweep", "diagnosis", "io", "tune")
@@ -152,7 +153,7 @@ def kind_of(path: str | Path) -> tuple[str, Any]:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             raise GluonbenchError(f"{path} is not JSON; pass a run folder or a gluonbench tune --json file") from None
         if isinstance(doc, dict) and "evidence" in doc and "dataloader" in doc:
-            return "tune", doc
+            return "tune", versions.upgrade("tune", doc, str(path))
         raise GluonbenchError(f"{path} is not a gluonbench tune --json file; pass a run folder or a tune result")
     if not path.is_dir():
         raise GluonbenchError(f"{path}: no such folder or file; pass a run folder made by gluonbench")

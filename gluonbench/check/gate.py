@@ -46,6 +46,7 @@ from gluonbench.check.ruler import RULER_VERSION, ruler_description, ruler_pipel
 from gluonbench.check.target import Target
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg, example
+from gluonbench.report import versions
 from gluonbench.units import count
 
 log = logging.getLogger(__name__)
@@ -391,7 +392,10 @@ def load_baseline(path: str | Path, identity: str | None = None) -> Snapshot:
         raise GluonbenchError(
             f"{arg('baseline')} {path} is not a gluonbench baseline file; save one with {arg('save', '--save-baseline')}"
         )
-    if doc.get("version") != FORMAT_VERSION:
+    version = doc.get("version")
+    if isinstance(version, int) and not isinstance(version, bool):  # a baseline's own version is its format version
+        versions.refuse_newer("baseline", version, FORMAT_VERSION, f"{arg('baseline')} {path}")
+    if version != FORMAT_VERSION:
         raise GluonbenchError(
             f"{arg('baseline')} {path} has format version {doc.get('version')!r}, this gluonbench reads {FORMAT_VERSION}; "
             f"save it again with {arg('save', '--save-baseline')}"
@@ -466,7 +470,7 @@ class CheckResult:
 
         d = asdict(self)
         d["now"], d["baseline"] = self.now.to_dict(), self.baseline.to_dict()
-        return json_safe(d)
+        return json_safe(versions.stamp("check", d))
 
 
 def _slowdown(now: Figure, base: Figure, basis: str) -> tuple[float, tuple[float, float]]:

@@ -31,7 +31,8 @@ exit codes: 0 pass (not slower beyond --max-slowdown, 95 % confidence), 1 regres
   the message says what --budget would settle it).
 --pipeline MODULE:FUNC / path/to/file.py:FUNC: FUNC(**pipeline options) returns a gluonbench PipelineSpec, a
   Pipeline, a Workload, or a dict with dataset (required), transform, decode, net, loss, batch_size, num_workers.
-  The options (--set or --pipeline-option) are kept in the baseline; a check with other options says so.
+  Its options (--pipeline-option; --set for a --workload) are kept in the baseline; a check with other options
+  says so. --set beside --pipeline is refused.
 with $GITHUB_STEP_SUMMARY set, a Markdown summary is appended to it.
 """
 

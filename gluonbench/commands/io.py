@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gluonbench.report import DEFAULT_OUT
+
 IO_EXAMPLES = """examples:
   gluonbench io                                   # seed 004's matrix at the default scale (a few minutes)
   gluonbench io --modes file,fastfile --sizes large --epochs 3
@@ -64,7 +66,7 @@ def add(sub: Any) -> None:
     p.add_argument("--mnist-dir", help="MNIST IDX folder whose digits the JPEGs show (default: look it up)")
     p.add_argument("--timeout", dest="timeout_s", type=float, default=600.0, help="pipe stall limit, s (default 600)")
     p.add_argument("--name", help="suffix of the run folder (default io-local-STAGE or io-s3-STAGE)")
-    p.add_argument("--out", default="results", help="parent folder of run folders (default results/)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder of run folders (default {DEFAULT_OUT}/)")
     p.set_defaults(func=cmd_io)
 
 

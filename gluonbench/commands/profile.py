@@ -11,6 +11,7 @@ from gluonbench.commands.options import (
     pipeline_options,
 )
 from gluonbench.errors import GluonbenchError
+from gluonbench.report import DEFAULT_OUT
 
 PROFILE_EXAMPLES = """examples:
   gluonbench profile -- python train.py --epochs 1          # system metrics of any program, rules, report
@@ -41,7 +42,7 @@ def add(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--interval", type=int, default=500, metavar="MS", help="100, 200, 500 (default), 1000, 5000, 60000")
-    p.add_argument("--out", default="results", help="parent folder of the profile folder (default results/)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder of the profile folder (default {DEFAULT_OUT}/)")
     p.add_argument("--name", help="suffix of the profile folder (default: the script's name)")
     p.add_argument("--rule", action="append", metavar="RULE.PARAM=VALUE", help="override a rule parameter")
     p.add_argument("--mxnet-profiler", action="store_true", help="also run MXNet's profiler; merge its dump")

@@ -21,6 +21,7 @@ from gluonbench.commands.options import (
     vision_options,
 )
 from gluonbench.errors import GluonbenchError
+from gluonbench.report import DEFAULT_OUT
 
 SWEEP_EXAMPLES = """examples:
   gluonbench sweep --workers 0..8                 # the seed's experiment, 1 epoch per worker count
@@ -40,7 +41,7 @@ SWEEP_EXAMPLES = """examples:
   gluonbench sweep --dataset imagefolder --data-dir data/images --model resnet18_v1 --image-size 64 --workers 0..4
   gluonbench sweep --config configs/seed004-resnet.toml     # seed 004 scaled down: ResNet-18 on ~39 KB JPEGs
   gluonbench sweep --config configs/seed004-resnet.toml --layout shards --source fastfile   # packed shards
-scale-out (batch size is per device; see README "Scale-out"):
+scale-out (batch size is per device; see docs/tutorials/scale-out.md):
   gluonbench sweep --ctx cpu --devices 2 --kvstore local --workers 0,2 --max-batches 50   # 2 CPU contexts
   gluonbench sweep --gpus 0,1,2,3 --kvstore device --workers 0..8:2
   gluonbench sweep --kvstore dist_sync --hosts 1,2,4 --servers 1 --workers 0 --max-batches 60   # all on 127.0.0.1
@@ -120,7 +121,7 @@ def add(sub: Any) -> None:
     add_pipeline_args(p)
     add_source_args(p)
     p.add_argument("--name", help="suffix of the run folder (default sweep-DATASET-CTX)")
-    p.add_argument("--out", default="results", help="parent folder of run folders (default results/)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder of run folders (default {DEFAULT_OUT}/)")
     p.add_argument(
         "--resume", metavar="RUN_DIR", help="finish an interrupted sweep in RUN_DIR (its settings are reused)"
     )

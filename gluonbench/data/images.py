@@ -10,7 +10,6 @@ input-mode benchmark, the size the seed 004 case study used (~39 KB).
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import numpy as np
 
 from gluonbench.data.store import ObjectInfo
 from gluonbench.errors import DataError
+from gluonbench.report.store import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -155,10 +155,7 @@ def make_jpeg_folder(
         label = int(y[i % len(y)]) % classes
         path = out / str(label) / f"{i:07d}.jpg"
         path.parent.mkdir(exist_ok=True)  # class folders appear with their first image, never empty
-        tmp = path.with_name("." + path.name)
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        atomic_write_bytes(path, data, sync=False)  # generated data: a crash loses nothing worth an fsync
         written += len(data)
         i += 1
     return image_folder(LocalStore(out).list(), str(out))

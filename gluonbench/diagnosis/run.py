@@ -40,6 +40,7 @@ from gluonbench.names import arg
 from gluonbench.pipeline import build_pipeline
 from gluonbench.pipeline.net import prepare_net, restore_net
 from gluonbench.pipeline.samples import as_dataset, check_labels, check_loss, check_samples, checked_step
+from gluonbench.report import versions
 from gluonbench.units import count
 from gluonbench.workloads.base import opened_workload
 
@@ -118,7 +119,7 @@ class Diagnosis:
         d = asdict(self)
         d["probes"] = {k: p.to_dict() for k, p in self.probes.items()}
         d["facts"] = facts(self).to_dict()  # what every report of it states (diagnosis/facts.py)
-        return json_safe(d)
+        return json_safe(versions.stamp("diagnosis", d))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Diagnosis:

@@ -17,6 +17,7 @@ from gluonbench.distributed.launch import job_records, run_job
 from gluonbench.distributed.settings import check_launch
 from gluonbench.env import command_line, environment, utc_now
 from gluonbench.errors import GluonbenchError
+from gluonbench.report import DEFAULT_OUT
 from gluonbench.report.scaling import ScalingSummary, write_scaling_reports
 from gluonbench.report.store import RunStore, new_run_dir
 from gluonbench.sweeprun.run import RunResult
@@ -31,7 +32,7 @@ def job_key(spec: dict[str, Any]) -> tuple[int, int, int]:
 
 def dist_sweep(
     settings: Any,
-    out: str | Path = "results",
+    out: str | Path = DEFAULT_OUT,
     resume: str | Path | None = None,
     on_result: Callable[[RunResult], None] | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,

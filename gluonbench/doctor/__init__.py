@@ -16,6 +16,7 @@ from typing import Any
 from gluonbench.doctor.ceilings import Ceilings, measure_ceilings
 from gluonbench.doctor.checks import ALL, CHEAP, FAIL, Check, DoctorSettings, exit_code, parse_ctx, run_checks
 from gluonbench.names import arg
+from gluonbench.report import versions
 
 __all__ = ["Ceilings", "Check", "DoctorReport", "DoctorSettings", "doctor", "preflight"]
 
@@ -36,6 +37,7 @@ class DoctorReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            versions.KEY: versions.CURRENT["doctor"],
             "checks": [c.to_dict() for c in self.checks],
             "ceilings": self.ceilings.to_dict() if self.ceilings else None,
             "settings": self.settings,

@@ -17,6 +17,7 @@ read and decode ceilings) in ``$GLUONBENCH_CACHE`` (default ``~/.cache/gluonbenc
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import mmap
@@ -30,6 +31,7 @@ from typing import Any
 
 from gluonbench.doctor.checks import fs_kind, image_files, mount_of
 from gluonbench.errors import GluonbenchError
+from gluonbench.report.store import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -285,15 +287,29 @@ def _load_cache() -> dict[str, Any]:
         return {}
 
 
-def _save_cache(data: dict[str, Any]) -> None:
+def _save_entry(key: str, entry: dict[str, Any]) -> None:
+    """Store one data folder's ceilings in the cache, keeping every other entry.
+
+    The read-modify-write holds an exclusive lock on a sibling ``.lock`` file, so two doctors finishing at once
+    both keep their entry, and the file is replaced through the one atomic writer (a unique temporary name), so a
+    reader never sees half of it.
+    """
     path = cache_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
+        fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         log.warning("could not cache the ceilings in %s: %s", path, exc)
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        data = _load_cache()
+        data[key] = entry
+        atomic_write_text(path, json.dumps(data, indent=1))
+    except (OSError, GluonbenchError) as exc:
+        log.warning("could not cache the ceilings in %s: %s", path, exc)
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def cached_ceilings(data_dir: str | None) -> Ceilings | None:
@@ -327,7 +343,5 @@ def measure_ceilings(
         c.decode = measure_decode(data_dir)
     if gpu is not None:
         c.h2d_pageable, c.h2d_pinned = measure_h2d(gpu)
-    data = _load_cache()
-    data[key] = c.to_dict()
-    _save_cache(data)
+    _save_entry(key, c.to_dict())
     return c

@@ -12,6 +12,7 @@ import numpy as np
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.profiler.formats import SYSTEM_DIR, read_framework, read_job_end, read_system
+from gluonbench.report import versions
 
 META = "profile.json"
 SNAPSHOT_S = 0.02
@@ -188,6 +189,10 @@ def load(folder: str | Path) -> ProfileData:
         try:
             meta = json.loads(meta_path.read_text())
         except json.JSONDecodeError:
+            meta = {}
+        if isinstance(meta, dict):  # an older profile is upgraded; a newer one is refused in one line
+            meta = versions.upgrade("profile", meta, str(meta_path))
+        else:
             meta = {}
     steps = _steps(events)
     times = [r["Timestamp"] for r in rows[:1] + rows[-1:]] + [s.start_s for s in steps[:1]]

@@ -34,6 +34,7 @@ from gluonbench.names import arg
 from gluonbench.profiler import hooks
 from gluonbench.profiler.data import META
 from gluonbench.profiler.formats import SystemWriter
+from gluonbench.report import DEFAULT_OUT, versions
 from gluonbench.report.store import atomic_write_text, new_run_dir
 from gluonbench.scratch import (
     MARKER_ENV,
@@ -105,7 +106,7 @@ class ProfileSettings:
     """What to sample and where to write (validated by :meth:`check`)."""
 
     interval_ms: int = 500
-    out: str = "results"
+    out: str = DEFAULT_OUT
     name: str | None = None
     node_id: str = "algo-1"
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -221,7 +222,7 @@ class Profiler:
                 log.warning("cannot write system metrics under %s: %s", self.output, exc)
 
     def _write_meta(self) -> None:
-        atomic_write_text(self.dir / META, json.dumps(self.meta, indent=2, sort_keys=True))
+        atomic_write_text(self.dir / META, json.dumps(versions.stamp("profile", self.meta), indent=2, sort_keys=True))
 
     def stop(self, exit_code: int | None, interrupted: bool = False) -> ProfileResult:
         """Stop sampling, flush everything, then run the rules and write the report."""
@@ -357,7 +358,7 @@ def _stop_group(child: subprocess.Popen) -> int:
 def profile(
     name: str = "python",
     interval_ms: int = 500,
-    out: str = "results",
+    out: str = DEFAULT_OUT,
     rules: dict[str, dict[str, Any]] | None = None,
     node_id: str = "algo-1",
 ) -> Iterator[Profiler]:

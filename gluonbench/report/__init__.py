@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gluonbench.report.store import RunStore
 
-__all__ = ["saved_settings"]
+__all__ = ["DEFAULT_OUT", "saved_settings"]
+
+DEFAULT_OUT = "gluonbench-results"
+"""The folder, relative to the working directory, that run folders go under when no ``out`` is given. Not
+``results``: from a checkout of a project that keeps its own measurements in a tracked ``results/`` (gluonbench's
+does), a default run would land among them. The checkout's ``.gitignore`` ignores this one."""
 
 
 def saved_settings(store: RunStore) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from gluonbench.report import versions
 from gluonbench.report.store import atomic_write_bytes, json_safe
 
 
@@ -189,7 +190,10 @@ class JsonExporter(Exporter):
     name, suffix = "json", ".json"
 
     def render(self, report: Report) -> str:
-        return json.dumps(json_safe(report.data()), indent=2)
+        data = report.data()
+        if isinstance(data, dict) and versions.KEY not in data:  # a diagnosis or tune says its own kind's version
+            data = versions.stamp("summary", data)
+        return json.dumps(json_safe(data), indent=2)
 
 
 class CsvExporter(Exporter):

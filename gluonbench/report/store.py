@@ -25,14 +25,15 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
+from gluonbench.report import versions
 from gluonbench.validate import check_path, redact
 
 log = logging.getLogger(__name__)
@@ -213,26 +214,65 @@ def check_append_file(path: str | Path, what: str) -> Path:
 
 
 def _umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``os.umask`` sets it for a moment,
+    which a thread creating a file at that moment would see)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and ``os.replace``."""
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (best effort: some file systems refuse to open a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_writer(
+    path: str | Path,
+    *,
+    sync: bool = True,
+    error: Callable[[Path, OSError], Exception] = write_error,
+) -> Iterator[BinaryIO]:
+    """The one way gluonbench replaces a file: ``with atomic_writer(path) as f: f.write(...)``.
+
+    The bytes go to a temporary file with a unique name in ``path``'s folder (``mkstemp``: created with
+    ``O_EXCL``, so it never opens an existing file or follows a link), which is flushed, fsynced (``sync``) and
+    renamed over ``path`` when the block ends; a block that raises leaves ``path`` as it was and the temporary
+    file removed. Two processes writing one path at once each write their own temporary file and the last rename
+    wins, whole. A symbolic link, folder or special file at ``path`` is refused (:func:`refuse_non_regular`).
+    ``sync=False`` skips the fsyncs where many small files are written that a crash may lose (generated data, a
+    cache). An ``OSError`` becomes ``error(path, exc)`` (default: one line naming the path and the fix).
+    """
     path = Path(path)
     refuse_non_regular(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise write_error(path, exc) from None
+        raise error(path, exc) from None
     try:
         # mkstemp makes the file private (0600); a results file gets the mode an ordinary one would
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -240,12 +280,21 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         except OSError:
             pass
         if isinstance(exc, OSError):
-            raise write_error(path, exc) from None
+            raise error(path, exc) from None
         raise
+    if sync:
+        _fsync_dir(path.parent)
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_bytes(path: str | Path, data: bytes, *, sync: bool = True) -> None:
+    """Replace ``path`` with ``data`` through :func:`atomic_writer`."""
+    with atomic_writer(path, sync=sync) as f:
+        f.write(data)
+
+
+def atomic_write_text(path: str | Path, text: str, *, sync: bool = True) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) through :func:`atomic_writer`."""
+    atomic_write_bytes(path, text.encode("utf-8"), sync=sync)
 
 
 def _json_default(value: Any) -> Any:
@@ -312,7 +361,8 @@ class RunStore:
         return self.path / RUNS
 
     def write_settings(self, settings: dict[str, Any]) -> None:
-        atomic_write_text(self.path / SETTINGS, json.dumps(redact(_clean(settings)), indent=2, sort_keys=True))
+        doc = versions.stamp("settings", settings)
+        atomic_write_text(self.path / SETTINGS, json.dumps(redact(_clean(doc)), indent=2, sort_keys=True))
 
     def read_settings(self) -> dict[str, Any]:
         path = self.path / SETTINGS
@@ -328,7 +378,7 @@ class RunStore:
             raise GluonbenchError(f"cannot read {path}: {exc.strerror}") from None
         if not isinstance(data, dict) or not isinstance(data.get("settings", {}), dict):
             raise GluonbenchError(f"{path} is not a gluonbench {SETTINGS} (no settings table); restore it")
-        return data
+        return versions.upgrade("settings", data, str(path))
 
     def refuse_links(self) -> None:
         """Refuse a run folder where a file or folder gluonbench writes is a symbolic link (``--resume``
@@ -453,7 +503,8 @@ class RunStore:
 
     def append(self, record: Any) -> None:
         """Append one record as one line, fsynced; a failed write leaves the file as it was."""
-        line = (dumps(record) + "\n").encode("utf-8")
+        data = record.to_dict() if hasattr(record, "to_dict") else record
+        line = (dumps(versions.stamp("record", data)) + "\n").encode("utf-8")
         self.recover_tail()
         try:
             fd = open_nofollow(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -520,7 +571,13 @@ class RunStore:
             if why:
                 skipped.append(f"{n} ({why})")
                 continue
-            out.append(record)
+            # an older record is upgraded; one from a newer gluonbench is refused, not half read
+            try:
+                out.append(versions.upgrade("record", record, f"{self.runs_path} line {n}"))
+            except versions.NewerFormatError:
+                raise
+            except GluonbenchError:
+                skipped.append(f"{n} ({versions.KEY} is not a whole number)")
         return out, skipped
 
     def require_records(self) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ here is removed on :meth:`FileSource.close`; one passed as ``cache_dir`` is kept
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -15,10 +16,12 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from time import perf_counter
+from typing import BinaryIO
 
 from gluonbench.data.store import LocalStore, ObjectInfo
 from gluonbench.errors import DataError
 from gluonbench.names import arg
+from gluonbench.report.store import atomic_writer
 from gluonbench.scratch import owned_tempdir
 from gluonbench.sources.base import DataSet, OpenStats, Source
 
@@ -49,6 +52,17 @@ def disk_used(folder: Path) -> int:
     return total
 
 
+def _copy(src: BinaryIO, dest: BinaryIO) -> None:
+    """Copy an open file into another in the kernel (``sendfile``), or through a buffer where it cannot."""
+    try:
+        while os.sendfile(dest.fileno(), src.fileno(), None, 1 << 30) > 0:
+            pass
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise
+        shutil.copyfileobj(src, dest, 1 << 20)
+
+
 class FileSource(Source):
     mode = "file"
 
@@ -61,31 +75,20 @@ class FileSource(Source):
     def _copy_one(self, obj: ObjectInfo, root: Path) -> int:
         dest = root / obj.key
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.part")
         src = self.store.local_path(obj.key)
-        try:
+
+        def failed(path: Path, exc: OSError) -> DataError:
+            if src is not None and (not src.exists() or not os.access(src, os.R_OK)):
+                return DataError(f"cannot read {src}: {exc.strerror}; fix or remove the file")
+            return DataError(f"cannot write {path}: {exc.strerror}; choose a writable {arg('cache_dir')}")
+
+        # a cache that is deleted on close: no fsync, but never a half-written file under its real name
+        with atomic_writer(dest, sync=False, error=failed) as f:
             if src is not None:
-                try:
-                    shutil.copyfile(src, tmp)
-                except OSError as exc:
-                    if not src.exists() or not os.access(src, os.R_OK):
-                        raise DataError(f"cannot read {src}: {exc.strerror}; fix or remove the file") from exc
-                    raise DataError(
-                        f"cannot write {dest}: {exc.strerror}; choose a writable {arg('cache_dir')}"
-                    ) from exc
+                with open(src, "rb") as r:
+                    _copy(r, f)
             else:
-                data = self.store.get(obj.key)
-                try:
-                    with open(tmp, "wb") as f:
-                        f.write(data)
-                except OSError as exc:
-                    raise DataError(
-                        f"cannot write {dest}: {exc.strerror}; choose a writable {arg('cache_dir')}"
-                    ) from exc
-            os.replace(tmp, dest)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+                f.write(self.store.get(obj.key))
         return obj.size
 
     def open(self) -> OpenStats:

@@ -9,6 +9,7 @@ from typing import Any
 from gluonbench.analysis.stats import ratio_ci
 from gluonbench.diagnosis.verdict import Thresholds, read_reuse
 from gluonbench.names import arg, example
+from gluonbench.report import versions
 from gluonbench.report.exporters import wide_text
 from gluonbench.tune.model import Setting
 from gluonbench.units import count
@@ -197,7 +198,7 @@ class TuneResult:
             ceiling_speedup_ci=list(ci),
             keeps_model_fed=self.keeps_model_fed,
         )
-        return _clean(d)
+        return _clean(versions.stamp("tune", d))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TuneResult:
@@ -470,7 +471,7 @@ class StalledTune:
         return sum(1 for e in self.evidence if e.status == "ok" and math.isfinite(e.samples_per_s))
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean(asdict(self))
+        return _clean(versions.stamp("tune", asdict(self)))
 
     def to_text(self) -> str:
         """What was measured before the stall, and why it is not a recommendation."""
