@@ -1,9 +1,11 @@
-"""The DataLoader knobs, declared once: name, type, range, default, what each needs, its flag.
+"""The DataLoader knobs, declared once: name, type, range, default, what each needs, its flag, its help.
 
 The loader stage (:class:`gluonbench.pipeline.stages.Loader`), the sweep's settings
 (:class:`gluonbench.config.SweepSettings`), the tuner's search space (:class:`gluonbench.tune.model.Setting`),
-a user's :class:`gluonbench.PipelineSpec` and the records all read this table, so a knob the tuner can
-recommend is a knob the sweep can run (``--pin-memory``, ``--prefetch``, ``--thread-pool``, ``--batch-size``).
+a user's :class:`gluonbench.PipelineSpec`, the records and every command's flags
+(:func:`gluonbench.commands.options.add_knob`) all read this table, so a knob the tuner can recommend is a
+knob the sweep can run (``--pin-memory``, ``--prefetch``, ``--thread-pool``, ``--batch-size``). Adding a
+loader knob is one more :class:`Knob` here (and its use in the loader stage).
 
 ========================  ========  ===========  =============================================================
 knob                      type      range        needs / means
@@ -28,7 +30,8 @@ from gluonbench.errors import GluonbenchError
 
 @dataclass(frozen=True)
 class Knob:
-    """One DataLoader knob: its name, type, bounds, default, what it needs to matter, and its help."""
+    """One DataLoader knob: its name, type, bounds, default, what it needs to matter, its help, its flag and
+    settings key, and how ``gluonbench tune`` searches it."""
 
     name: str
     kind: type
@@ -40,11 +43,21 @@ class Knob:
     requires: str = ""
     """what it needs to matter, e.g. "a GPU context" for pin_memory"""
     help: str = ""
+    """what it does: the help of its command-line flag in every command"""
+    none: str = ""
+    """what None means, for an optional knob (its flag's help says it as the default)"""
+    key: str = ""
+    """its name in the commands' settings and TOML configs (``workers`` for num_workers); default: ``name``"""
+    flag: str = ""
+    """its command-line flag (``--workers`` for num_workers); default: ``--`` + ``key`` with dashes"""
+    tune: str = ""
+    """how ``gluonbench tune`` searches it ("" where it does not)"""
+    grid: tuple[int, ...] = ()
+    """the values ``gluonbench tune`` may visit (a whole-number knob it searches)"""
 
-    @property
-    def flag(self) -> str:
-        """The command-line flag: ``--num-workers`` is spelled ``--workers`` by the commands."""
-        return "--workers" if self.name == "num_workers" else "--" + self.name.replace("_", "-")
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", self.key or self.name)
+        object.__setattr__(self, "flag", self.flag or "--" + self.key.replace("_", "-"))
 
     def check(self, value: Any, what: str | None = None) -> Any:
         """``value`` if it is this knob's type and within its range, else one line naming ``what`` (default: the
@@ -71,14 +84,33 @@ class Knob:
 KNOBS: dict[str, Knob] = {
     k.name: k
     for k in (
-        Knob("batch_size", int, 64, 1, 65536, help="samples per step (64, as the seed)"),
-        Knob("num_workers", int, 0, 0, 1024, help="worker processes building batches; 0: the main process"),
+        Knob(
+            "batch_size",
+            int,
+            64,
+            1,
+            65536,
+            help="samples per step",
+            tune="only with --batch-sizes (a learning-rate note comes with it)",
+        ),
+        Knob(
+            "num_workers",
+            int,
+            0,
+            0,
+            1024,
+            help="DataLoader workers building batches; 0: the main process",
+            key="workers",
+            tune="worker counts up to --max-workers (the core count too), picked by a model of the loader",
+            grid=(0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64),
+        ),
         Knob(
             "thread_pool",
             bool,
             False,
             requires="num_workers > 0",
             help="DataLoader(thread_pool=True): threads, not processes",
+            tune="threads at the cheapest worker count, when they kept up with processes",
         ),
         Knob(
             "prefetch",
@@ -88,7 +120,9 @@ KNOBS: dict[str, Knob] = {
             4096,
             optional=True,
             requires="num_workers > 0",
-            help="DataLoader(prefetch=N): batches prepared ahead (None: MXNet's 2 x num_workers)",
+            help="DataLoader(prefetch=N): batches prepared ahead",
+            none="MXNet's 2 x workers",
+            tune="a shallower queue (prefetch = workers) at the cheapest worker count",
         ),
         Knob(
             "pin_memory",
@@ -96,6 +130,7 @@ KNOBS: dict[str, Knob] = {
             False,
             requires="a GPU context",
             help="DataLoader(pin_memory=True): page-locked batches, faster host-to-device copies (GPU only)",
+            tune="on a GPU context, with the cheapest worker count",
         ),
     )
 }

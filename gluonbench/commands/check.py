@@ -9,6 +9,7 @@ from typing import Any
 
 from gluonbench.commands.common import progress_bar
 from gluonbench.commands.options import (
+    add_knob,
     pipeline_options,
 )
 
@@ -67,8 +68,8 @@ def add(sub: Any) -> None:
     )
     p.add_argument("--max-slowdown", default="5%", help="allowed slowdown before exit 1 (default: 5%%)")
     p.add_argument("--budget", type=float, default=60.0, help="seconds of measurement (default: 60)")
-    p.add_argument("--batch-size", type=int, default=64, help="loader batch size where the pipeline sets none")
-    p.add_argument("--workers", type=int, default=0, help="loader workers where the pipeline sets none")
+    add_knob(p, "batch_size", note="where the pipeline sets none")
+    add_knob(p, "num_workers", note="where the pipeline sets none")
     p.add_argument("--ctx", help="cpu (default without a GPU) or gpu:N")
     p.add_argument("--data-dir", help="where the workload's data are")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON")

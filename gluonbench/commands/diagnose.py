@@ -9,6 +9,7 @@ from typing import Any
 from gluonbench.commands.common import load_warning, pipeline_first, preflight, print_stalled, what_runs
 from gluonbench.commands.options import (
     Parser,
+    add_knob,
     add_pipeline_args,
     add_source_args,
     add_synthetic_args,
@@ -82,15 +83,11 @@ def add(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--data-dir", help="folder of the data set's files (synthetic: where its files are written)")
     p.add_argument("--no-download", dest="download", action="store_false", help="never download")
-    p.add_argument("--workers", type=int, default=0, help="DataLoader workers (default 0)")
-    p.add_argument("--batch-size", type=int, default=64, help="default 64, as the seed")
+    add_knob(p, "num_workers")
+    add_knob(p, "batch_size")
     p.add_argument("--ctx", help="cpu, cpu:N, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
-    p.add_argument("--thread-pool", action="store_true", help="DataLoader(thread_pool=True)")
-    p.add_argument(
-        "--pin-memory",
-        action="store_true",
-        help="DataLoader(pin_memory=True, pin_device_id=<the --ctx GPU>); the cached_batch ceiling is pinned too",
-    )
+    add_knob(p, "thread_pool")
+    add_knob(p, "pin_memory", note="pinned for the --ctx GPU; the cached_batch ceiling is pinned too")
     p.add_argument(
         "--budget",
         dest="budget_s",

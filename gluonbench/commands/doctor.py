@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from gluonbench.commands.options import add_knob
+
 DOCTOR_EXAMPLES = """examples:
   gluonbench doctor                                     # this machine: cores, memory, /dev/shm, threads, MXNet build
   gluonbench doctor --data-dir data/images --workers 4 --batch-size 128   # and the data folder, its ceilings
@@ -37,9 +39,9 @@ def add(sub: Any) -> None:
         "--data-dir", help="the data set's folder: its file system, size against RAM, read and decode ceilings"
     )
     p.add_argument("--ctx", default="cpu", help="cpu (default), gpu or gpu:N: also check the GPU and measure H2D")
-    p.add_argument("--workers", type=int, default=0, help="DataLoader workers you plan to run (default 0)")
-    p.add_argument("--batch-size", type=int, default=64, help="batch size you plan to run (default 64)")
-    p.add_argument("--prefetch", type=int, help="DataLoader prefetch (default 2 x workers)")
+    add_knob(p, "num_workers", note="as you plan to run")
+    add_knob(p, "batch_size", note="as you plan to run")
+    add_knob(p, "prefetch", note="as you plan to run")
     p.add_argument("--refresh", action="store_true", help="measure the ceilings again instead of using the cache")
     p.add_argument("--no-ceilings", dest="ceilings", action="store_false", help="only the checks; measure nothing")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE", help="JSON on stdout, or into FILE")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gluonbench.commands.options import add_knob
 from gluonbench.report import DEFAULT_OUT
 
 IO_EXAMPLES = """examples:
@@ -42,7 +43,7 @@ def add(sub: Any) -> None:
     p.add_argument("--s3-uri", help="stage the data sets under s3://BUCKET/PREFIX and read them through boto3")
     p.add_argument("--endpoint-url", help="S3-compatible endpoint for --s3-uri (MinIO, moto)")
     p.add_argument("--epochs", type=int, default=2, help="epochs per cell (default 2)")
-    p.add_argument("--batch-size", type=int, default=64, help="samples per batch (default 64)")
+    add_knob(p, "batch_size")
     p.add_argument("--threads", type=int, default=4, help="reader threads in every mode (default 4)")
     p.add_argument("--stage", choices=("read", "decode"), default="read", help="read only (default) or also decode")
     p.add_argument(

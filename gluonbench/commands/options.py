@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gluonbench.knobs import KNOBS
+
 
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line naming the fix, exit 2."""
@@ -148,3 +150,35 @@ def add_no_preflight(sub: Any) -> None:
             action="store_false",
             help="skip the cheap doctor checks (cores, /dev/shm, threads, data fs) that run first",
         )
+
+
+def add_knob(
+    p: Any,
+    name: str,
+    *,
+    note: str = "",
+    unset: bool = False,
+    several: str = "",
+) -> None:
+    """The flag of loader knob ``name``, generated from its one declaration in :data:`gluonbench.knobs.KNOBS`:
+    the flag, the settings key it fills (``args.workers`` for num_workers), its help and its default.
+
+    ``note``: what the value means in this command (e.g. "the current setting, the baseline"); ``unset``: the
+    flag defaults to None, so a ``--config`` file or the settings' own default applies; ``several``: the flag
+    takes a list of values (``0..8``, ``0..8:2``, ``0,2,4``) and this is its default.
+    """
+    knob = KNOBS[name]
+    text = knob.help + (f"; {note}" if note else "")
+    default = None if unset else knob.default
+    if knob.kind is bool:
+        p.add_argument(knob.flag, dest=knob.key, action="store_true", default=default, help=text)
+        return
+    if several:
+        text += f"; several: {', '.join(LIST_SYNTAX)} (default {several})"
+    else:
+        text += f" (default: {knob.none})" if knob.default is None else f" (default {knob.default})"
+    p.add_argument(knob.flag, dest=knob.key, type=str if several else int, default=default, help=text)
+
+
+LIST_SYNTAX = ("0..8", "0..8:2", "0,2,4,8")
+"""how a flag that takes several whole numbers writes them (:func:`gluonbench.ranges.parse_int_list`)"""

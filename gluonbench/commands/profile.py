@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from gluonbench.commands.options import (
+    add_knob,
     add_pipeline_args,
     pipeline_options,
 )
@@ -48,14 +49,14 @@ def add(sub: Any) -> None:
     p.add_argument("--mxnet-profiler", action="store_true", help="also run MXNet's profiler; merge its dump")
     add_pipeline_args(p)
     g = p.add_argument_group("with --pipeline: the one training run profiled (instead of -- CMD)")
-    g.add_argument("--workers", type=int, default=0, help="DataLoader workers (default 0)")
-    g.add_argument("--batch-size", type=int, default=64, help="default 64")
+    add_knob(g, "num_workers")
+    add_knob(g, "batch_size")
     g.add_argument("--max-batches", type=int, help="cap on training (and eval) batches")
     g.add_argument("--epochs", type=int, default=1, help="epochs (default 1)")
     g.add_argument("--ctx", default="cpu", help="cpu (default), cpu:N, gpu or gpu:N")
-    g.add_argument("--thread-pool", action="store_true", help="DataLoader(thread_pool=True)")
-    g.add_argument("--prefetch", type=int, help="DataLoader(prefetch=N)")
-    g.add_argument("--pin-memory", action="store_true", help="DataLoader(pin_memory=True) (GPU only)")
+    add_knob(g, "thread_pool")
+    add_knob(g, "prefetch")
+    add_knob(g, "pin_memory")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the program and its arguments")
     p.set_defaults(func=cmd_profile)
 

@@ -9,6 +9,7 @@ from typing import Any
 from gluonbench.commands.common import pipeline_first, preflight, print_roofline, progress_bar, what_runs
 from gluonbench.commands.options import (
     SCALE_FLAGS,
+    add_knob,
     add_pipeline_args,
     add_scale_args,
     add_source_args,
@@ -21,6 +22,7 @@ from gluonbench.commands.options import (
     vision_options,
 )
 from gluonbench.errors import GluonbenchError
+from gluonbench.knobs import KNOBS
 from gluonbench.report import DEFAULT_OUT
 
 SWEEP_EXAMPLES = """examples:
@@ -60,7 +62,7 @@ def add(sub: Any) -> None:
         epilog=SWEEP_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--workers", help="worker counts: 0..8, 0..8:2 or 0,2,4,8 (default 0..8)")
+    add_knob(p, "num_workers", unset=True, several="0..8")
     p.add_argument("--dataset", dest="workload", help="mnist (default), fashion-mnist, synthetic, imagefolder, seed004")
     p.add_argument(
         "--data-dir",
@@ -76,12 +78,10 @@ def add(sub: Any) -> None:
     p.add_argument("--repeat", type=int, help="runs per worker count (median and min-max); default 1")
     p.add_argument("--epochs", type=int, help="epochs per run (default 1)")
     p.add_argument("--max-batches", type=int, help="cap on training (and eval) batches per run, for quick looks")
-    p.add_argument("--batch-size", type=int, help="default 64, as the seed")
+    add_knob(p, "batch_size", unset=True)
     p.add_argument("--eval-workers", type=int, help="fix the eval loader's workers (default: same as training)")
     p.add_argument("--ctx", help="cpu (default), cpu:N (another CPU device), gpu or gpu:N")
-    p.add_argument(
-        "--thread-pool", action="store_true", default=None, help="DataLoader(thread_pool=True): threads, not processes"
-    )
+    add_knob(p, "thread_pool", unset=True)
     p.add_argument(
         "--timeout",
         dest="timeout_s",
@@ -106,13 +106,8 @@ def add(sub: Any) -> None:
         type=float,
         help="seconds of diagnosis per run with --diagnose (default 30)",
     )
-    p.add_argument("--prefetch", type=int, help="DataLoader(prefetch=N): batches prepared ahead (default 2 x workers)")
-    p.add_argument(
-        "--pin-memory",
-        action="store_true",
-        default=None,
-        help="DataLoader(pin_memory=True): page-locked batches (matters only with a GPU context)",
-    )
+    add_knob(p, "prefetch")
+    add_knob(p, "pin_memory", unset=True)
     p.add_argument(
         "--emulate-step-ms",
         metavar="MS|TARGET",
@@ -167,25 +162,21 @@ def settings_from_args(args: argparse.Namespace):
     flags = {
         k: getattr(args, k)
         for k in (
-            "workers",
             "workload",
             "data_dir",
             "download",
             "repeat",
             "epochs",
             "max_batches",
-            "batch_size",
             "eval_workers",
             "ctx",
-            "thread_pool",
             "timeout_s",
             "seed",
             "diagnose",
             "diagnose_budget_s",
             "name",
             *SCALE_FLAGS,
-            "prefetch",
-            "pin_memory",
+            *(knob.key for knob in KNOBS.values()),
             "emulate_step_ms",
             "pipeline",
         )

@@ -8,6 +8,7 @@ from typing import Any
 
 from gluonbench.commands.common import load_warning, pipeline_first, preflight, print_roofline, print_stalled, what_runs
 from gluonbench.commands.options import (
+    add_knob,
     add_pipeline_args,
     add_source_args,
     add_synthetic_args,
@@ -15,6 +16,7 @@ from gluonbench.commands.options import (
     source_from_args,
     synthetic_options,
 )
+from gluonbench.knobs import KNOBS
 
 TUNE_EXAMPLES = """examples:
   gluonbench tune                                        # the seed's MNIST pipeline: best DataLoader setting
@@ -36,6 +38,21 @@ pipelines of the top candidates and the current setting in interleaved rounds wi
 """
 
 
+def _tune_epilog() -> str:
+    """The examples, then what is searched, from the knobs' declarations."""
+    searched = "\n".join(
+        f"  {k.flag:14s} {k.tune}" + (f": {', '.join(map(str, k.grid))}" if k.grid else "")
+        for k in KNOBS.values()
+        if k.tune
+    )
+    return (
+        f"{TUNE_EXAMPLES}\nsearched (the flags give the current setting, measured beside the candidates):\n{searched}\n"
+    )
+
+
+CURRENT = "the current setting, the baseline"
+
+
 def add(sub: Any) -> None:
     p = sub.add_parser(
         "tune",
@@ -43,19 +60,17 @@ def add(sub: Any) -> None:
         description="Search num_workers, thread_pool, prefetch (and pin_memory on a GPU) with short steady-state "
         "measurements and a model of the loader, confirm the top candidates against each other, and print the "
         "DataLoader line to paste with the evidence.",
-        epilog=TUNE_EXAMPLES,
+        epilog=_tune_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--dataset", dest="workload", default="mnist", help="mnist (default), fashion-mnist or synthetic")
     p.add_argument("--data-dir", help="folder of the data set's files (synthetic: where its files are written)")
     p.add_argument("--no-download", dest="download", action="store_false", help="never download")
-    p.add_argument("--workers", type=int, default=0, help="the current num_workers, the baseline (default 0)")
-    p.add_argument("--thread-pool", action="store_true", help="the current setting uses thread_pool=True")
-    p.add_argument(
-        "--pin-memory", action="store_true", help="the current setting uses pin_memory=True (pinned for the --ctx GPU)"
-    )
-    p.add_argument("--prefetch", type=int, help="the current setting's prefetch (default: MXNet's 2 x workers)")
-    p.add_argument("--batch-size", type=int, default=64, help="default 64, as the seed")
+    add_knob(p, "num_workers", note=CURRENT)
+    add_knob(p, "thread_pool", note=CURRENT)
+    add_knob(p, "pin_memory", note=CURRENT + "; pinned for the --ctx GPU")
+    add_knob(p, "prefetch", note=CURRENT)
+    add_knob(p, "batch_size")
     p.add_argument("--batch-sizes", help="also tune these batch sizes, e.g. 64,128,256 (budget shared)")
     p.add_argument("--max-workers", type=int, help="most workers tried (default max(16, 4 x cores))")
     p.add_argument("--ctx", help="cpu, cpu:N, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gluonbench.analysis.stats import paired_ratio, ratio_ci
-from gluonbench.knobs import knob_default
+from gluonbench.knobs import KNOBS, knob_default
 
 SATURATED = 0.85
 """a point below this fraction of the linear model marks saturation"""
@@ -47,7 +47,8 @@ UNKNOWN_SPREAD_FLOOR = 0.5
 """confirmation: a figure of one block (no spread) under this fraction of the best's is slower, not noise"""
 CPU_BOUND = 0.5
 """cores per worker from which the loader counts as CPU-bound (its growth capped at ``cores / u``)"""
-DEFAULT_GRID = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+DEFAULT_GRID = KNOBS["num_workers"].grid
+"""the worker counts the search may visit (declared with the knob)"""
 
 
 @dataclass(frozen=True, order=True)
