@@ -63,10 +63,6 @@ class Progress:
         self._bar: Any = None
         self._own_bar = True
 
-    def attach(self, bar: Any) -> None:
-        """Write lines above ``bar`` (a tqdm bar counting something else, e.g. a sweep's training steps)."""
-        self._bar, self._own_bar = bar, False
-
     # -- lines ---------------------------------------------------------------------------------
     def say(self, line: str) -> None:
         """A line that stays (above the bar on a terminal)."""
@@ -155,7 +151,23 @@ class Progress:
                 + (f"; {note}" if note else "")
             )
 
+    def steps(self, done: float, total: float | None, unit: str = "step") -> None:
+        """Progress counted in other units than the lines (a sweep's training steps, while its lines count
+        runs): on a terminal a bar of them (with the time left), the lines written above it; without one,
+        nothing (each finished unit's line says the time left)."""
+        if not self.tty:
+            return
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=self.desc, unit=unit, file=self.stream, dynamic_ncols=True, leave=False)
+            self._own_bar = False
+        step = done - self._bar.n
+        if step > 0:
+            self._bar.update(step)
+
     def close(self) -> None:
+        """Remove the bar (on a terminal); the lines stay."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None

@@ -99,3 +99,26 @@ def test_the_bar_on_a_terminal_counts_seconds_not_seconds_per_second(monkeypatch
 
 def test_durations_read_as_people_say_them():
     assert [duration(s) for s in (5, 89, 150, 7200)] == ["5 s", "89 s", "2.5 min", "2.0 h"]
+
+
+def test_a_bar_of_steps_under_lines_of_runs_on_a_terminal(monkeypatch):
+    monkeypatch.setenv("GLUONBENCH_PROGRESS", "1")
+    buf = io.StringIO()
+    p = Progress("sweep", 2, "run", stream=buf)
+    p.steps(10, 40)
+    p.steps(25, 40)
+    p.finished("0 workers: train duration 1.0 s")
+    p.close()
+    text = buf.getvalue()
+    assert "25/40" in text and "step" in text, text
+    assert "0 workers: train duration 1.0 s [1/2," in text, text
+
+
+def test_steps_print_nothing_without_a_terminal(monkeypatch):
+    monkeypatch.delenv("GLUONBENCH_PROGRESS", raising=False)
+    buf = io.StringIO()
+    p = Progress("sweep", 2, "run", stream=buf)
+    p.steps(10, 40)
+    p.finished("0 workers: train duration 1.0 s")
+    assert buf.getvalue().count("\n") == 1, buf.getvalue()  # the run's line only, no bar
+    assert buf.getvalue().startswith("0 workers: train duration 1.0 s [1/2,")

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any
 
-from gluonbench.commands.common import progress_bar
 from gluonbench.commands.options import (
+    add_budget,
+    add_ctx,
+    add_json,
     add_knob,
     pipeline_options,
 )
+from gluonbench.console import Progress
 
 CHECK_EXAMPLES = """examples:
   gluonbench check --workload mnist --save-baseline baseline.json       # on main: measure, save
@@ -67,37 +69,14 @@ def add(sub: Any) -> None:
         "side by side in one job; robust to a busy machine",
     )
     p.add_argument("--max-slowdown", default="5%", help="allowed slowdown before exit 1 (default: 5%%)")
-    p.add_argument("--budget", type=float, default=60.0, help="seconds of measurement (default: 60)")
+    add_budget(p, "the measurement")
     add_knob(p, "batch_size", note="where the pipeline sets none")
     add_knob(p, "num_workers", note="where the pipeline sets none")
-    p.add_argument("--ctx", help="cpu (default without a GPU) or gpu:N")
+    add_ctx(p)
     p.add_argument("--data-dir", help="where the workload's data are")
-    p.add_argument("--json", metavar="FILE", help="write the result as JSON")
+    add_json(p, "the result")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a regression fails, inconclusive is skipped)")
     p.set_defaults(func=cmd_check)
-
-
-class _PlainProgress:
-    """Progress for a check: a bar on a terminal, a plain line every 10 s otherwise (no carriage returns)."""
-
-    def __init__(self, desc: str) -> None:
-        self.desc = desc
-        self.tty = sys.stderr.isatty()
-        self.bar = progress_bar(None, desc, unit="s") if self.tty else None
-        self.next_line = 0.0
-
-    def __call__(self, elapsed: float, budget: float) -> None:
-        if self.bar is not None:
-            self.bar.total = round(budget)
-            self.bar.n = min(round(elapsed), round(budget))
-            self.bar.refresh()
-        elif elapsed >= self.next_line:
-            print(f"{self.desc}: {elapsed:.0f}/{budget:.0f} s", file=sys.stderr, flush=True)
-            self.next_line = elapsed + 10.0
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -113,7 +92,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         SimpleNamespace(pipeline=args.pipeline, pipeline_options=pipe_options, workload="pipeline", options=overrides)
     )
     options = pipe_options if args.pipeline else overrides
-    progress = _PlainProgress("check")
+    progress = Progress("check", args.budget_s, "s", timed=True)
     try:
         result = api.check(
             args.pipeline or args.workload or "mnist",
@@ -121,7 +100,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             save=args.save_baseline,
             against=args.against,
             max_slowdown=args.max_slowdown,
-            budget_s=args.budget,
+            budget_s=args.budget_s,
             batch_size=args.batch_size,
             num_workers=args.workers,
             ctx=args.ctx,
@@ -130,7 +109,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             json_path=args.json,
             junit_path=args.junit,
             summary_path=os.environ.get("GITHUB_STEP_SUMMARY") or None,
-            on_progress=progress,
+            on_progress=progress.advance,
         )
     finally:
         progress.close()

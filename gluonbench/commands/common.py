@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -85,19 +84,3 @@ def load_warning(meter: Any, what: str) -> None:
     line = warning(meter.stop(), what)
     if line:
         print(line, file=sys.stderr)
-
-
-def progress_bar(total: int | None, desc: str, unit: str = "step"):
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        return None
-    return tqdm(
-        total=total,
-        desc=desc,
-        unit=unit,
-        file=sys.stderr,
-        dynamic_ncols=True,
-        leave=False,
-        disable=not sys.stderr.isatty() and os.environ.get("GLUONBENCH_PROGRESS") != "1",
-    )

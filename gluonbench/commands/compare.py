@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gluonbench.commands.options import add_json
+
 COMPARE_EXAMPLES = """examples:
   gluonbench compare results/<sweep-A> results/<sweep-B>           # per worker count: samples/s A, B, ratio
   gluonbench compare results/<diag-A> results/<diag-B> --markdown diff.md --html diff.html --json diff.json
@@ -26,7 +28,7 @@ def add(sub: Any) -> None:
     p.add_argument("run_a", help="the reference run folder (A)")
     p.add_argument("run_b", help="the run folder compared with it (B)")
     p.add_argument("--markdown", metavar="FILE", help="write the comparison as Markdown")
-    p.add_argument("--json", metavar="FILE", help="write the comparison as JSON")
+    add_json(p, "the comparison")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML table")
     p.add_argument(
         "--fail-on-slowdown", metavar="PCT", help="exit 1 when a row is significantly slower by more, e.g. 5%%"

@@ -9,8 +9,14 @@ from typing import Any
 from gluonbench.commands.common import load_warning, pipeline_first, preflight, print_stalled, what_runs
 from gluonbench.commands.options import (
     Parser,
+    add_budget,
+    add_ctx,
+    add_dataset_args,
+    add_json,
     add_knob,
     add_pipeline_args,
+    add_script_args,
+    add_seed,
     add_source_args,
     add_synthetic_args,
     add_vision_args,
@@ -75,31 +81,24 @@ def add(sub: Any) -> argparse.ArgumentParser:
         epilog=_diagnose_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--dataset",
-        dest="workload",
-        default="mnist",
-        help="mnist (default), fashion-mnist, synthetic, imagefolder (with --data-dir) or seed004",
+    add_dataset_args(
+        p, "mnist (default), fashion-mnist, synthetic, imagefolder (with --data-dir) or seed004", default="mnist"
     )
-    p.add_argument("--data-dir", help="folder of the data set's files (synthetic: where its files are written)")
-    p.add_argument("--no-download", dest="download", action="store_false", help="never download")
     add_knob(p, "num_workers")
     add_knob(p, "batch_size")
-    p.add_argument("--ctx", help="cpu, cpu:N, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
+    add_ctx(p)
     add_knob(p, "thread_pool")
     add_knob(p, "pin_memory", note="pinned for the --ctx GPU; the cached_batch ceiling is pinned too")
-    p.add_argument(
-        "--budget",
-        dest="budget_s",
-        type=float,
-        default=60.0,
-        help="seconds for the measurement (default 60); it stops earlier once the verdict is settled, clear "
-        "of the line at 95 and 99 %%, and every share is known to +-5 points",
+    add_budget(
+        p,
+        "the measurement",
+        "; it stops earlier once the verdict is settled, clear of the line at 95 and 99 %%, and every share is known "
+        "to +-5 points",
     )
-    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    add_seed(p)
     add_pipeline_args(p)
     add_source_args(p, modes=("file", "fastfile"))
-    p.add_argument("--json", metavar="FILE", help="also write the whole diagnosis as JSON (written atomically)")
+    add_json(p, "the whole diagnosis")
     p.add_argument(
         "--out",
         metavar="DIR",
@@ -116,23 +115,7 @@ def add(sub: Any) -> argparse.ArgumentParser:
     )
     add_synthetic_args(p)
     add_vision_args(p)
-    g = p.add_argument_group("with -- CMD: your own training script, run as written (the probes act inside it)")
-    g.add_argument(
-        "--loader",
-        type=int,
-        metavar="N",
-        help="diagnose the N-th DataLoader the script makes "
-        "(default: the first whose batches are followed by a Trainer update)",
-    )
-    g.add_argument(
-        "--start-timeout",
-        dest="start_timeout_s",
-        type=float,
-        default=120.0,
-        metavar="S",
-        help="seconds the script may take to reach its first training steps (default 120)",
-    )
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="a training command: python train.py ARGS")
+    add_script_args(p, "with -- CMD: your own training script, run as written (the probes act inside it)", "diagnose")
     p.set_defaults(func=cmd_diagnose)
     return p
 

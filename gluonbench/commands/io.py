@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gluonbench.commands.options import add_knob
-from gluonbench.report import DEFAULT_OUT
+from gluonbench.commands.options import add_emulate_step, add_knob, add_name, add_results_out, add_seed
 
 IO_EXAMPLES = """examples:
   gluonbench io                                   # seed 004's matrix at the default scale (a few minutes)
@@ -52,22 +51,18 @@ def add(sub: Any) -> None:
         help="--stage decode: decode to RGB and apply this training preset per sample (as sweep/diagnose --preset)",
     )
     p.add_argument("--image-size", type=int, default=224, help="--preset's output size (default 224)")
-    p.add_argument(
-        "--emulate-step-ms",
-        metavar="MS|TARGET",
-        help="each cell feeds a timed wait per batch (ms, or e.g. resnet50@v100) and reports AU (DLIO's 90 %%)",
-    )
+    add_emulate_step(p, note=" per cell (DLIO's 90 %% line)")
     p.add_argument("--page-cache", choices=("warm", "cold"), default="warm", help="origin cached or evicted first")
     p.add_argument(
         "--drop-caches", action="store_true", help="with --page-cache cold: also write /proc/sys/vm/drop_caches"
     )
     p.add_argument("--no-shuffle", dest="shuffle", action="store_false", help="read in key order")
-    p.add_argument("--seed", type=int, default=0, help="seed of data generation and shuffling (default 0)")
+    add_seed(p, default=0, what="seed of data generation and shuffling")
     p.add_argument("--work-dir", help="keep generated data sets here and reuse them (default: a temporary folder)")
     p.add_argument("--mnist-dir", help="MNIST IDX folder whose digits the JPEGs show (default: look it up)")
     p.add_argument("--timeout", dest="timeout_s", type=float, default=600.0, help="pipe stall limit, s (default 600)")
-    p.add_argument("--name", help="suffix of the run folder (default io-local-STAGE or io-s3-STAGE)")
-    p.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder of run folders (default {DEFAULT_OUT}/)")
+    add_name(p, "io-local-STAGE or io-s3-STAGE")
+    add_results_out(p)
     p.set_defaults(func=cmd_io)
 
 

@@ -182,3 +182,104 @@ def add_knob(
 
 LIST_SYNTAX = ("0..8", "0..8:2", "0,2,4,8")
 """how a flag that takes several whole numbers writes them (:func:`gluonbench.ranges.parse_int_list`)"""
+
+
+DATA_DIR_HELP = (
+    "folder of the data set's files (MNIST: the four IDX files, default $GLUONBENCH_DATA/NAME, MXNet's cache or a "
+    "system copy; synthetic: where its files are written)"
+)
+CTX_VALUES = "cpu, cpu:N, gpu or gpu:N"
+"""the contexts every command's --ctx takes (:mod:`gluonbench.contexts`)"""
+BY_GPU = "gpu:0 if MXNet sees a GPU, else cpu"
+
+
+def add_dataset_args(p: Any, datasets: str, *, default: str | None = None, unset: bool = False) -> None:
+    """``--dataset``, ``--data-dir``, ``--no-download``: the built-in data set a command runs on.
+
+    ``datasets``: the names this command takes (its help); ``unset``: leave ``download`` None (a --config decides).
+    """
+    p.add_argument("--dataset", dest="workload", default=default, help=datasets)
+    p.add_argument("--data-dir", help=DATA_DIR_HELP)
+    p.add_argument(
+        "--no-download",
+        dest="download",
+        action="store_false",
+        default=None if unset else True,
+        help="never download; fail if no local copy",
+    )
+
+
+def add_ctx(p: Any, *, default: str | None = None, shown: str = BY_GPU, note: str = "") -> None:
+    """``--ctx``: the device context; ``shown``: what the default is, in words."""
+    p.add_argument("--ctx", default=default, help=f"{CTX_VALUES} (default: {shown}){note}")
+
+
+def add_seed(p: Any, *, default: int | None = 1, what: str = "random seed", shown: int = 1) -> None:
+    """``--seed``; ``default`` None: a --config decides (``shown`` is then the settings' default)."""
+    p.add_argument(
+        "--seed", type=int, default=default, help=f"{what} (default {shown if default is None else default})"
+    )
+
+
+def add_budget(p: Any, what: str, note: str = "") -> None:
+    """``--budget`` (``args.budget_s``, default 60 s): the seconds a budgeted command measures for."""
+    p.add_argument("--budget", dest="budget_s", type=float, default=60.0, help=f"seconds for {what} (default 60){note}")
+
+
+def add_emulate_step(p: Any, note: str = "") -> None:
+    """``--emulate-step-ms``: the model step swapped for a timed wait (AU, as DLIO reports it)."""
+    p.add_argument(
+        "--emulate-step-ms",
+        metavar="MS|TARGET",
+        help="swap the model step for a timed wait: ms per batch, or resnet50@v100, resnet50@a100, resnet50@h100 "
+        f"(DLIO's published per-batch times); reports AU{note}",
+    )
+
+
+def add_json(p: Any, what: str) -> None:
+    """``--json FILE``: also write ``what`` as JSON (atomically)."""
+    p.add_argument("--json", metavar="FILE", help=f"also write {what} as JSON (atomically)")
+
+
+def add_results_out(p: Any, what: str = "run folders") -> None:
+    """``--out`` (default :data:`gluonbench.report.DEFAULT_OUT`): the parent folder of the run folders a command
+    writes."""
+    from gluonbench.report import DEFAULT_OUT
+
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder of {what} (default {DEFAULT_OUT}/)")
+
+
+def add_name(p: Any, shown: str, what: str = "run folder") -> None:
+    """``--name``: the suffix of the folder a command writes (default ``shown``)."""
+    p.add_argument("--name", help=f"suffix of the {what} (default {shown})")
+
+
+def add_rule(p: Any, note: str = "") -> None:
+    """``--rule RULE.PARAM=VALUE``: a profiler rule's parameter, repeatable."""
+    p.add_argument("--rule", action="append", metavar="RULE.PARAM=VALUE", help=f"{note}override a rule parameter")
+
+
+def add_script_args(p: Any, title: str, loader: str) -> None:
+    """``-- CMD`` with ``--loader N`` and ``--start-timeout S``: a user's training script, run as written."""
+    g = p.add_argument_group(title)
+    g.add_argument(
+        "--loader",
+        type=int,
+        metavar="N",
+        help=f"{loader} the N-th DataLoader the script makes "
+        "(default: the first whose batches are followed by a Trainer update)",
+    )
+    g.add_argument(
+        "--start-timeout",
+        dest="start_timeout_s",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds the script may take to reach its first training steps (default 120)",
+    )
+    add_command(p, "a training command: python train.py ARGS")
+
+
+def add_command(p: Any, help: str) -> None:
+    """``-- CMD``: the program a command runs (everything after ``--``)."""
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help=help)

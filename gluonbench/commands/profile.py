@@ -7,12 +7,16 @@ import sys
 from typing import Any
 
 from gluonbench.commands.options import (
+    add_command,
+    add_ctx,
     add_knob,
+    add_name,
     add_pipeline_args,
+    add_results_out,
+    add_rule,
     pipeline_options,
 )
 from gluonbench.errors import GluonbenchError
-from gluonbench.report import DEFAULT_OUT
 
 PROFILE_EXAMPLES = """examples:
   gluonbench profile -- python train.py --epochs 1          # system metrics of any program, rules, report
@@ -43,9 +47,9 @@ def add(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--interval", type=int, default=500, metavar="MS", help="100, 200, 500 (default), 1000, 5000, 60000")
-    p.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder of the profile folder (default {DEFAULT_OUT}/)")
-    p.add_argument("--name", help="suffix of the profile folder (default: the script's name)")
-    p.add_argument("--rule", action="append", metavar="RULE.PARAM=VALUE", help="override a rule parameter")
+    add_results_out(p, "the profile folder")
+    add_name(p, "the script's name", "profile folder")
+    add_rule(p)
     p.add_argument("--mxnet-profiler", action="store_true", help="also run MXNet's profiler; merge its dump")
     add_pipeline_args(p)
     g = p.add_argument_group("with --pipeline: the one training run profiled (instead of -- CMD)")
@@ -53,11 +57,11 @@ def add(sub: Any) -> None:
     add_knob(g, "batch_size")
     g.add_argument("--max-batches", type=int, help="cap on training (and eval) batches")
     g.add_argument("--epochs", type=int, default=1, help="epochs (default 1)")
-    g.add_argument("--ctx", default="cpu", help="cpu (default), cpu:N, gpu or gpu:N")
+    add_ctx(g, default="cpu", shown="cpu")
     add_knob(g, "thread_pool")
     add_knob(g, "prefetch")
     add_knob(g, "pin_memory")
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the program and its arguments")
+    add_command(p, "the program and its arguments")
     p.set_defaults(func=cmd_profile)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gluonbench.commands.options import add_rule
 from gluonbench.commands.profile import print_rules
 from gluonbench.errors import GluonbenchError
 
@@ -32,7 +33,7 @@ def add(sub: Any) -> None:
         "profiler-output folder",
     )
     p.add_argument("--out", help="profiles: write rules.json and report.html here (default: beside profiler-output)")
-    p.add_argument("--rule", action="append", metavar="RULE.PARAM=VALUE", help="profiles: override a rule parameter")
+    add_rule(p, "profiles: ")
     p.set_defaults(func=cmd_report)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gluonbench.commands.options import add_seed
+
 STREAM_EXAMPLES = """examples:
   gluonbench stream packed/ --channel train --channel-dir /tmp/ch --epochs 3
   gluonbench stream s3://bucket/train --endpoint-url http://127.0.0.1:9000 --channel train \\
@@ -30,7 +32,7 @@ def add(sub: Any) -> None:
     p.add_argument("--channel-dir", required=True, metavar="DIR", help="folder for the FIFOs (made private, 0700)")
     p.add_argument("--epochs", type=int, default=1, help="epochs to stream (default 1)")
     p.add_argument("--shuffle", action="store_true", help="new object order each epoch")
-    p.add_argument("--seed", type=int, default=0, help="seed of --shuffle (default 0)")
+    add_seed(p, default=0, what="seed of --shuffle")
     p.add_argument("--record-wrapper", choices=WRAPPERS_CHOICES, default="none", help="none (default) or recordio")
     p.add_argument("--gzip", action="store_true", help="objects are gzip files: decompress before streaming")
     p.add_argument("--shard-index", type=int, help="ShardedByS3Key: this consumer's index I (object i if i %% K == I)")

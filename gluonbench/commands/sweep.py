@@ -6,12 +6,19 @@ import argparse
 import sys
 from typing import Any
 
-from gluonbench.commands.common import pipeline_first, preflight, print_roofline, progress_bar, what_runs
+from gluonbench.commands.common import pipeline_first, preflight, print_roofline, what_runs
 from gluonbench.commands.options import (
     SCALE_FLAGS,
+    add_ctx,
+    add_dataset_args,
+    add_emulate_step,
     add_knob,
+    add_name,
     add_pipeline_args,
+    add_results_out,
     add_scale_args,
+    add_script_args,
+    add_seed,
     add_source_args,
     add_synthetic_args,
     add_vision_args,
@@ -23,7 +30,6 @@ from gluonbench.commands.options import (
 )
 from gluonbench.errors import GluonbenchError
 from gluonbench.knobs import KNOBS
-from gluonbench.report import DEFAULT_OUT
 
 SWEEP_EXAMPLES = """examples:
   gluonbench sweep --workers 0..8                 # the seed's experiment, 1 epoch per worker count
@@ -63,24 +69,13 @@ def add(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_knob(p, "num_workers", unset=True, several="0..8")
-    p.add_argument("--dataset", dest="workload", help="mnist (default), fashion-mnist, synthetic, imagefolder, seed004")
-    p.add_argument(
-        "--data-dir",
-        help="folder with the four IDX files (default: $GLUONBENCH_DATA/NAME, MXNet's cache, system copies)",
-    )
-    p.add_argument(
-        "--no-download",
-        dest="download",
-        action="store_false",
-        default=None,
-        help="never download; fail if no local copy",
-    )
+    add_dataset_args(p, "mnist (default), fashion-mnist, synthetic, imagefolder, seed004", unset=True)
     p.add_argument("--repeat", type=int, help="runs per worker count (median and min-max); default 1")
     p.add_argument("--epochs", type=int, help="epochs per run (default 1)")
     p.add_argument("--max-batches", type=int, help="cap on training (and eval) batches per run, for quick looks")
     add_knob(p, "batch_size", unset=True)
     p.add_argument("--eval-workers", type=int, help="fix the eval loader's workers (default: same as training)")
-    p.add_argument("--ctx", help="cpu (default), cpu:N (another CPU device), gpu or gpu:N")
+    add_ctx(p, shown="cpu", note="; cpu:N is another CPU device")
     add_knob(p, "thread_pool", unset=True)
     p.add_argument(
         "--timeout",
@@ -88,7 +83,7 @@ def add(sub: Any) -> None:
         type=float,
         help="seconds before a run is killed and recorded as failed (default 3600)",
     )
-    p.add_argument("--seed", type=int, help="random seed (default 1, as the seed)")
+    add_seed(p, default=None)
     p.add_argument(
         "--diagnose",
         action="store_true",
@@ -108,15 +103,11 @@ def add(sub: Any) -> None:
     )
     add_knob(p, "prefetch")
     add_knob(p, "pin_memory", unset=True)
-    p.add_argument(
-        "--emulate-step-ms",
-        metavar="MS|TARGET",
-        help="swap the model step for a timed wait (ms per batch, or e.g. resnet50@v100): reports AU (DLIO)",
-    )
+    add_emulate_step(p)
     add_pipeline_args(p)
     add_source_args(p)
-    p.add_argument("--name", help="suffix of the run folder (default sweep-DATASET-CTX)")
-    p.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder of run folders (default {DEFAULT_OUT}/)")
+    add_name(p, "sweep-DATASET-CTX")
+    add_results_out(p)
     p.add_argument(
         "--resume", metavar="RUN_DIR", help="finish an interrupted sweep in RUN_DIR (its settings are reused)"
     )
@@ -132,23 +123,7 @@ def add(sub: Any) -> None:
     add_synthetic_args(p)
     add_vision_args(p)
     add_scale_args(p)
-    g = p.add_argument_group("with -- CMD: your own training script, once per --workers count (fresh process each)")
-    g.add_argument(
-        "--loader",
-        type=int,
-        metavar="N",
-        help="set the N-th DataLoader the script makes (default: the "
-        "first whose batches are followed by a Trainer update)",
-    )
-    g.add_argument(
-        "--start-timeout",
-        dest="start_timeout_s",
-        type=float,
-        default=120.0,
-        metavar="S",
-        help="seconds the script may take to reach its first training steps (default 120)",
-    )
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="a training command: python train.py ARGS")
+    add_script_args(p, "with -- CMD: your own training script, once per --workers count (fresh process each)", "set")
     p.set_defaults(func=cmd_sweep)
 
 
@@ -232,19 +207,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     api.check_inputs(settings if settings is not None else api.check_resume(args.resume), reach=False)
     progress = Progress("sweep", _planned_runs(settings), "run")
     progress.start(_sweep_plan(settings, args.resume))
-    state: dict[str, Any] = {"bar": None, "last": 0}
 
     def on_progress(steps: int, planned: int | None) -> None:
         warn()
-        # on a terminal, a bar of training steps (with the ETA); the run lines are written above it
-        if state["bar"] is None:
-            state["bar"] = progress_bar(planned, "sweep")
-            if state["bar"] is not None:
-                progress.attach(state["bar"])
-        bar = state["bar"]
-        if bar is not None and steps > state["last"]:
-            bar.update(steps - state["last"])
-            state["last"] = steps
+        progress.steps(steps, planned)  # on a terminal, a bar of training steps; the run lines above it
 
     def on_result(result) -> None:
         warn()

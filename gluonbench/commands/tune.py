@@ -8,8 +8,14 @@ from typing import Any
 
 from gluonbench.commands.common import load_warning, pipeline_first, preflight, print_roofline, print_stalled, what_runs
 from gluonbench.commands.options import (
+    add_budget,
+    add_ctx,
+    add_dataset_args,
+    add_emulate_step,
+    add_json,
     add_knob,
     add_pipeline_args,
+    add_seed,
     add_source_args,
     add_synthetic_args,
     pipeline_options,
@@ -63,9 +69,7 @@ def add(sub: Any) -> None:
         epilog=_tune_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--dataset", dest="workload", default="mnist", help="mnist (default), fashion-mnist or synthetic")
-    p.add_argument("--data-dir", help="folder of the data set's files (synthetic: where its files are written)")
-    p.add_argument("--no-download", dest="download", action="store_false", help="never download")
+    add_dataset_args(p, "mnist (default), fashion-mnist or synthetic", default="mnist")
     add_knob(p, "num_workers", note=CURRENT)
     add_knob(p, "thread_pool", note=CURRENT)
     add_knob(p, "pin_memory", note=CURRENT + "; pinned for the --ctx GPU")
@@ -73,18 +77,13 @@ def add(sub: Any) -> None:
     add_knob(p, "batch_size")
     p.add_argument("--batch-sizes", help="also tune these batch sizes, e.g. 64,128,256 (budget shared)")
     p.add_argument("--max-workers", type=int, help="most workers tried (default max(16, 4 x cores))")
-    p.add_argument("--ctx", help="cpu, cpu:N, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
-    p.add_argument(
-        "--emulate-step-ms",
-        metavar="MS|TARGET",
-        help="swap the model step for a timed wait: ms per batch, or "
-        "resnet50@v100, resnet50@a100, resnet50@h100 (DLIO's published per-batch times)",
-    )
-    p.add_argument("--budget", dest="budget_s", type=float, default=60.0, help="seconds for the search (default 60)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    add_ctx(p)
+    add_emulate_step(p)
+    add_budget(p, "the search")
+    add_seed(p)
     add_pipeline_args(p)
     add_source_args(p, modes=("file", "fastfile"))
-    p.add_argument("--json", metavar="FILE", help="also write the whole result as JSON (atomically)")
+    add_json(p, "the whole result")
     p.add_argument(
         "--toml", metavar="FILE", help="write the recommendation as a sweep config (gluonbench sweep --config)"
     )
