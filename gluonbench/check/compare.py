@@ -33,7 +33,6 @@ from gluonbench.names import arg
 from gluonbench.report import versions
 
 BOOTSTRAP = 2000
-KINDS = ("sweep", "diagnosis", "io", "tune")
 
 
 @dataclass
