@@ -88,6 +88,25 @@ class MarkdownTable(TableSyntax):
         return "| " + " | ".join(cells) + " |"
 
 
+class TextTable(TableSyntax):
+    """Plain text for a terminal: each column padded to its widest cell, two spaces apart, dashes under the header."""
+
+    def render(self, table: Table) -> str:
+        cells = [list(table.columns), *([self.cell(v) for v in r] for r in table.rows)]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(table.columns))]
+
+        def line(row: list[str]) -> str:
+            return "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+
+        return "\n".join([line(cells[0]), "  ".join("-" * w for w in widths), *map(line, cells[1:])]) + "\n"
+
+    def header(self, table: Table) -> str:
+        return "  ".join(table.columns)
+
+    def row(self, table: Table, cells: list[str]) -> str:
+        return "  ".join(cells)
+
+
 class CsvTable(TableSyntax):
     """RFC 4180 CSV (Python's ``csv`` dialect ``excel``, ``\\n`` line ends)."""
 
