@@ -136,8 +136,6 @@ KNOBS: dict[str, Knob] = {
 }
 """Every loader knob by name."""
 
-LOADER_KNOBS = tuple(KNOBS)
-
 
 def knob_default(name: str) -> Any:
     """The declared default of knob ``name``."""

@@ -32,11 +32,6 @@ def use_flags(on: bool = True) -> None:
         os.environ.pop(ENV, None)
 
 
-def flags_in_use() -> bool:
-    """Whether messages name command-line flags (the CLI is the caller)."""
-    return _STATE["flags"]
-
-
 def arg(name: str, flag: str | None = None) -> str:
     """``name`` (a Python argument or setting) as the caller knows it: ``budget_s`` from Python, ``--budget``
     from the CLI (``flag``, else :data:`FLAGS`, else ``--`` + the name with dashes)."""

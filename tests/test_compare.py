@@ -51,7 +51,9 @@ def test_same_folder_is_same_everywhere_and_writes_all_formats(tmp_path):
     assert all(r["ratio_ci"][0] < 1 < r["ratio_ci"][1] for r in data["rows"])
     assert "| workers=0 batch=64 |" in md.read_text()
     html = page.read_text()
-    assert html.startswith("<!doctype html>") and "<table>" in html and "http" not in html.split("<body>")[1]
+    assert html.lower().startswith("<!doctype html>") and "<table>" in html and "http" not in html.split("<body>")[1]
+    # the one page every report uses (the HTML exporter's template), with the comparison embedded as its data
+    assert 'id="gluonbench-data"' in html and '"kind": "compare"' in html and "workers=0 batch=64" in html
 
 
 def test_fail_on_slowdown_flags_a_slower_b(tmp_path):

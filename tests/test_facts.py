@@ -234,15 +234,6 @@ def test_one_run_each_names_a_best_count_only_beyond_the_spread_within_the_runs(
     assert not s.best_named and "the spread within those runs was not recorded" in s.best_note
 
 
-def test_seed_lines_say_one_worker_and_leave_out_a_missing_accuracy():
-    from gluonbench.report.summary import summarise
-    from gluonbench.report.sweep import seed_lines
-
-    lines = seed_lines(summarise([_run(1, 1000, None, accuracy=math.nan), _run(2, 1100, None)]))
-    assert lines[0].startswith("1 worker: train duration") and "accuracy" not in lines[0]
-    assert lines[1].startswith("2 workers: ") and "test accuracy 0.9" in lines[1]
-
-
 # -- check: no negative stage time ---------------------------------------------------------------------------
 
 

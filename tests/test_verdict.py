@@ -8,10 +8,22 @@ from gluonbench.diagnosis.verdict import (
     Thresholds,
     attribute,
     chain_timings,
-    classify,
     overlap,
     paired_timings,
 )
+
+
+def seed(full: ProbeTiming, no_preprocess: ProbeTiming, cached_batch: ProbeTiming, **kw):
+    """The verdict from the seed's three probes, through the production rule (:func:`attribute`): without a no_read
+    probe, disk_io is billed to reading, as the seed did; no device probe (a CPU context)."""
+    chain = {
+        "full": full,
+        "no_preprocess": no_preprocess,
+        "no_read": cached_batch,
+        "cached_batch": cached_batch,
+        "device_batch": None,
+    }
+    return attribute(chain, **kw)
 
 
 def t(median_ms: float, rel: float = 0.02) -> ProbeTiming:
@@ -21,7 +33,7 @@ def t(median_ms: float, rel: float = 0.02) -> ProbeTiming:
 
 
 def test_shares_follow_the_seed_formula_and_sum_to_one():
-    v = classify(t(100), t(70), t(60))
+    v = seed(t(100), t(70), t(60))
     assert v.shares["preprocessing"] == pytest.approx(0.30)
     assert v.shares["disk_io"] == pytest.approx(0.10)
     assert v.shares["gpu_io"] == pytest.approx(0.60)
@@ -48,13 +60,13 @@ def test_shares_follow_the_seed_formula_and_sum_to_one():
     ],
 )
 def test_the_input_stage_whose_removal_gains_most_wins(full, no_pre, cached, expected):
-    assert classify(t(full), t(no_pre), t(cached)).verdict == expected
+    assert seed(t(full), t(no_pre), t(cached)).verdict == expected
 
 
 def test_issue_mnist_figures_are_preprocessing_not_gpu_io():
     # the issue's MNIST at 0 workers: 34 / 27.5 / 27.3 ms a step; compute is 79 % of the step, but one
     # reused batch runs 1.24x faster
-    v = classify(t(34, 0.03), t(27.5, 0.03), t(27.3, 0.02))
+    v = seed(t(34, 0.03), t(27.5, 0.03), t(27.3, 0.02))
     assert v.verdict == "preprocessing"
     assert v.shares["gpu_io"] > 0.75
     assert v.input_bound == "moderately" and v.input_saved == pytest.approx(1 - 27.3 / 34)
@@ -62,38 +74,38 @@ def test_issue_mnist_figures_are_preprocessing_not_gpu_io():
 
 def test_gpu_io_only_when_reusing_a_batch_gains_nothing():
     # a 2 % gain with CIs of +-1 %: beyond the noise, but under the 5 % line
-    v = classify(t(100, 0.01), t(99, 0.01), t(98, 0.01))
+    v = seed(t(100, 0.01), t(99, 0.01), t(98, 0.01))
     assert v.verdict == "gpu_io" and v.input_bound == "not" and v.established["gpu_io"]
     # the same gain measured with +-4 %: the CI reaches above the line: not yet known ...
-    assert classify(t(100, 0.04), t(99, 0.04), t(98, 0.04)).verdict == "inconclusive"
+    assert seed(t(100, 0.04), t(99, 0.04), t(98, 0.04)).verdict == "inconclusive"
     # ... until the measurement converged: 1 within the CI is the seed's "no gain"
-    v = classify(t(100, 0.04), t(99, 0.04), t(98, 0.04), converged=True)
+    v = seed(t(100, 0.04), t(99, 0.04), t(98, 0.04), converged=True)
     assert v.verdict == "gpu_io" and any("close call" in n for n in v.notes)
 
 
 def test_the_line_is_a_threshold():
     # an 8 % gain (saves 7.4 % of the step): input-bound at the default 5 % line, gpu_io at a 10 % line
-    assert classify(t(108, 0.005), t(100, 0.005), t(100, 0.005)).verdict == "preprocessing"
-    v = classify(t(108, 0.005), t(100, 0.005), t(100, 0.005), thresholds=Thresholds(input_gain=0.10))
+    assert seed(t(108, 0.005), t(100, 0.005), t(100, 0.005)).verdict == "preprocessing"
+    v = seed(t(108, 0.005), t(100, 0.005), t(100, 0.005), thresholds=Thresholds(input_gain=0.10))
     assert v.verdict == "gpu_io" and v.input_bound == "not"
 
 
 def test_noise_larger_than_the_effect_is_inconclusive():
     # a 33 % gain from reusing one batch, but CIs of +-30 %: the seed's test cannot tell
-    v = classify(t(100, 0.3), t(80, 0.3), t(75, 0.3))
+    v = seed(t(100, 0.3), t(80, 0.3), t(75, 0.3))
     assert v.verdict == "inconclusive" and v.input_bound == "unknown"
     assert v.speedup_ci["input"][0] < 1 < v.speedup_ci["input"][1]
-    assert classify(t(100, 0.35), t(98, 0.35), t(96, 0.35)).verdict == "inconclusive"
+    assert seed(t(100, 0.35), t(98, 0.35), t(96, 0.35)).verdict == "inconclusive"
 
 
 def test_close_input_stages_are_noted():
-    v = classify(t(100, 0.04), t(70, 0.04), t(49, 0.04))
+    v = seed(t(100, 0.04), t(70, 0.04), t(49, 0.04))
     assert v.verdict == "preprocessing" and v.secondary == ["disk_io"]
     assert any("both are worth fixing" in n for n in v.notes)
 
 
 def test_too_few_blocks_is_inconclusive():
-    v = classify(t(100), t(20), t(10), enough_data=False)
+    v = seed(t(100), t(20), t(10), enough_data=False)
     assert v.verdict == "inconclusive" and "too little data" in v.notes[0]
 
 
@@ -136,7 +148,7 @@ SEED_LIKE = Setting(batch_size=256, num_workers=0, cores=2, ctx="cpu")
 def test_seed_like_split_shows_the_preprocessing_third_and_its_fixes():
     # the issue's figures: ~60 ms of loading against ~115 ms of compute at batch 256, 0 workers
     full, no_pre, cached = 175 / 256, 117 / 256, 115 / 256
-    v = classify(t(full), t(no_pre), t(cached), wait_frac=0.34)
+    v = seed(t(full), t(no_pre), t(cached), wait_frac=0.34)
     assert v.verdict == "preprocessing" and v.secondary == []
     assert v.shares["preprocessing"] == pytest.approx(58 / 175, abs=0.01)
     recs = recommend(v, _probes(175, 117, 115), SEED_LIKE)
@@ -149,16 +161,16 @@ def test_seed_like_split_shows_the_preprocessing_third_and_its_fixes():
 
 
 def test_recommendations_name_the_knobs_of_each_stage():
-    pre = recommend(classify(t(100), t(10), t(5)), _probes(100, 10, 5), Setting(64, 0, 8, "gpu:0"))
+    pre = recommend(seed(t(100), t(10), t(5)), _probes(100, 10, 5), Setting(64, 0, 8, "gpu:0"))
     text = " ".join(pre)
     for knob in ("num_workers=8", "thread_pool=True", "batch-level", "GPU"):
         assert knob in text, knob
-    disk = recommend(classify(t(100), t(98), t(5)), _probes(100, 98, 5, read_bps=80e6), Setting(64, 2, 8, "gpu:0"))
+    disk = recommend(seed(t(100), t(98), t(5)), _probes(100, 98, 5, read_bps=80e6), Setting(64, 2, 8, "gpu:0"))
     text = " ".join(disk)
     for knob in ("RecordIO", "local disk", "prefetch", "80.0 MB/s"):
         assert knob in text, knob
     dev = recommend(
-        classify(t(100, 0.01), t(99, 0.01), t(98, 0.01)),
+        seed(t(100, 0.01), t(99, 0.01), t(98, 0.01)),
         _probes(100, 99, 98),
         Setting(64, 2, 8, "gpu:0", hybridized=False),
     )
@@ -168,7 +180,7 @@ def test_recommendations_name_the_knobs_of_each_stage():
 
 
 def test_inconclusive_advice_names_budget_and_noise():
-    v = classify(t(100, 0.3), t(80, 0.3), t(75, 0.3))
+    v = seed(t(100, 0.3), t(80, 0.3), t(75, 0.3))
     probes = _probes(100, 80, 75, per_core=(99, 99), util=50.0)
     (line,) = recommend(v, probes, Setting(64, 0, 2, "cpu", budget_s=10))
     # from Python the argument, from the CLI the flag
@@ -190,7 +202,7 @@ def test_evidence_cites_cores_per_probe():
 
 
 def test_cpu_context_with_idle_cores_suggests_omp_threads():
-    v = classify(t(100, 0.01), t(99, 0.01), t(98, 0.01))
+    v = seed(t(100, 0.01), t(99, 0.01), t(98, 0.01))
     text = " ".join(recommend(v, _probes(100, 99, 98, util=50.0), SEED_LIKE))
     assert "used 1.0 of 2 cores" in text and "OMP_NUM_THREADS=2" in text
     text = " ".join(recommend(v, _probes(100, 99, 98, util=95.0), SEED_LIKE))
@@ -254,15 +266,15 @@ def test_the_reused_batch_gain_is_read_one_way():
 def test_a_gain_across_the_line_is_inconclusive_at_the_line_even_once_converged():
     # 5 % faster with one reused batch, +-0.5 % per probe: beyond the noise, CI about [1.04, 1.06], across 1.053x
     for converged in (False, True):
-        v = classify(t(105, 0.005), t(100, 0.005), t(100, 0.005), converged=converged)
+        v = seed(t(105, 0.005), t(100, 0.005), t(100, 0.005), converged=converged)
         assert v.verdict == "inconclusive" and v.reuse == "at_line" and not v.clear
         assert v.input_bound == "unknown"
         assert any(n.startswith("at the line") for n in v.notes)
     # too few blocks for a verdict: "short", not "at the line" (its advice would claim what was not measured)
-    assert classify(t(105, 0.005), t(100, 0.005), t(100, 0.005), enough_data=False).reuse == "short"
+    assert seed(t(105, 0.005), t(100, 0.005), t(100, 0.005), enough_data=False).reuse == "short"
     # clear of the line on either side
-    assert classify(t(110, 0.005), t(100, 0.005), t(100, 0.005)).clear
-    assert classify(t(101, 0.005), t(100, 0.005), t(100, 0.005)).clear
+    assert seed(t(110, 0.005), t(100, 0.005), t(100, 0.005)).clear
+    assert seed(t(101, 0.005), t(100, 0.005), t(100, 0.005)).clear
 
 
 def _reuse_probes(ratios: list[float]) -> dict:

@@ -25,15 +25,15 @@ import math
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from gluonbench.analysis.stats import median, ratio_ci
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
 from gluonbench.report import versions
+from gluonbench.report.exporters import EXPORTERS, Report, Table, TableSyntax, TextTable
 
 BOOTSTRAP = 2000
-KINDS = ("sweep", "diagnosis", "io", "tune")
 
 
 @dataclass
@@ -94,7 +94,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         from gluonbench.report.store import json_safe
 
-        return json_safe({**asdict(self), "exit_code": self.exit_code})
+        return json_safe(versions.stamp("compare", {**asdict(self), "exit_code": self.exit_code}))
 
 
 def _machine(env: Any) -> str:
@@ -366,60 +366,83 @@ def _verdict(cmp: Comparison) -> str:
     return f"ok: no row significantly slower by more than {threshold_text(cmp.fail_on_slowdown)}"
 
 
+class ComparisonReport(Report):
+    """A comparison as a report, so its Markdown, JSON and HTML go through the exporters every report uses."""
+
+    kind = "compare"
+    files: ClassVar[dict[str, str]] = {}  # written where --markdown, --json and --html say, not in a run folder
+
+    def __init__(self, cmp: Comparison) -> None:
+        self.summary = cmp
+
+    @classmethod
+    def from_records(cls, records: list[dict[str, Any]], settings: dict[str, Any]) -> Report:
+        raise GluonbenchError("a comparison is made from two results (compare_runs), not from one run folder")
+
+    def table(self) -> Table:
+        cmp: Comparison = self.summary
+        return Table(list(HEADER), [list(_cells(r)) for r in cmp.rows], align="lrrrl")
+
+    def document(self, tables: TableSyntax) -> str:
+        cmp: Comparison = self.summary
+        lines = [
+            f"### gluonbench compare ({cmp.kind})",
+            "",
+            f"A = `{cmp.run_a}`: {cmp.a.text()}  ",
+            f"B = `{cmp.run_b}`: {cmp.b.text()}",
+            "",
+            tables.render(self.table()).rstrip("\n"),
+            "",
+            f"**{_verdict(cmp)}**",
+        ]
+        lines += [f"- note: {n}" for n in cmp.notes]
+        return "\n".join(lines) + "\n"
+
+    def html_title(self) -> str:
+        return f"gluonbench compare ({self.summary.kind})"
+
+    def html_subtitle(self) -> str:
+        cmp: Comparison = self.summary
+        return f"A = {cmp.run_a}: {cmp.a.text()}; B = {cmp.run_b}: {cmp.b.text()}"
+
+    def html_body(self) -> str:
+        """The table with slower rows red and faster rows green, the verdict and the notes (escaped)."""
+        cmp: Comparison = self.summary
+        e = html_lib.escape
+        colour = {"slower": "#fdd", "faster": "#dfd"}
+        rows = "\n".join(
+            f'<tr style="background:{colour.get(r.flag, "#fff")}">'
+            + "".join(f"<td>{e(c)}</td>" for c in _cells(r))
+            + "</tr>"
+            for r in cmp.rows
+        )
+        head = "".join(f"<th>{e(h)}</th>" for h in HEADER)
+        notes = "".join(f"<p>note: {e(n)}</p>" for n in cmp.notes)
+        return (
+            f"<table><thead><tr>{head}</tr></thead><tbody>\n{rows}\n</tbody></table>\n"
+            f"<p><strong>{e(_verdict(cmp))}</strong></p>\n{notes}"
+        )
+
+
 def to_text(cmp: Comparison) -> str:
-    cells = [HEADER, *(_cells(r) for r in cmp.rows)]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
+    """The comparison for a terminal: who A and B are, the table, the verdict and the notes."""
     lines = [f"{cmp.kind}: A = {cmp.run_a}: {cmp.a.text()}", f"{' ' * len(cmp.kind)}  B = {cmp.run_b}: {cmp.b.text()}"]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
-    lines.insert(3, "  ".join("-" * w for w in widths))
+    lines.append(TextTable().render(ComparisonReport(cmp).table()).rstrip("\n"))
     lines.append(_verdict(cmp))
     lines += [f"note: {n}" for n in cmp.notes]
     return "\n".join(lines) + "\n"
 
 
 def to_markdown(cmp: Comparison) -> str:
-    lines = [
-        f"### gluonbench compare ({cmp.kind})",
-        "",
-        f"A = `{cmp.run_a}`: {cmp.a.text()}  ",
-        f"B = `{cmp.run_b}`: {cmp.b.text()}",
-        "",
-        f"| {' | '.join(HEADER)} |",
-        "|---|---:|---:|---:|---|",
-        *(f"| {' | '.join(_cells(r))} |" for r in cmp.rows),
-        "",
-        f"**{_verdict(cmp)}**",
-    ]
-    lines += [f"- note: {n}" for n in cmp.notes]
-    return "\n".join(lines) + "\n"
+    """The ``--markdown`` file (the Markdown exporter)."""
+    return EXPORTERS["markdown"].render(ComparisonReport(cmp))
 
 
 def to_json(cmp: Comparison) -> str:
-    return json.dumps(cmp.to_dict(), indent=1) + "\n"
+    """The ``--json`` file (the JSON exporter)."""
+    return EXPORTERS["json"].render(ComparisonReport(cmp)) + "\n"
 
 
 def to_html(cmp: Comparison) -> str:
-    """A self-contained HTML page: the table, the verdict, the data embedded as JSON (no network)."""
-    e = html_lib.escape
-    colour = {"slower": "#fdd", "faster": "#dfd"}
-    body = "\n".join(
-        f'<tr style="background:{colour.get(r.flag, "#fff")}">'
-        + "".join(f"<td>{e(c)}</td>" for c in _cells(r))
-        + "</tr>"
-        for r in cmp.rows
-    )
-    data = json.dumps(cmp.to_dict()).replace("</", "<\\/")
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>gluonbench compare: {e(cmp.kind)}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #999;padding:4px 8px}}td:nth-child(n+2){{text-align:right}}</style></head>
-<body><h1>gluonbench compare ({e(cmp.kind)})</h1>
-<p>A = <code>{e(cmp.run_a)}</code>: {e(cmp.a.text())}<br>B = <code>{e(cmp.run_b)}</code>: {e(cmp.b.text())}</p>
-<table><thead><tr>{"".join(f"<th>{e(h)}</th>" for h in HEADER)}</tr></thead><tbody>
-{body}
-</tbody></table>
-<p><strong>{e(_verdict(cmp))}</strong></p>
-{"".join(f"<p>note: {e(n)}</p>" for n in cmp.notes)}
-<script type="application/json" id="data">{data}</script>
-</body></html>
-"""
+    """The ``--html`` file: the one self-contained page every report uses (the HTML exporter; no network)."""
+    return EXPORTERS["html"].render(ComparisonReport(cmp))

@@ -6,6 +6,7 @@ import math
 from xml.etree import ElementTree as ET
 
 from gluonbench.check.gate import CheckResult, Row, Snapshot, threshold_text
+from gluonbench.report.exporters import MarkdownTable, Table, TextTable
 
 HEADER = ("stage", "unit", "baseline", "now", "ratio (95 % CI)", "verdict")
 
@@ -55,6 +56,11 @@ def _cells(result: CheckResult) -> list[tuple[str, ...]]:
     return [(r.name, r.unit, _value(r.baseline), _value(r.now), _ratio(r), r.verdict) for r in result.rows]
 
 
+def table(result: CheckResult) -> Table:
+    """The check's table, written by the exporters' table syntaxes (text for a terminal, Markdown for a summary)."""
+    return Table(list(HEADER), [list(c) for c in _cells(result)], align="llrrrl")
+
+
 def _unit_text(result: CheckResult) -> str:
     if result.reference == "baseline":
         return (
@@ -73,15 +79,7 @@ def headline(result: CheckResult) -> str:
 
 def to_text(result: CheckResult) -> str:
     """The table a terminal or a CI log shows, then the headline and notes."""
-    cells = [HEADER, *_cells(result)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(HEADER))]
-    lines = [
-        "  ".join(
-            c.ljust(w) if i in (0, 1, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in cells
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = TextTable().render(table(result)).rstrip("\n").split("\n")
     out = [
         f"pipeline {result.now.identity}: {_unit_text(result)}",
         *lines,
@@ -105,9 +103,7 @@ def to_markdown(result: CheckResult) -> str:
         f"Pipeline `{result.now.identity}`; baseline `{result.baseline_path}` ({result.baseline.started_utc}); "
         f"max slowdown {threshold_text(result.max_slowdown)}; compared {result.basis} time ({result.basis_reason}).",
         "",
-        f"| {' | '.join(HEADER)} |",
-        "|---|---|---:|---:|---:|---|",
-        *(f"| {' | '.join(c)} |" for c in _cells(result)),
+        MarkdownTable().render(table(result)).rstrip("\n"),
         "",
         _unit_text(result)[0].upper() + _unit_text(result)[1:] + ".",
         *([f"\n{note}"] if (note := clamp_note(result.rows)) else []),

@@ -20,12 +20,6 @@ from gluonbench.diagnosis.verdict import READ_WORK, Verdict, headline_of
 from gluonbench.names import arg, example
 from gluonbench.report.exporters import stage_label as label_of
 
-STAGE_TEXT = {
-    "preprocessing": "preprocessing: decode and the per-sample transform",
-    "disk_io": "disk I/O: reading samples (dataset[i]) and the loader (batchify, worker hand-off)",
-    "gpu_io": "GPU I/O: host-to-device copy and model compute, at the device's peak for this batch size",
-}
-CPU_GPU_IO = "model compute (CPU): on a CPU context the step runs on the CPU, and nothing is copied to a device"
 SUBSTAGE_TEXT = {
     "preprocessing": "preprocessing (decode + transform)",
     "read": "reading (dataset[i])",
@@ -97,12 +91,6 @@ class Setting:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def stage_name(stage: str, setting: Setting) -> str:
-    if stage == "gpu_io" and not setting.on_gpu:
-        return CPU_GPU_IO
-    return STAGE_TEXT.get(stage, stage)
 
 
 def _pct(x: float) -> str:

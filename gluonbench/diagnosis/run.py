@@ -21,7 +21,7 @@ from gluonbench.contexts import ctx_text, resolve_ctx
 from gluonbench.diagnosis.facts import facts
 from gluonbench.diagnosis.measure import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
 from gluonbench.diagnosis.probes import SUBSTAGES
-from gluonbench.diagnosis.recommend import Recommendation, Setting, advise, evidence, render, stage_name
+from gluonbench.diagnosis.recommend import Recommendation, Setting, advise, evidence, render
 from gluonbench.diagnosis.verdict import (
     STAGES,
     Thresholds,
@@ -106,12 +106,6 @@ class Diagnosis:
     def at_line(self) -> bool:
         """An inconclusive verdict at the line: reusing one batch gains beyond the noise, its CI across the line."""
         return self.verdict == "inconclusive" and (self.analysis or {}).get("reuse") == "at_line"
-
-    @property
-    def verdict_text(self) -> str:
-        if self.verdict == "inconclusive":
-            return "inconclusive"
-        return stage_name(self.verdict, Setting(**self.setting)) if self.setting else self.verdict
 
     def to_dict(self) -> dict[str, Any]:
         from gluonbench.report.store import json_safe

@@ -50,9 +50,7 @@ CI half-widths of the probes behind it. A stage is *present* when its time excee
 no_preprocess -> no_read -> cached_batch -> device_batch. Each difference along the chain is the
 cost of one sub-stage (preprocessing, read, loader, copy) and the last probe's time is the model
 compute; each headline's time is split between its sub-stages in proportion to their (clipped)
-differences, so sub-stage shares add up to their headline's share. ``classify`` takes the three
-headline probes (a chain where no_read and device_batch equal the probe before them);
-:func:`attribute` takes any chain.
+differences, so sub-stage shares add up to their headline's share. :func:`attribute` takes the chain.
 
 **The read sub-stage, named by its evidence** (:func:`read_evidence`). ``dataset[i]`` may read files or
 compute: gluon's ``ImageFolderDataset`` decodes JPEGs there, ``gluon.data.vision.MNIST(transform=...)`` runs the
@@ -307,27 +305,6 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def classify(
-    full: ProbeTiming,
-    no_preprocess: ProbeTiming,
-    cached_batch: ProbeTiming,
-    wait_frac: float = math.nan,
-    converged: bool = False,
-    thresholds: Thresholds = Thresholds(),
-    enough_data: bool = True,
-) -> Verdict:
-    """The verdict from the seed's three probes (no sub-stage split of disk_io or gpu_io)."""
-    # without a no_read probe the split of disk_io is unknown: it is billed to reading, as the seed did
-    chain = {
-        "full": full,
-        "no_preprocess": no_preprocess,
-        "no_read": cached_batch,
-        "cached_batch": cached_batch,
-        "device_batch": None,
-    }
-    return attribute(chain, wait_frac, converged, thresholds, enough_data)
 
 
 def attribute(
@@ -733,7 +710,7 @@ def _resolve(name: str, present: Mapping[str, Any]) -> str | None:
 
 
 def timing_gains(timing: Mapping[str, ProbeTiming | None]) -> dict[str, Gain]:
-    """The speed-ups from probe timings alone (each with its own CI; no pairing): for :func:`classify`."""
+    """The speed-ups from probe timings alone (each with its own CI; no pairing): :func:`attribute`'s fallback."""
     from gluonbench.analysis.stats import ratio_ci
 
     present = {n: t for n, t in timing.items() if t is not None and math.isfinite(t.median)}

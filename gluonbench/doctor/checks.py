@@ -28,7 +28,6 @@ from gluonbench.names import arg
 log = logging.getLogger(__name__)
 
 OK, WARN, FAIL = "ok", "warn", "fail"
-STATUSES = (OK, WARN, FAIL)
 SHM = Path("/dev/shm")
 DOCKER_SHM_BYTES = 64 * 2**20
 """Docker's default ``/dev/shm`` (``--shm-size``): the size behind most hung-worker reports"""

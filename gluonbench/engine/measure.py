@@ -374,7 +374,7 @@ class Rounds:
         used: dict[str, TreeUsage] = {}
         reported = delay_accounting()
 
-        # the loader's workers as the monitor found them: tree_cpu_s() reads their threads' clocks without a scan
+        # the loader's workers as the monitor found them: tree_usage() reads their threads' clocks without a scan
         # of every process for descendants (milliseconds, twice a round)
         workers = [p for p in monitor.members if p.pid != os.getpid()]
 
@@ -446,17 +446,6 @@ def _cut(records: Mapping[str, Record], sizes: Mapping[str, tuple[int, int, int,
         rec.per_round.pop(number, None)
         rec.cpu_per_round.pop(number, None)
         rec.usage_per_round.pop(number, None)
-
-
-def tree_cpu_s(descendants: Sequence[Any]) -> float:
-    """CPU seconds used so far by this process (all threads) and ``descendants``, its live child processes
-    (``psutil.Process``: the loader workers a :class:`~gluonbench.monitor.SystemMonitor` found).
-
-    Precise clocks where Linux has them (``getrusage`` here, each worker thread's ``/proc/PID/task/TID/schedstat``),
-    not psutil's 10 ms clock ticks: a round is a fraction of a second. :func:`~gluonbench.monitor.tree_usage` reads it, with the
-    rest of the tree's evidence.
-    """
-    return tree_usage(list(descendants), reported=False).cpu_s
 
 
 def measure(

@@ -88,6 +88,29 @@ class MarkdownTable(TableSyntax):
         return "| " + " | ".join(cells) + " |"
 
 
+class TextTable(TableSyntax):
+    """Plain text for a terminal: each column padded to its widest cell (right-aligned where ``align`` says ``r``),
+    two spaces apart, dashes under the header."""
+
+    def render(self, table: Table) -> str:
+        cells = [list(table.columns), *([self.cell(v) for v in r] for r in table.rows)]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(table.columns))]
+
+        def line(row: list[str]) -> str:
+            return "  ".join(
+                c.rjust(w) if table.alignment(i) == "r" else c.ljust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+
+        return "\n".join([line(cells[0]), "  ".join("-" * w for w in widths), *map(line, cells[1:])]) + "\n"
+
+    def header(self, table: Table) -> str:
+        return "  ".join(table.columns)
+
+    def row(self, table: Table, cells: list[str]) -> str:
+        return "  ".join(cells)
+
+
 class CsvTable(TableSyntax):
     """RFC 4180 CSV (Python's ``csv`` dialect ``excel``, ``\\n`` line ends)."""
 

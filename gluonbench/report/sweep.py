@@ -236,20 +236,6 @@ def data_parallel_lines(summary: SweepSummary, tables: TableSyntax) -> list[str]
     return lines
 
 
-def seed_lines(summary: SweepSummary) -> list[str]:
-    """One line per worker count in the seed's own format (medians)."""
-    out = []
-    for row in summary.rows:
-        if not row.runs:
-            out.append(f"{count(row.workers, 'worker')}: failed")
-        else:
-            out.append(
-                f"{count(row.workers, 'worker')}: train duration {row.train_s:.4}, eval duration {row.eval_s:.4}"
-                + (f", test accuracy {row.accuracy:.2}" if math.isfinite(row.accuracy) else "")
-            )
-    return out
-
-
 def _cores_line(env: dict[str, Any]) -> tuple[int | None, str]:
     """The usable core count (affinity and cgroup aware) and how to name it; older records: logical cores."""
     usable = env.get("cores_usable")

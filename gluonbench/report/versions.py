@@ -27,6 +27,7 @@ CURRENT: dict[str, int] = {
     "diagnosis": 1,  # diagnose --json, and the diagnosis held in a diagnosis record
     "tune": 1,  # tune --json and tune.json (a finished tune or one a stall stopped)
     "check": 1,  # check --json: the decision
+    "compare": 1,  # compare --json
     "doctor": 1,  # doctor --json
     "profile": 1,  # profile.json beside a profile's profiler-output/
 }
