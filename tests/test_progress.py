@@ -42,9 +42,9 @@ def test_a_sweep_without_a_terminal_says_what_runs_first_then_one_line_per_run(t
     assert "time left" in first
     run_lines = [(t, line) for t, line in err if ": train duration" in line]
     assert [line.split(":")[0] for _, line in run_lines] == ["0 workers", "1 worker"], err
-    # it comes well before the first run finishes (MXNet's import alone takes seconds): generous bounds,
+    # it comes before the first run finishes (MXNet's import alone takes seconds):
     # asserted on order, not on a quiet machine's timing
-    assert started < 30 and started < run_lines[0][0], err
+    assert started < run_lines[0][0], err
     assert "[1/2," in run_lines[0][1] and "left]" in run_lines[0][1], run_lines[0]
     assert "[2/2," in run_lines[1][1], run_lines[1]
     # each run's line once, in all the output together
