@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -13,7 +14,7 @@ import sys
 import tempfile
 import textwrap
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -237,20 +238,22 @@ def created_by(names: set[str], pids: set[int]) -> set[str]:
     return mine - _mapped_by_others({n for n in mine if not n.startswith("mx_")}, pids)
 
 
-@pytest.fixture
-def no_leaks():
-    """Fail if the test leaves a child process or an MXNet shared-memory segment behind.
+@contextlib.contextmanager
+def leak_check() -> Iterator[None]:
+    """Fail if the code run inside leaves a child process or an MXNet shared-memory segment behind.
 
-    Only what this test made counts: on a shared machine other processes come and go, and make and
-    drop their own /dev/shm segments, while the test runs.
+    Only what it made counts: on a shared machine other processes come and go, and make and drop their own
+    /dev/shm segments, meanwhile. :func:`no_leaks` for one test; a module-scoped fixture uses this directly.
     """
     me = psutil.Process()
     before_children = {p.pid for p in me.children(recursive=True)}
     before_shm = _mx_shm()
     before_all = {p.pid for p in psutil.process_iter()}
     tracker = _Descendants()
-    yield
-    tracker.stop()
+    try:
+        yield
+    finally:
+        tracker.stop()
     leftover = [p for p in me.children(recursive=True) if p.pid not in before_children]
     # orphans re-parented to init: new processes still running gluonbench code
     orphans = []
@@ -264,6 +267,13 @@ def no_leaks():
     assert not orphans, f"orphaned processes: {orphans}"
     left = created_by(_mx_shm() - before_shm, tracker.pids)
     assert not left, f"shared memory left: {left}"
+
+
+@pytest.fixture
+def no_leaks():
+    """Fail if the test leaves a child process or an MXNet shared-memory segment behind (:func:`leak_check`)."""
+    with leak_check():
+        yield
 
 
 # -- S3: a real S3-compatible server (moto's standalone server) on 127.0.0.1, never the internet --

@@ -1,4 +1,4 @@
-"""The package's layout (issue #16): one ``__all__`` that resolves, the diagnosis in one package, no alias modules,
+"""The package's layout (issue #16): one ``__all__`` that resolves, the diagnosis in one package,
 engine/ holding measure(), the timer, schedules and process isolation only."""
 
 import importlib
@@ -16,29 +16,6 @@ def test_every_name_in_all_resolves():
 
     assert gluonbench.Thresholds is Thresholds
     assert gluonbench.DiagnoseSettings().thresholds == gluonbench.Thresholds()
-
-
-@pytest.mark.parametrize(
-    "old",
-    [
-        "gluonbench.engine.diagnosis",
-        "gluonbench.engine.probes",
-        "gluonbench.probes",
-        "gluonbench.analysis.verdict",
-        "gluonbench.analysis.recommend",
-        "gluonbench.report.diagnosis",
-        "gluonbench.engine.run",
-        "gluonbench.engine.iocell",
-        "gluonbench.engine.scale",
-        "gluonbench.engine.samples",
-    ],
-)
-def test_moved_modules_left_no_alias_module_behind(old):
-    """A 0.x package: the diagnosis moved to gluonbench.diagnosis, a sweep run to gluonbench.sweeprun, an io cell
-    to gluonbench.iobench, the data-parallel step and the sample checks to gluonbench.pipeline; nothing answers
-    at the old paths."""
-    with pytest.raises(ModuleNotFoundError):
-        importlib.import_module(old)
 
 
 def test_the_diagnosis_package_holds_each_step():

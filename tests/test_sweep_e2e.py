@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import leak_check, run_cli
 
 from gluonbench.sweeprun.run import FAULT_ENV
 
@@ -54,49 +55,45 @@ def test_sweep_0_to_2_writes_every_output(cli, mnist_dir, tmp_path, no_leaks):
     assert "Best worker count" in proc.stdout
 
 
-def test_crashing_run_is_recorded_and_the_sweep_goes_on(cli, mnist_dir, tmp_path, no_leaks):
-    out = tmp_path / "results"
-    proc = cli(
-        "sweep",
-        "--workers",
-        "0,2,1",
-        "--max-batches",
-        "12",
-        "--data-dir",
-        str(mnist_dir),
-        "--out",
-        str(out),
-        env={FAULT_ENV: "crash@2"},
-    )
+@pytest.fixture(scope="module")
+def faulty_sweep(mnist_dir, tmp_path_factory):
+    """One sweep, two faults (the suite's time): the 2-worker run aborts after its first step with its workers
+    alive, then the 1-worker run hangs there until the timeout; the 0-worker run comes after both."""
+    out = tmp_path_factory.mktemp("faults") / "results"
+    with leak_check():
+        proc = run_cli(
+            "sweep",
+            "--workers",
+            "2,1,0",
+            "--max-batches",
+            "12",
+            "--timeout",
+            "25",
+            "--data-dir",
+            str(mnist_dir),
+            "--out",
+            str(out),
+            env={FAULT_ENV: "crash@2,hang@1"},
+        )
+    runs = [json.loads(line) for line in (_run_dir(out) / "runs.jsonl").read_text().splitlines()]
+    return proc, runs, _run_dir(out)
+
+
+def test_crashing_run_is_recorded_and_the_sweep_goes_on(faulty_sweep):
+    proc, runs, run_dir = faulty_sweep
     assert proc.returncode == 1, "a failed run makes the exit status 1"
     assert "Traceback" not in proc.stderr
-    runs = [json.loads(line) for line in (_run_dir(out) / "runs.jsonl").read_text().splitlines()]
     status = {r["spec"]["workers"]: r["status"] for r in runs}
-    assert status == {0: "ok", 2: "failed", 1: "ok"}
+    assert status[2] == "failed" and status[0] == "ok"
     failed = next(r for r in runs if r["status"] == "failed")
     assert "SIGABRT" in failed["error"]
-    assert "failed" in (_run_dir(out) / "summary.md").read_text()
+    assert "failed" in (run_dir / "summary.md").read_text()
 
 
-def test_hanging_run_times_out(cli, mnist_dir, tmp_path, no_leaks):
-    out = tmp_path / "results"
-    proc = cli(
-        "sweep",
-        "--workers",
-        "2,0",
-        "--max-batches",
-        "10",
-        "--timeout",
-        "25",
-        "--data-dir",
-        str(mnist_dir),
-        "--out",
-        str(out),
-        env={FAULT_ENV: "hang@2"},
-    )
+def test_hanging_run_times_out(faulty_sweep):
+    proc, runs, _ = faulty_sweep
     assert proc.returncode == 1
-    runs = [json.loads(line) for line in (_run_dir(out) / "runs.jsonl").read_text().splitlines()]
-    assert [(r["spec"]["workers"], r["status"]) for r in runs] == [(2, "timeout"), (0, "ok")]
+    assert [(r["spec"]["workers"], r["status"]) for r in runs] == [(2, "failed"), (1, "timeout"), (0, "ok")]
 
 
 def test_resume_finishes_an_interrupted_sweep(cli, mnist_dir, tmp_path, no_leaks):
@@ -108,7 +105,7 @@ def test_resume_finishes_an_interrupted_sweep(cli, mnist_dir, tmp_path, no_leaks
         "--repeat",
         "2",
         "--max-batches",
-        "8",
+        "4",
         "--data-dir",
         str(mnist_dir),
         "--out",
@@ -169,7 +166,7 @@ def test_interrupt_keeps_finished_runs(mnist_dir, tmp_path, no_leaks, sig):
             "--workers",
             "0,2,1,2",
             "--max-batches",
-            "20",
+            "6",
             "--data-dir",
             str(mnist_dir),
             "--out",

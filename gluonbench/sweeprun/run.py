@@ -163,14 +163,21 @@ def _maybe_inject_fault(spec: RunSpec, phase: str) -> None:
     """Test hook: ``GLUONBENCH_INJECT_FAULT=crash@2`` aborts the run with 2 workers.
 
     Formats: ``crash@W`` (SIGABRT after the first step, workers alive),
-    ``hang@W`` (sleeps forever after the first step), ``raise@W``.
+    ``hang@W`` (sleeps forever after the first step), ``raise@W``; several, comma-separated
+    (``crash@2,hang@1``), each for its own worker count.
     """
-    fault = os.environ.get(FAULT_ENV, "")
-    if not fault or phase != "after_first_step":
+    faults = os.environ.get(FAULT_ENV, "")
+    if not faults or phase != "after_first_step":
         return
-    kind, _, workers = fault.partition("@")
-    if workers and int(workers) != spec.workers:
-        return
+    for fault in faults.split(","):
+        kind, _, workers = fault.strip().partition("@")
+        if not workers or int(workers) == spec.workers:
+            _inject(kind, fault)
+            return
+
+
+def _inject(kind: str, fault: str) -> None:
+    """Do one fault of :func:`_maybe_inject_fault`."""
     if kind == "crash":
         os.abort()
     if kind == "hang":
