@@ -352,7 +352,7 @@ def _add_diagnose(sub: Any) -> None:
     p.add_argument("--data-dir", help="folder of the data set's files (synthetic: where its files are written)")
     p.add_argument("--no-download", dest="download", action="store_false", help="never download")
     p.add_argument("--workers", type=int, default=0, help="DataLoader workers (default 0)")
-    p.add_argument("--batch-size", type=int, default=64, help="default 64, as the seed")
+    p.add_argument("--batch-size", type=int, help="default: the pipeline's own batch_size, else 64 (the seed's)")
     p.add_argument("--ctx", help="cpu, cpu:N, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
     p.add_argument("--thread-pool", action="store_true", help="DataLoader(thread_pool=True)")
     p.add_argument(
@@ -608,7 +608,7 @@ def _add_profile(sub: Any) -> None:
     _add_pipeline_args(p)
     g = p.add_argument_group("with --pipeline: the one training run profiled (instead of -- CMD)")
     g.add_argument("--workers", type=int, default=0, help="DataLoader workers (default 0)")
-    g.add_argument("--batch-size", type=int, default=64, help="default 64")
+    g.add_argument("--batch-size", type=int, help="default: the pipeline's own batch_size")
     g.add_argument("--max-batches", type=int, help="cap on training (and eval) batches")
     g.add_argument("--epochs", type=int, default=1, help="epochs (default 1)")
     g.add_argument("--ctx", default="cpu", help="cpu (default), cpu:N, gpu or gpu:N")
@@ -742,7 +742,7 @@ def _add_tune(sub: Any) -> None:
         "--pin-memory", action="store_true", help="the current setting uses pin_memory=True (pinned for the --ctx GPU)"
     )
     p.add_argument("--prefetch", type=int, help="the current setting's prefetch (default: MXNet's 2 x workers)")
-    p.add_argument("--batch-size", type=int, default=64, help="default 64, as the seed")
+    p.add_argument("--batch-size", type=int, help="default: the pipeline's own batch_size, else 64 (the seed's)")
     p.add_argument("--batch-sizes", help="also tune these batch sizes, e.g. 64,128,256 (budget shared)")
     p.add_argument("--max-workers", type=int, help="most workers tried (default max(16, 4 x cores))")
     p.add_argument("--ctx", help="cpu, cpu:N, gpu or gpu:N (default: gpu:0 if MXNet sees a GPU, else cpu)")
@@ -811,7 +811,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     from gluonbench.console import Progress, duration
 
-    _pipeline_first(settings)
+    settings = _pipeline_first(settings)  # the pipeline's own batch size unless --batch-size
     api.check_before_start(settings, args.out)  # what needs no MXNet: before the first line
     progress = Progress("tune", settings.budget_s, "s", timed=True)
     progress.start(
@@ -914,7 +914,7 @@ def _add_check(sub: Any) -> None:
     )
     p.add_argument("--max-slowdown", default="5%", help="allowed slowdown before exit 1 (default: 5%%)")
     p.add_argument("--budget", type=float, default=60.0, help="seconds of measurement (default: 60)")
-    p.add_argument("--batch-size", type=int, default=64, help="loader batch size where the pipeline sets none")
+    p.add_argument("--batch-size", type=int, help="default: the pipeline's own batch_size, else 64")
     p.add_argument("--workers", type=int, default=0, help="loader workers where the pipeline sets none")
     p.add_argument("--ctx", help="cpu (default without a GPU) or gpu:N")
     p.add_argument("--data-dir", help="where the workload's data are")
@@ -1159,7 +1159,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     else:
         warn = _preflight(args, None, None, 0, 1, None, enabled=False)
-    _pipeline_first(settings)
+    settings = _pipeline_first(settings)  # the pipeline's own batch size unless --batch-size
     if settings is not None:
         api.check_before_start(settings, args.out, create=False)  # what needs no MXNet first: no import wait
     # then the context, the data set and the workload's options (the folder, its sweep.json and its lock with
@@ -1235,16 +1235,19 @@ def _planned_runs(settings: Any) -> int | None:
 
 def _what(settings: Any) -> str:
     """What a command runs, for its first line: the user's pipeline factory or the registered workload."""
-    return f"the pipeline {settings.pipeline}" if getattr(settings, "pipeline", None) else str(settings.workload)
+    return f"the pipeline {settings.identity()}" if getattr(settings, "pipeline", None) else str(settings.workload)
 
 
-def _pipeline_first(settings: Any) -> None:
+def _pipeline_first(settings: Any) -> Any:
     """Import and check a ``--pipeline`` factory before the first line, so bad input stays one line (the
-    library's check before measuring reuses the spec kept here: the factory is called once in this process)."""
+    library's check before measuring reuses the spec kept here: the factory is called once in this process);
+    the settings at the pipeline's own batch size unless ``--batch-size`` was given."""
     if settings is not None and getattr(settings, "pipeline", None):
         from gluonbench import api
 
         api.check_user_pipeline(settings, keep=True)  # kept: the API's check reuses it (one factory call)
+        return api.with_pipeline(settings)
+    return settings
 
 
 def _sweep_plan(settings: Any, resume: str | None) -> str:
@@ -1316,7 +1319,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from gluonbench.console import Progress, duration
     from gluonbench.diagnosis.report import to_text
 
-    _pipeline_first(settings)
+    settings = _pipeline_first(settings)  # the pipeline's own batch size unless --batch-size
     api.check_before_start(settings, args.out)  # what needs no MXNet: before the first line
     progress = Progress("diagnose", settings.budget_s, "s", timed=True)
     progress.start(
