@@ -268,8 +268,8 @@ def check_types(settings: SweepSettings) -> None:
             f"settings must be a SweepSettings (got {type(settings).__name__}); e.g. SweepSettings(workers=(0, 2))"
         )
     for name in _INTS:
-        if name == "batch_size" and settings.batch_size is None and settings.pipeline:
-            continue  # the pipeline's own, read once the factory is loaded
+        if name == "batch_size" and settings.batch_size is None:
+            continue  # unset: the pipeline's own (read once its factory is loaded), else 64 (check() sets it)
         if not _whole(getattr(settings, name)):
             raise bad(name, "a whole number", getattr(settings, name))
     for name in _OPTIONAL_INTS:

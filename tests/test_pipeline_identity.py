@@ -177,3 +177,12 @@ def test_check_takes_the_spec_batch_size_and_refuses_unknown_options(in_user_dir
         given.close()
     with pytest.raises(GluonbenchError, match=r"takes no option 'clases' \(it takes samples, classes\)"):
         resolve_pipeline("usertrain:make", ctx="cpu", options={"clases": 5})
+
+
+def test_profile_runs_at_the_spec_batch_size(in_user_dir: Path) -> None:
+    from gluonbench.profiler.pipeline_run import pipeline_command
+
+    own = json.loads(pipeline_command("usertrain:make")[-1])
+    given = json.loads(pipeline_command("usertrain:make", batch_size=32)[-1])
+    assert (own["batch_size"], given["batch_size"]) == (16, 32)
+    assert own["options"]["pipeline"] == "usertrain:make"
