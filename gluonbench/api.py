@@ -15,7 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings, TuneSettings, check_types
+from gluonbench.config import (
+    DiagnoseSettings,
+    IoSettings,
+    SweepSettings,
+    TuneSettings,
+    check_types,
+    resolve_batch_size,
+)
 from gluonbench.diagnosis import sweep as diagnosis_sweep
 from gluonbench.diagnosis.run import Diagnosis, diagnose, diagnose_workload
 from gluonbench.distributed import is_dist
@@ -156,6 +163,31 @@ def check_user_pipeline(settings: Any, keep: bool = False) -> dict[str, int]:
     )
 
 
+def with_pipeline(settings: Any) -> Any:
+    """``settings`` with a ``--pipeline`` factory checked (:func:`check_user_pipeline`, its warnings said once, the
+    spec kept for the command) and its own ``batch_size`` filled in where none was given
+    (:func:`gluonbench.config.resolve_batch_size`); settings without a factory at the seed's batch size."""
+    if getattr(settings, "pipeline", None):
+        check_user_pipeline(settings, keep=True)
+    return resolve_batch_size(settings)
+
+
+def pipeline_record(settings: Any) -> dict[str, Any]:
+    """What a run folder keeps of the pipeline beside its settings: ``{"pipeline": {"identity": ...,
+    "unchecked_options": [...]}}``, the second naming the options only the factory's ``**options`` took (its
+    signature names none of them); ``{}`` without a pipeline factory."""
+    if not getattr(settings, "pipeline", None):
+        return {}
+    from gluonbench.workloads.spec import unnamed_options
+
+    return {
+        "pipeline": {
+            "identity": settings.identity(),
+            "unchecked_options": unnamed_options(settings.pipeline, settings.pipeline_options),
+        }
+    }
+
+
 def user_spec(settings: Any) -> Any:
     """The checked :class:`~gluonbench.PipelineSpec` of ``settings.pipeline`` (None without one), for a command
     that measures it in this process (diagnose, tune); release it with ``release_spec`` when done."""
@@ -208,7 +240,7 @@ def sweep(
     elif settings is None:
         raise GluonbenchError("sweep needs settings, or resume= a run folder")
     check_types(settings)
-    settings.check()
+    settings = with_pipeline(settings.check())  # the pipeline's own batch size unless one is given
     if resume is None:
         from gluonbench.workloads.synthetic import is_synthetic, pin_hash_rate
 
@@ -229,7 +261,14 @@ def sweep(
         store = RunStore(new_run_dir(out, settings.label()))
         try:
             store.reserve(len(settings.specs()))
-            store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": environment()})
+            store.write_settings(
+                {
+                    "settings": settings.to_dict(),
+                    **pipeline_record(settings),
+                    "command": command_line(),
+                    "env": environment(),
+                }
+            )
         except BaseException:
             shutil.rmtree(store.path, ignore_errors=True)  # a folder this call made and nothing was measured in
             raise
@@ -318,7 +357,7 @@ def check_before_start(settings: Any, out: str | Path | None = None, create: boo
     workers = getattr(settings, "workers", 0)
     most = max((*workers,) if isinstance(workers, tuple | list) else (workers or 0,))
     most = max(most, getattr(settings, "max_workers", 0) or 0, getattr(settings, "eval_workers", 0) or 0)
-    if hasattr(settings, "thread_pool") and hasattr(settings, "batch_size"):  # a statvfs, no MXNet
+    if hasattr(settings, "thread_pool") and getattr(settings, "batch_size", None):  # a statvfs, no MXNet
         check_loader_shm(getattr(settings, "options", None), settings.batch_size, most, settings.thread_pool)
     hostfile = getattr(settings, "hostfile", None)
     if hostfile:  # a dist sweep's ssh hosts: read and checked line by line, no MXNet
@@ -456,7 +495,7 @@ def run_diagnosis(
     ``settings.json_path`` also writes the whole diagnosis there, atomically.
     """
 
-    settings.check()
+    settings = with_pipeline(settings.check())  # the pipeline's own batch size unless one is given
     if out is not None:  # fail before measuring; the run folder itself is made once there is a result
         make_out(out)
     check_loader_shm(settings.options, settings.batch_size, settings.workers, settings.thread_pool)
@@ -473,6 +512,7 @@ def run_diagnosis(
             download=settings.download,
             options=options,
             workload=None if spec is None else spec.to_workload(),
+            label=settings.identity(),
             thread_pool=settings.thread_pool,
             pin_memory=settings.pin_memory,
             thresholds=settings.thresholds,
@@ -532,7 +572,14 @@ def _save_diagnosis(
     if out is None:
         return None, d
     store = RunStore(new_run_dir(out, settings.label()))
-    store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": d.env or environment()})
+    store.write_settings(
+        {
+            "settings": settings.to_dict(),
+            **pipeline_record(settings),
+            "command": command_line(),
+            "env": d.env or environment(),
+        }
+    )
     store.append(
         {
             "kind": "diagnosis",
@@ -701,7 +748,7 @@ def run_tune(
     from gluonbench.pipeline.emulate import step_ms
     from gluonbench.tune import tune_workload
 
-    settings.check()
+    settings = with_pipeline(settings.check())  # the pipeline's own batch size unless one is given
     if out is not None:  # fail before measuring; the run folder itself is made once there is a result
         make_out(out)
     check_loader_shm(settings.options, settings.batch_size, settings.max_workers or 0, settings.thread_pool)
@@ -717,6 +764,7 @@ def run_tune(
             download=settings.download,
             options=options,
             workload=None if spec is None else spec.to_workload(),
+            label=settings.identity(),
             num_workers=settings.workers,
             thread_pool=settings.thread_pool,
             prefetch=settings.prefetch,
@@ -742,7 +790,9 @@ def run_tune(
         raise NotSavedError(f"tune measured (recommended: {result.dataloader}) but not saved: {exc}", result) from None
     if out is not None:
         store = RunStore(new_run_dir(out, settings.label(result.ctx)))
-        store.write_settings({"settings": settings.to_dict(), "command": command_line(), "env": result.env})
+        store.write_settings(
+            {"settings": settings.to_dict(), **pipeline_record(settings), "command": command_line(), "env": result.env}
+        )
         store.append(
             {
                 "kind": "tune",
@@ -795,7 +845,7 @@ def preflight(
     data_dir: str | None,
     ctx: str | None,
     workers: int,
-    batch_size: int,
+    batch_size: int | None,
     options: dict[str, Any] | None = None,
     explore: bool = False,
 ) -> list[Any]:
@@ -806,6 +856,10 @@ def preflight(
     """
     from gluonbench.doctor import preflight as cheap
     from gluonbench.engine.watchdog import sample_bytes
+    from gluonbench.knobs import knob_default
+
+    if batch_size is None:  # a pipeline's own, not read yet (its factory is not called for these cheap checks)
+        batch_size = knob_default("batch_size")
 
     folder = data_dir if data_dir and os.path.isdir(data_dir) else None
     checks = cheap(
@@ -830,10 +884,13 @@ def _image_folder(data_dir: str | None, options: dict[str, Any] | None) -> str |
     return None
 
 
-def _no_folder(workload: Any, folder: str | None) -> str:
+def _no_folder(settings: Any, folder: str | None) -> str:
     """Why no decode ceiling applies when the run names no local image folder ("" when it does)."""
     if folder:
         return ""
+    if getattr(settings, "pipeline", None):
+        return f"the local folder of {settings.identity()}'s data set is not known here"
+    workload = settings.workload
     if str(workload) in ("mnist", "fashion-mnist", "synthetic"):
         return f"{workload}'s samples are not decoded images"
     return f"the data set's local folder is not known here: pass {arg('data_dir')}"
@@ -878,7 +935,7 @@ def roofline_sweep(settings: SweepSettings | None, summary: Any) -> list[Any]:
         usable_cores()[0],
         _ceilings_for(folder, settings.ctx) if folder else None,
         f"training at the best worker count ({rows[0].workers}):",
-        _no_folder(settings.workload, folder),
+        _no_folder(settings, folder),
     )
 
 
@@ -894,7 +951,7 @@ def roofline_tune(settings: TuneSettings, result: Any) -> list[Any]:
         result.cores or 1,
         _ceilings_for(folder, settings.ctx) if folder else None,
         "the recommendation:",
-        _no_folder(settings.workload, folder),
+        _no_folder(settings, folder),
     )
 
 

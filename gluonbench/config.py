@@ -5,6 +5,7 @@ are :class:`gluonbench.sources.pipe.StreamOptions`. The library validates (``che
 
 from __future__ import annotations
 
+import logging
 import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -13,10 +14,14 @@ from typing import Any
 
 from gluonbench.bounds import check_int
 from gluonbench.errors import GluonbenchError
+from gluonbench.identity import describe
+from gluonbench.knobs import knob_default
 from gluonbench.names import arg, example
 from gluonbench.ranges import parse_int_list
 from gluonbench.sweeprun.run import RunSetting, RunSpec
 from gluonbench.validate import check_seed
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,8 @@ class SweepSettings(RunSetting):
     :class:`~gluonbench.sweeprun.run.RunSetting`'s (each run is a :class:`~gluonbench.sweeprun.run.RunSpec`)."""
 
     workers: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7, 8)
+    batch_size: int | None = None  # type: ignore[assignment]
+    """samples per batch; None: the pipeline's own ``batch_size`` with ``pipeline``, else 64 (as the seed)"""
     repeat: int = 1
     timeout_s: float = 3600.0
     name: str | None = None
@@ -65,8 +72,18 @@ class SweepSettings(RunSetting):
     pipeline_options: dict[str, Any] = field(default_factory=dict)
     """keyword arguments of the pipeline factory (``--pipeline-option key=value``)"""
 
+    def __post_init__(self) -> None:
+        _pipeline_workload(self)
+
+    def identity(self) -> str:
+        """What this sweep trains (:func:`gluonbench.identity.describe`): the factory and its options, or the
+        built-in workload's name."""
+        return describe(self.pipeline, self.pipeline_options, self.workload)
+
     def specs(self) -> list[RunSpec]:
         """All runs, repeats interleaved (0, 2, 4, 0, 2, 4, ...) so drift spreads evenly."""
+        if self.batch_size is None:  # the pipeline's own (the factory is called once in this process)
+            return resolve_batch_size(self, keep=False).specs()
         shared = {f.name: getattr(self, f.name) for f in fields(RunSetting)}
         shared["workload"] = self.run_workload()
         gpus = list(self.gpus) if self.gpus is not None else None
@@ -87,18 +104,25 @@ class SweepSettings(RunSetting):
         return self.name or f"sweep-{what}-{self.ctx.replace(':', '')}{scale}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The settings as stored in a run folder, with ``identity`` (what was trained) beside them."""
         d = asdict(self)
         d["workers"] = list(self.workers)
         d["hosts"] = list(self.hosts)
         d["gpus"] = None if self.gpus is None else list(self.gpus)
+        d["identity"] = self.identity()
         return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SweepSettings:
+        data = {k: v for k, v in data.items() if k != "identity"}  # derived from the rest, never set
         return coerce(cls(), data, source="settings")
 
     def check(self) -> SweepSettings:
-        """Raise :class:`GluonbenchError` naming the bad value and the fix; return self."""
+        """Raise :class:`GluonbenchError` naming the bad value and the fix; return the checked settings (an unset
+        ``batch_size`` without a pipeline becomes the seed's 64; with one it stays unset until
+        :func:`resolve_batch_size` reads the pipeline's own)."""
+        if self.batch_size is None and not self.pipeline:
+            return replace(self, batch_size=knob_default("batch_size")).check()
         from gluonbench.contexts import check_ctx
 
         check_ctx(self.ctx)
@@ -108,7 +132,7 @@ class SweepSettings(RunSetting):
 
         check_settings_bounds(self)  # upper bounds too, before any work (#21)
         for name in ("batch_size", "epochs", "repeat"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise GluonbenchError(f"{arg(name)} must be at least 1 (got {getattr(self, name)})")
         if self.max_batches is not None and self.max_batches < 1:
             raise GluonbenchError(f"{arg('max_batches')} must be at least 1 (got {self.max_batches})")
@@ -146,6 +170,28 @@ class SweepSettings(RunSetting):
         KNOBS["pin_memory"].check(self.pin_memory, arg("pin_memory"))
         check_pipeline_settings(self)
         return self
+
+
+def _pipeline_workload(settings: Any) -> None:
+    """A command's settings with a ``pipeline`` name the ``pipeline`` workload, never the default ``mnist``."""
+    if settings.pipeline and settings.workload == "mnist":
+        object.__setattr__(settings, "workload", "pipeline")
+
+
+def resolve_batch_size(settings: Any, keep: bool = True) -> Any:
+    """``settings`` with an unset ``batch_size`` made the pipeline's own (its factory called once in this process;
+    with ``keep`` the spec is kept for the command: :func:`gluonbench.workloads.spec.spec_batch_size`), else the
+    seed's 64; settings with a batch size are returned as they are. A ``batch_size`` the user gave that differs
+    from the spec's is said once, by :func:`gluonbench.workloads.spec.check_pipeline`."""
+    if getattr(settings, "batch_size", 0) is not None:
+        return settings
+    if not getattr(settings, "pipeline", None):
+        return replace(settings, batch_size=knob_default("batch_size"))
+    from gluonbench.workloads.spec import spec_batch_size
+
+    own = spec_batch_size(settings.pipeline, settings.pipeline_options, keep=keep)
+    log.info("batch size %d: the pipeline's own (%s sets another)", own, arg("batch_size"))
+    return replace(settings, batch_size=own)
 
 
 def pipeline_workload_options(target: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -222,6 +268,8 @@ def check_types(settings: SweepSettings) -> None:
             f"settings must be a SweepSettings (got {type(settings).__name__}); e.g. SweepSettings(workers=(0, 2))"
         )
     for name in _INTS:
+        if name == "batch_size" and settings.batch_size is None:
+            continue  # unset: the pipeline's own (read once its factory is loaded), else 64 (check() sets it)
         if not _whole(getattr(settings, name)):
             raise bad(name, "a whole number", getattr(settings, name))
     for name in _OPTIONAL_INTS:
@@ -613,7 +661,8 @@ class DiagnoseSettings:
     data_dir: str | None = None
     download: bool = True
     workers: int = 0
-    batch_size: int = 64
+    batch_size: int | None = None
+    """samples per batch; None: the pipeline's own ``batch_size`` with ``pipeline``, else 64 (as the seed)"""
     ctx: str | None = None
     thread_pool: bool = False
     pin_memory: bool = False
@@ -629,6 +678,13 @@ class DiagnoseSettings:
     """a user's pipeline factory (``--pipeline mypkg.train:make``), diagnosed instead of ``workload``"""
     pipeline_options: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        _pipeline_workload(self)
+
+    def identity(self) -> str:
+        """What this diagnosis measures: the factory and its options, or the built-in workload's name."""
+        return describe(self.pipeline, self.pipeline_options, self.workload)
+
     def run_workload(self) -> tuple[str, dict[str, Any]]:
         """The registered workload and its options this diagnosis builds (``pipeline`` for a factory)."""
         if self.pipeline:
@@ -643,17 +699,22 @@ class DiagnoseSettings:
         return self.name or f"diagnose-{what}-w{self.workers}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The settings as stored in a run folder, with ``identity`` (what was measured) beside them."""
         d = asdict(self)
         d["thresholds"] = self.thresholds.to_dict()
+        d["identity"] = self.identity()
         return d
 
     def check(self) -> DiagnoseSettings:
-        """Raise :class:`GluonbenchError` naming the bad value and the fix; return self."""
+        """Raise :class:`GluonbenchError` naming the bad value and the fix; return the checked settings (an unset
+        ``batch_size`` is the seed's 64 without a pipeline, the pipeline's own with one: :func:`resolve_batch_size`)."""
         from gluonbench.contexts import check_ctx
         from gluonbench.diagnosis.verdict import Thresholds
         from gluonbench.workloads import workload_names
 
-        if self.batch_size < 1:
+        if self.batch_size is None and not self.pipeline:
+            return replace(self, batch_size=knob_default("batch_size")).check()
+        if self.batch_size is not None and (not _whole(self.batch_size) or self.batch_size < 1):
             raise GluonbenchError(f"{arg('batch_size')} must be at least 1 (got {self.batch_size})")
         if self.workers < 0:
             raise GluonbenchError(f"{arg('workers')} must be 0 or more (got {self.workers})")
@@ -706,7 +767,8 @@ class TuneSettings:
     prefetch: int | None = None
     pin_memory: bool = False
     """the current setting pins its batches (DataLoader(pin_memory=True, pin_device_id=<the context's GPU>))"""
-    batch_size: int = 64
+    batch_size: int | None = None
+    """samples per batch; None: the pipeline's own ``batch_size`` with ``pipeline``, else 64 (as the seed)"""
     batch_sizes: tuple[int, ...] | None = None
     max_workers: int | None = None
     ctx: str | None = None
@@ -720,6 +782,13 @@ class TuneSettings:
     """a user's pipeline factory (``--pipeline mypkg.train:make``), tuned instead of ``workload``"""
     pipeline_options: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        _pipeline_workload(self)
+
+    def identity(self) -> str:
+        """What this search tunes: the factory and its options, or the built-in workload's name."""
+        return describe(self.pipeline, self.pipeline_options, self.workload)
+
     def run_workload(self) -> tuple[str, dict[str, Any]]:
         """The registered workload and its options this search builds (``pipeline`` for a factory)."""
         if self.pipeline:
@@ -732,15 +801,21 @@ class TuneSettings:
         return f"tune-{what}-{ctx.replace(':', '')}"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings as stored in a run folder, with ``identity`` (what was tuned) beside them."""
+        return {**asdict(self), "identity": self.identity()}
 
     def check(self) -> TuneSettings:
-        """Raise :class:`GluonbenchError` naming the bad value and the fix; return self."""
+        """Raise :class:`GluonbenchError` naming the bad value and the fix; return the checked settings (an unset
+        ``batch_size`` is the seed's 64 without a pipeline, the pipeline's own with one: :func:`resolve_batch_size`)."""
         from gluonbench.contexts import check_ctx
         from gluonbench.pipeline.emulate import step_ms
         from gluonbench.workloads import workload_names
 
+        if self.batch_size is None and not self.pipeline:
+            return replace(self, batch_size=knob_default("batch_size")).check()
         for name in ("batch_size", "workers", "seed"):
+            if name == "batch_size" and self.batch_size is None:
+                continue  # the pipeline's own (resolve_batch_size)
             if not _whole(getattr(self, name)):
                 raise GluonbenchError(f"setting {name} must be a whole number (got {getattr(self, name)!r})")
         for name in ("prefetch", "max_workers"):
@@ -748,7 +823,7 @@ class TuneSettings:
                 raise GluonbenchError(f"setting {name} must be a whole number or None (got {getattr(self, name)!r})")
         if isinstance(self.budget_s, bool) or not isinstance(self.budget_s, int | float):
             raise GluonbenchError(f"setting budget_s must be a number of seconds (got {self.budget_s!r})")
-        if self.batch_size < 1:
+        if self.batch_size is not None and self.batch_size < 1:
             raise GluonbenchError(f"{arg('batch_size')} must be at least 1 (got {self.batch_size})")
         if self.workers < 0:
             raise GluonbenchError(f"{arg('workers')} must be 0 or more (got {self.workers})")

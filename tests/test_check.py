@@ -210,7 +210,7 @@ def test_truncated_real_baseline_is_refused(baseline, tmp_path):
         (["--set", "samples=64"], "--pipeline-option KEY=VALUE"),
         (["--workload", "mnist", "--pipeline-option", "samples=64"], "goes with --pipeline"),
         (["--pipeline-option", "samples=lots"], "calling it failed"),
-        (["--pipeline-option", "colour=red"], "unexpected keyword argument 'colour'"),
+        (["--pipeline-option", "colour=red"], "takes no option 'colour' (it takes samples)"),
         (["--json", "/nonexistent-dir/x.json"], "does not exist"),
     ],
 )

@@ -54,8 +54,9 @@ def test_sweep_settings_and_run_spec_share_one_declaration():
     shared = {f.name for f in fields(RunSetting)}
     assert issubclass(SweepSettings, RunSetting) and issubclass(RunSpec, RunSetting)
     assert {"batch_size", "thread_pool", "prefetch", "pin_memory"} <= shared
-    for knob in ("batch_size", "thread_pool", "prefetch", "pin_memory"):
-        assert getattr(SweepSettings(), knob) == getattr(RunSpec(), knob) == KNOBS[knob].default
+    for knob in ("batch_size", "thread_pool", "prefetch", "pin_memory"):  # batch_size unset: the knob's once checked
+        assert getattr(SweepSettings().check(), knob) == getattr(RunSpec(), knob) == KNOBS[knob].default
+    assert SweepSettings().batch_size is None  # unset: a pipeline's own batch size, else the knob's default
     assert RunSpec().workers == KNOBS["num_workers"].default
     settings = SweepSettings(workers=(0, 2), repeat=2, batch_size=32, prefetch=3, pin_memory=True).check()
     runs = settings.specs()

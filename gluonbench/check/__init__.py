@@ -56,7 +56,7 @@ def run_check(
     against: str | Path | None = None,
     max_slowdown: float | str = DEFAULT_MAX_SLOWDOWN,
     budget_s: float = DEFAULT_BUDGET_S,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     num_workers: int = 0,
     ctx: Any = None,
     options: dict[str, Any] | None = None,

@@ -319,7 +319,7 @@ def check_against(
     *,
     max_slowdown: float | str = 0.05,
     budget_s: float = 60.0,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     num_workers: int = 0,
     ctx: Any = None,
     options: Mapping[str, Any] | None = None,

@@ -106,7 +106,7 @@ def _build(setting: dict[str, Any]) -> tuple[Any, dict[str, Any], Any]:
 
     target = resolve_pipeline(
         setting["target"],
-        batch_size=int(setting.get("batch_size", 64)),
+        batch_size=None if setting.get("batch_size") is None else int(setting["batch_size"]),
         num_workers=int(setting.get("num_workers", 0)),
         ctx=setting.get("ctx"),
         options=setting.get("options") or None,

@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.knobs import knob_default
+from gluonbench.names import arg
 from gluonbench.pipeline import Pipeline
 from gluonbench.pipeline.build import build_pipeline
-from gluonbench.workloads.spec import PipelineSpec, check_first_batch, import_factory
+from gluonbench.workloads.spec import PipelineSpec, check_factory_options, check_first_batch, import_factory
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +69,7 @@ def _name_of(fn: Any) -> str:
 def resolve_pipeline(
     what: Any,
     *,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     num_workers: int = 0,
     ctx: Any = None,
     options: Mapping[str, Any] | None = None,
@@ -75,11 +77,13 @@ def resolve_pipeline(
     identity: str | None = None,
 ) -> Target:
     """The user's argument (see the module docstring) as a :class:`Target`; the loader knobs apply where the
-    argument does not set its own (a Pipeline keeps its loader). Raises GluonbenchError on anything else."""
+    argument does not set its own (a Pipeline keeps its loader). ``batch_size`` None: the spec's (or the
+    mapping's) own, else 64; a given one decides, with one warning where the spec says another. Raises
+    GluonbenchError on anything else."""
     from gluonbench.contexts import resolve_ctx
     from gluonbench.workloads import Workload, workload_names
 
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise GluonbenchError(f"batch_size must be a whole number >= 1 (got {batch_size!r})")
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
         raise GluonbenchError(f"num_workers must be a whole number >= 0 (got {num_workers!r})")
@@ -89,6 +93,16 @@ def resolve_pipeline(
     if isinstance(what, str):
         if ":" in what:
             fn = import_factory(what)
+            passed = check_factory_options(fn, kwargs, f"pipeline {what}")
+            if passed:
+                from gluonbench.identity import options_text
+
+                log.warning(
+                    "pipeline %s takes **options: %s passed to it unchecked (its signature names none of them, so a "
+                    "mistyped name is not caught)",
+                    what,
+                    options_text({k: kwargs[k] for k in passed}),
+                )
             return _from_object(_call(fn, what, kwargs), identity or what, batch_size, num_workers, ctx, closers)
         if what not in workload_names():
             raise GluonbenchError(
@@ -129,7 +143,7 @@ def _call(fn: Callable[..., Any], name: str, kwargs: dict[str, Any]) -> Any:
         raise GluonbenchError(f"pipeline {name}: calling it failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _from_object(obj: Any, identity: str, batch_size: int, num_workers: int, ctx: Any, closers: list) -> Target:
+def _from_object(obj: Any, identity: str, batch_size: int | None, num_workers: int, ctx: Any, closers: list) -> Target:
     from gluonbench.workloads import Workload
 
     if isinstance(obj, Pipeline):
@@ -138,10 +152,20 @@ def _from_object(obj: Any, identity: str, batch_size: int, num_workers: int, ctx
         return Target(obj, identity, closers)
     if isinstance(obj, Workload):  # a registered workload: its spec, at the check's loader setting
         spec = obj.to_spec()
-        setting = {"batch_size": batch_size, "num_workers": num_workers}
-    elif isinstance(obj, PipelineSpec):  # a --pipeline factory's spec: its loader setting first
+        setting = {"batch_size": batch_size or knob_default("batch_size"), "num_workers": num_workers}
+    elif isinstance(obj, PipelineSpec):  # a --pipeline factory's spec: its loader setting first, but a given batch
         spec = obj
-        setting = {"batch_size": obj.batch_size, "num_workers": obj.loader_setting().get("num_workers", num_workers)}
+        if batch_size is not None and batch_size != obj.batch_size:
+            log.warning(
+                "the pipeline's spec says batch_size=%d (runs at %d); %s decides (leave it out to run at the spec's)",
+                obj.batch_size,
+                batch_size,
+                arg("batch_size"),
+            )
+        setting = {
+            "batch_size": obj.batch_size if batch_size is None else batch_size,
+            "num_workers": obj.loader_setting().get("num_workers", num_workers),
+        }
     elif isinstance(obj, Mapping):
         spec, setting = _spec_of_mapping(obj, identity, batch_size, num_workers)
     else:
@@ -155,10 +179,11 @@ def _from_object(obj: Any, identity: str, batch_size: int, num_workers: int, ctx
 
 
 def _spec_of_mapping(
-    spec: Mapping[str, Any], identity: str, batch_size: int, num_workers: int
+    spec: Mapping[str, Any], identity: str, batch_size: int | None, num_workers: int
 ) -> tuple[PipelineSpec, dict[str, Any]]:
-    """A mapping of :data:`MAPPING_KEYS` as a :class:`PipelineSpec` and its loader setting (the mapping's own
-    ``batch_size``/``num_workers``, else the check's); no net: the seed's CNN."""
+    """A mapping of :data:`MAPPING_KEYS` as a :class:`PipelineSpec` and its loader setting (a given
+    ``batch_size``, else the mapping's own, else 64; the mapping's ``num_workers``, else the check's); no net:
+    the seed's CNN."""
     from gluonbench.pipeline.samples import as_dataset
     from gluonbench.workloads.mnist import seed_net
 
@@ -169,7 +194,7 @@ def _spec_of_mapping(
         )
     if spec.get("dataset") is None:
         raise GluonbenchError(f"pipeline {identity}: the mapping needs a 'dataset' (a gluon Dataset of (data, label))")
-    bs = spec.get("batch_size", batch_size)
+    bs = batch_size if batch_size is not None else spec.get("batch_size", knob_default("batch_size"))
     nw = spec.get("num_workers", num_workers)
     if isinstance(nw, bool) or not isinstance(nw, int) or nw < 0:
         raise GluonbenchError(f"pipeline {identity}: num_workers must be a whole number >= 0 (got {nw!r})")

@@ -70,7 +70,7 @@ def add(sub: Any) -> None:
     )
     p.add_argument("--max-slowdown", default="5%", help="allowed slowdown before exit 1 (default: 5%%)")
     add_budget(p, "the measurement")
-    add_knob(p, "batch_size", note="where the pipeline sets none")
+    add_knob(p, "batch_size", pipeline_default=True)
     add_knob(p, "num_workers", note="where the pipeline sets none")
     add_ctx(p)
     p.add_argument("--data-dir", help="where the workload's data are")

@@ -22,16 +22,19 @@ def print_stalled(text: Callable[[], str], what: str) -> None:
 
 def what_runs(settings: Any) -> str:
     """What a command runs, for its first line: the user's pipeline factory or the registered workload."""
-    return f"the pipeline {settings.pipeline}" if getattr(settings, "pipeline", None) else str(settings.workload)
+    return f"the pipeline {settings.identity()}" if getattr(settings, "pipeline", None) else str(settings.workload)
 
 
-def pipeline_first(settings: Any) -> None:
+def pipeline_first(settings: Any) -> Any:
     """Import and check a ``--pipeline`` factory before the first line, so bad input stays one line (the
-    library's check before measuring reuses the spec kept here: the factory is called once in this process)."""
+    library's check before measuring reuses the spec kept here: the factory is called once in this process);
+    the settings at the pipeline's own batch size unless ``--batch-size`` was given."""
     if settings is not None and getattr(settings, "pipeline", None):
         from gluonbench import api
 
         api.check_user_pipeline(settings, keep=True)  # kept: the API's check reuses it (one factory call)
+        return api.with_pipeline(settings)
+    return settings
 
 
 def preflight(

@@ -85,7 +85,7 @@ def add(sub: Any) -> argparse.ArgumentParser:
         p, "mnist (default), fashion-mnist, synthetic, imagefolder (with --data-dir) or seed004", default="mnist"
     )
     add_knob(p, "num_workers")
-    add_knob(p, "batch_size")
+    add_knob(p, "batch_size", pipeline_default=True)
     add_ctx(p)
     add_knob(p, "thread_pool")
     add_knob(p, "pin_memory", note="pinned for the --ctx GPU; the cached_batch ceiling is pinned too")
@@ -163,7 +163,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from gluonbench.console import Progress, duration
     from gluonbench.diagnosis.report import to_text
 
-    pipeline_first(settings)
+    settings = pipeline_first(settings)  # the pipeline's own batch size unless --batch-size
     api.check_before_start(settings, args.out)  # what needs no MXNet: before the first line
     progress = Progress("diagnose", settings.budget_s, "s", timed=True)
     progress.start(

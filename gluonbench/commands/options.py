@@ -159,21 +159,25 @@ def add_knob(
     note: str = "",
     unset: bool = False,
     several: str = "",
+    pipeline_default: bool = False,
 ) -> None:
     """The flag of loader knob ``name``, generated from its one declaration in :data:`gluonbench.knobs.KNOBS`:
     the flag, the settings key it fills (``args.workers`` for num_workers), its help and its default.
 
     ``note``: what the value means in this command (e.g. "the current setting, the baseline"); ``unset``: the
     flag defaults to None, so a ``--config`` file or the settings' own default applies; ``several``: the flag
-    takes a list of values (``0..8``, ``0..8:2``, ``0,2,4``) and this is its default.
+    takes a list of values (``0..8``, ``0..8:2``, ``0,2,4``) and this is its default; ``pipeline_default``: the
+    flag defaults to None, meaning the pipeline's own value, else the knob's default.
     """
     knob = KNOBS[name]
     text = knob.help + (f"; {note}" if note else "")
-    default = None if unset else knob.default
+    default = None if unset or pipeline_default else knob.default
     if knob.kind is bool:
         p.add_argument(knob.flag, dest=knob.key, action="store_true", default=default, help=text)
         return
-    if several:
+    if pipeline_default:
+        text += f" (default: the pipeline's own {knob.name}, else {knob.default})"
+    elif several:
         text += f"; several: {', '.join(LIST_SYNTAX)} (default {several})"
     else:
         text += f" (default: {knob.none})" if knob.default is None else f" (default {knob.default})"

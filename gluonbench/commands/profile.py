@@ -54,7 +54,7 @@ def add(sub: Any) -> None:
     add_pipeline_args(p)
     g = p.add_argument_group("with --pipeline: the one training run profiled (instead of -- CMD)")
     add_knob(g, "num_workers")
-    add_knob(g, "batch_size")
+    add_knob(g, "batch_size", pipeline_default=True)
     g.add_argument("--max-batches", type=int, help="cap on training (and eval) batches")
     g.add_argument("--epochs", type=int, default=1, help="epochs (default 1)")
     add_ctx(g, default="cpu", shown="cpu")

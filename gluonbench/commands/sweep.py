@@ -73,7 +73,7 @@ def add(sub: Any) -> None:
     p.add_argument("--repeat", type=int, help="runs per worker count (median and min-max); default 1")
     p.add_argument("--epochs", type=int, help="epochs per run (default 1)")
     p.add_argument("--max-batches", type=int, help="cap on training (and eval) batches per run, for quick looks")
-    add_knob(p, "batch_size", unset=True)
+    add_knob(p, "batch_size", pipeline_default=True)
     p.add_argument("--eval-workers", type=int, help="fix the eval loader's workers (default: same as training)")
     add_ctx(p, shown="cpu", note="; cpu:N is another CPU device")
     add_knob(p, "thread_pool", unset=True)
@@ -199,7 +199,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     else:
         warn = preflight(args, None, None, 0, 1, None, enabled=False)
-    pipeline_first(settings)
+    settings = pipeline_first(settings)  # the pipeline's own batch size unless --batch-size
     if settings is not None:
         api.check_before_start(settings, args.out, create=False)  # what needs no MXNet first: no import wait
     # then the context, the data set and the workload's options (the folder, its sweep.json and its lock with

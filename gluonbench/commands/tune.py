@@ -74,7 +74,7 @@ def add(sub: Any) -> None:
     add_knob(p, "thread_pool", note=CURRENT)
     add_knob(p, "pin_memory", note=CURRENT + "; pinned for the --ctx GPU")
     add_knob(p, "prefetch", note=CURRENT)
-    add_knob(p, "batch_size")
+    add_knob(p, "batch_size", pipeline_default=True)
     p.add_argument("--batch-sizes", help="also tune these batch sizes, e.g. 64,128,256 (budget shared)")
     p.add_argument("--max-workers", type=int, help="most workers tried (default max(16, 4 x cores))")
     add_ctx(p)
@@ -129,7 +129,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     from gluonbench.console import Progress, duration
 
-    pipeline_first(settings)
+    settings = pipeline_first(settings)  # the pipeline's own batch size unless --batch-size
     api.check_before_start(settings, args.out)  # what needs no MXNet: before the first line
     progress = Progress("tune", settings.budget_s, "s", timed=True)
     progress.start(

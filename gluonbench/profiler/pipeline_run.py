@@ -21,7 +21,7 @@ def pipeline_command(
     target: str,
     options: dict[str, Any] | None = None,
     workers: int = 0,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     max_batches: int | None = None,
     epochs: int = 1,
     ctx: str = "cpu",
@@ -30,7 +30,8 @@ def pipeline_command(
     pin_memory: bool = False,
 ) -> list[str]:
     """The program ``gluonbench profile`` runs for a pipeline factory: its settings checked first, one line
-    per mistake (the factory itself is loaded and checked here too, before the profile starts)."""
+    per mistake (the factory itself is loaded and checked here too, before the profile starts). ``batch_size``
+    None: the pipeline's own."""
     from gluonbench.config import SweepSettings
 
     settings = SweepSettings(
@@ -45,6 +46,7 @@ def pipeline_command(
         prefetch=prefetch,
         pin_memory=pin_memory,
     ).check()
+    from gluonbench.config import resolve_batch_size
     from gluonbench.workloads.spec import check_pipeline
 
     check_pipeline(  # reuses the spec the CLI checked before its first line, if it did: one factory call
@@ -52,12 +54,13 @@ def pipeline_command(
         options,
         ctx,
         pin_memory,
+        keep=batch_size is None,  # then read for its batch size below, and released
         batch_size=batch_size,
         num_workers=workers,
         thread_pool=thread_pool,
         prefetch=prefetch,
     )
-    spec = settings.specs()[0]
+    spec = resolve_batch_size(settings, keep=False).specs()[0]  # the pipeline's own batch size unless one is given
     return [sys.executable, "-m", "gluonbench.profiler.pipeline_run", json.dumps(spec.to_dict())]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from gluonbench.analysis.stats import median
+from gluonbench.identity import of_settings
 from gluonbench.report.exporters import (
     MarkdownTable,
     Report,
@@ -256,7 +257,7 @@ def to_markdown(summary: ScalingSummary, tables: TableSyntax | None = None) -> s
     tables = tables or MarkdownTable()
     s = summary.settings
     lines = [
-        f"# gluonbench scaling: {s.get('workload', '?')}, kvstore {s.get('kvstore')}, launcher {s.get('launcher')}",
+        f"# gluonbench scaling: {of_settings(s)}, kvstore {s.get('kvstore')}, launcher {s.get('launcher')}",
         "",
         f"- Machine: {machine_line(summary)}" if summary.env else "- Machine: unknown",
         f"- Date (UTC): {summary.started_utc} to {summary.finished_utc}",
@@ -394,7 +395,7 @@ def to_png(summary: ScalingSummary) -> bytes:
     ax2.legend(fontsize=8)
     s, env = summary.settings, summary.env
     fig.suptitle(
-        f"{s.get('workload', '?')}, {s.get('kvstore')}, per-worker batch "
+        f"{of_settings(s)}, {s.get('kvstore')}, per-worker batch "
         f"{summary.rows[0].per_worker_batch if summary.rows else '?'}, {s.get('servers')} server(s): "
         f"{str(env.get('cpu', '?'))[:40]} ({env.get('cores_logical', '?')} cores)\n{summary.started_utc[:10]}, "
         "efficiency annotated"
@@ -434,7 +435,7 @@ class ScalingReport(Report):
 
     def html_title(self) -> str:
         s = self.summary.settings
-        return f"gluonbench scaling: {s.get('workload', '?')}, kvstore {s.get('kvstore')}"
+        return f"gluonbench scaling: {of_settings(s)}, kvstore {s.get('kvstore')}"
 
     def html_subtitle(self) -> str:
         return where_when(self.summary.env, self.summary.started_utc)

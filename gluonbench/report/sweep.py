@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from gluonbench.identity import of_settings
 from gluonbench.report.exporters import (
     MarkdownTable,
     Report,
@@ -80,7 +81,7 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
     tables = tables or MarkdownTable()
     s = summary.settings
     lines = [
-        f"# gluonbench sweep: {s.get('workload', '?')} on {s.get('ctx', '?')}",
+        f"# gluonbench sweep: {of_settings(s)} on {s.get('ctx', '?')}",
         "",
         f"- Machine: {machine_line(summary)}",
         f"- Date (UTC): {summary.started_utc} to {summary.finished_utc}",
@@ -338,7 +339,7 @@ def figure(summary: SweepSummary) -> Any:
         else "one run per worker count (spread unknown)"
     )
     fig.suptitle(
-        f"{s.get('workload', '?')}, batch {s.get('batch_size')}, {s.get('ctx')}: "
+        f"{of_settings(s)}, batch {s.get('batch_size')}, {s.get('ctx')}: "
         f"{str(env.get('cpu', '?'))[:40]} ({cores_text or '? cores'})\n{summary.started_utc[:10]}, {spread}",
         fontsize=9,
     )
@@ -387,7 +388,7 @@ class SweepReport(Report):
 
     def html_title(self) -> str:
         s = self.summary.settings
-        return f"gluonbench sweep: {s.get('workload', '?')} on {s.get('ctx', '?')}"
+        return f"gluonbench sweep: {of_settings(s)} on {s.get('ctx', '?')}"
 
     def html_subtitle(self) -> str:
         return where_when(self.summary.env, self.summary.started_utc)

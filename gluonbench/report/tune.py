@@ -10,6 +10,7 @@ import math
 from typing import Any, ClassVar
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.identity import of_settings
 from gluonbench.report.exporters import Report, Table, TableSyntax, fmt, where_when, wide_text
 
 
@@ -110,7 +111,7 @@ class TuneReport(Report):
         return "\n".join(lines) + "\n"
 
     def html_title(self) -> str:
-        label = self.result.get("label") or (self.summary.get("settings") or {}).get("workload") or ""
+        label = self.result.get("label") or of_settings(self.summary.get("settings"))
         return f"gluonbench tune{': ' + str(label) if label else ''}"
 
     def html_subtitle(self) -> str:

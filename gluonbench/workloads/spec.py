@@ -62,7 +62,9 @@ class PipelineSpec:
     raw record into an array, ``transform`` is the per-sample preprocessing; both take and return
     ``(data, label)`` and run in the loader's workers. ``net`` and ``loss`` are gluon Blocks or functions
     of no argument that build one (a function is called once per run). ``loader`` holds the DataLoader
-    knobs of :data:`gluonbench.knobs.KNOBS` other than ``batch_size`` (e.g. ``{"num_workers": 2}``);
+    knobs of :data:`gluonbench.knobs.KNOBS` other than ``batch_size`` (e.g. ``{"num_workers": 2}``; a
+    ``batch_size`` there is refused: ``batch_size`` is the spec's own field, the batch size of every command
+    unless the command's ``--batch-size`` is given);
     ``test_dataset`` (optional) is evaluated after training, with the same decode and transform.
 
     The source stage: a data set in memory needs nothing more. A source the factory opened says so with
@@ -99,6 +101,14 @@ class PipelineSpec:
     """the DataLoader's ``batchify_fn``: a batch's items (after decode and transform) -> ``(data, label)`` arrays,
     e.g. token lists padded to one length (None: MXNet's default, which stacks arrays of one shape); module-level,
     so the loader's workers can pickle it"""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.loader, Mapping) and "batch_size" in self.loader:
+            raise GluonbenchError(
+                f"PipelineSpec(loader={{'batch_size': {self.loader['batch_size']!r}}}): the batch size is the spec's "
+                f"own batch_size, not a loader knob; write PipelineSpec(batch_size={self.loader['batch_size']!r}) "
+                "and leave it out of loader"
+            )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], what: str = "the pipeline") -> PipelineSpec:
@@ -449,10 +459,13 @@ def load_spec(target: str, options: Mapping[str, Any] | None = None, what: str |
     what = what or arg("pipeline")  # the argument as the caller knows it
     options = dict(options or {})
     factory = import_factory(target, what)
+    check_factory_options(factory, options, f"{what} {target}")
     try:
         made = factory(**options)
     except SystemExit as exc:
         raise exit_error(what, target, "the factory", exc) from None
+    except GluonbenchError as exc:  # already one line (e.g. a PipelineSpec refused its fields)
+        raise GluonbenchError(f"{what} {target}: {exc}"[:500]) from None
     except Exception as exc:
         raise GluonbenchError(f"{what} {target}: the factory raised {type(exc).__name__}: {exc}"[:500]) from None
     if isinstance(made, Mapping):
@@ -463,6 +476,45 @@ def load_spec(target: str, options: Mapping[str, Any] | None = None, what: str |
             "(or a dict of its fields)"
         )
     return made.check(f"{what} {target}")
+
+
+def factory_signature(factory: Callable[..., Any]) -> tuple[list[str], bool] | None:
+    """The keyword names ``factory`` takes and whether it takes ``**options`` too (None: no signature to read)."""
+    import inspect
+
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a builtin or an object without a readable signature
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    names = [p.name for p in params if p.kind in kinds]
+    return names, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def check_factory_options(factory: Callable[..., Any], options: Mapping[str, Any], what: str) -> list[str]:
+    """Refuse an option ``factory``'s signature does not name (one line naming it and the names it takes); for a
+    factory with ``**options``, return the options that only its ``**options`` takes (reported back, unchecked).
+    A factory that refuses unknown ``**options`` itself says so with the attribute ``checks_options = True``
+    (e.g. :func:`gluonbench.workloads.synthetic.make`): none are returned for it."""
+    signature = factory_signature(factory)
+    if signature is None or getattr(factory, "checks_options", False):
+        return []
+    names, var_keyword = signature
+    unnamed = [k for k in options if k not in names]
+    if unnamed and not var_keyword:
+        takes = f"it takes {', '.join(names)}" if names else "it takes no option"
+        raise GluonbenchError(
+            f"{what}: the factory takes no option {', '.join(map(repr, unnamed))} ({takes}); "
+            f"check the spelling of {arg('pipeline_options', '--pipeline-option')}"
+        )
+    return unnamed
+
+
+def unnamed_options(target: str, options: Mapping[str, Any] | None) -> list[str]:
+    """The options of ``target`` that its factory's signature does not name and its ``**options`` takes."""
+    if not options:
+        return []
+    return check_factory_options(import_factory(target), options, f"{arg('pipeline')} {target}")
 
 
 def parse_option_value(text: str) -> Any:
@@ -511,6 +563,19 @@ def take_spec(target: str, options: Mapping[str, Any] | None = None) -> Pipeline
     return _kept(_key(target, options)) or load_spec(target, options)
 
 
+def spec_batch_size(target: str, options: Mapping[str, Any] | None = None, keep: bool = True) -> int:
+    """The ``batch_size`` of ``target``'s spec with ``options``: the kept spec's (see :func:`check_pipeline`), else
+    the factory's, called now. With ``keep`` the spec is kept for this process's next check or :func:`take_spec`
+    (the factory runs once per process); without, it is released (nothing is kept for ``target`` after this)."""
+    key = _key(target, options)
+    spec = _kept(key) or load_spec(target, options)
+    if keep:
+        _KEPT.update(key=key, spec=spec)
+    else:
+        release_spec(spec)
+    return spec.batch_size
+
+
 def release_spec(spec: PipelineSpec) -> None:
     """Release what ``spec``'s factory opened (its ``close``)."""
     if spec.close is not None:
@@ -550,8 +615,21 @@ def check_pipeline(
     differ = [f"{k}={own[k]!r} (runs at {ran[k]!r})" for k in ran if k in own and own[k] != ran[k]]
     if differ:
         log.warning(
-            "the pipeline's spec says %s; the command's settings decide (give the flags to run at the spec's)",
+            "the pipeline's spec says %s; the command's settings decide (leave %s out to run at the spec's "
+            "batch size, give the other flags their values)",
             ", ".join(differ),
+            arg("batch_size"),
+        )
+    passed = unnamed_options(target, options)
+    if passed:
+        from gluonbench.identity import options_text
+
+        log.warning(
+            "%s %s takes **options: %s passed to it unchecked (its signature names none of them, so a mistyped "
+            "name is not caught)",
+            arg("pipeline"),
+            target,
+            options_text({k: dict(options or {})[k] for k in passed}),
         )
     return _sizes(spec, keep)
 

@@ -334,6 +334,9 @@ def make(data_dir: str | Path | None = None, **options: Any) -> PipelineSpec:
     )
 
 
+make.checks_options = True  # type: ignore[attr-defined]  # unknown options are refused by _coerce_knobs
+
+
 @register("synthetic")
 def synthetic(data_dir: str | Path | None = None, download: bool = True, **options: Any) -> Workload:
     """The synthetic workload: :func:`make`'s spec; ``options`` are :class:`SyntheticKnobs` fields."""

@@ -426,7 +426,7 @@
         }), [1, 1, 1, 0])));
     }
     out.push(runInfo(d.env, d.command, d.started_utc, d.finished_utc, [
-      ["Settings", esc("workload " + get(s, "workload", "?") + ", batch size " + get(s, "batch_size", "?") + ", epochs " +
+      ["Settings", esc("pipeline " + get(s, "identity", get(s, "pipeline", get(s, "workload", "?"))) + ", batch size " + get(s, "batch_size", "?") + ", epochs " +
         get(s, "epochs", "?") + ", max batches " + (s.max_batches || "all") + ", repeats " + get(s, "repeat", "?") +
         ", thread pool " + get(s, "thread_pool", "?") + ", context " + get(s, "ctx", "?"))]
     ]));
@@ -755,7 +755,7 @@
         }))));
     }
     out.push(runInfo(d.env, s.command, d.started_utc, d.finished_utc, [
-      ["Settings", esc("workload " + get(s, "workload", "?") + ", kvstore " + get(s, "kvstore", "?") + ", launcher " +
+      ["Settings", esc("pipeline " + get(s, "identity", get(s, "pipeline", get(s, "workload", "?"))) + ", kvstore " + get(s, "kvstore", "?") + ", launcher " +
         get(s, "launcher", "?") + ", per-device batch " + get(s, "batch_size", "?") + ", servers " + get(s, "servers", "?") +
         ", repeats " + get(s, "repeat", "?"))]
     ]));
