@@ -138,8 +138,10 @@ class SweepSettings(RunSetting):
             raise GluonbenchError(f"{arg('max_batches')} must be at least 1 (got {self.max_batches})")
         if self.eval_workers is not None and self.eval_workers < 0:
             raise GluonbenchError(f"{arg('eval_workers')} must be 0 or more (got {self.eval_workers})")
-        if any(w < 0 for w in self.workers):
-            raise GluonbenchError(f"{arg('workers')} must be 0 or more (got {list(self.workers)})")
+        from gluonbench.knobs import check_knobs
+
+        # workers (each), batch_size (unset beside a pipeline: its own), thread_pool, prefetch, pin_memory
+        check_knobs(self, arg, unset=("batch_size",))
         check_seconds(self.timeout_s, arg("timeout_s"))
         check_seconds(self.diagnose_budget_s, arg("diagnose_budget_s"))
         if self.timeout_s <= 0:
@@ -164,10 +166,6 @@ class SweepSettings(RunSetting):
         from gluonbench.pipeline.scale import check_scale
 
         check_scale(self)
-        from gluonbench.knobs import KNOBS
-
-        KNOBS["prefetch"].check(self.prefetch, arg("prefetch"))
-        KNOBS["pin_memory"].check(self.pin_memory, arg("pin_memory"))
         check_pipeline_settings(self)
         return self
 
@@ -710,14 +708,14 @@ class DiagnoseSettings:
         ``batch_size`` is the seed's 64 without a pipeline, the pipeline's own with one: :func:`resolve_batch_size`)."""
         from gluonbench.contexts import check_ctx
         from gluonbench.diagnosis.verdict import Thresholds
+        from gluonbench.knobs import check_knobs
         from gluonbench.workloads import workload_names
 
         if self.batch_size is None and not self.pipeline:
             return replace(self, batch_size=knob_default("batch_size")).check()
-        if self.batch_size is not None and (not _whole(self.batch_size) or self.batch_size < 1):
-            raise GluonbenchError(f"{arg('batch_size')} must be at least 1 (got {self.batch_size})")
-        if self.workers < 0:
-            raise GluonbenchError(f"{arg('workers')} must be 0 or more (got {self.workers})")
+        # the loader's knobs it holds, against their declarations (bounds included); an unset batch size beside a
+        # pipeline is the pipeline's own
+        check_knobs(self, arg, unset=("batch_size",))
         if not 2 <= self.budget_s < math.inf:
             raise GluonbenchError(
                 f"{arg('budget_s')} must be at least 2 seconds (got {self.budget_s:g}); "
@@ -823,14 +821,12 @@ class TuneSettings:
                 raise GluonbenchError(f"setting {name} must be a whole number or None (got {getattr(self, name)!r})")
         if isinstance(self.budget_s, bool) or not isinstance(self.budget_s, int | float):
             raise GluonbenchError(f"setting budget_s must be a number of seconds (got {self.budget_s!r})")
-        if self.batch_size is not None and self.batch_size < 1:
-            raise GluonbenchError(f"{arg('batch_size')} must be at least 1 (got {self.batch_size})")
-        if self.workers < 0:
-            raise GluonbenchError(f"{arg('workers')} must be 0 or more (got {self.workers})")
+        from gluonbench.knobs import check_knobs
+
+        # the loader's knobs it holds, against their declarations; an unset batch size is the pipeline's own
+        check_knobs(self, arg, unset=("batch_size",))
         if self.max_workers is not None and self.max_workers < 0:
             raise GluonbenchError(f"{arg('max_workers')} must be 0 or more (got {self.max_workers})")
-        if self.prefetch is not None and self.prefetch < 0:
-            raise GluonbenchError(f"{arg('prefetch')} must be 0 or more (got {self.prefetch})")
         if not 10 <= self.budget_s < math.inf:
             raise GluonbenchError(
                 f"{arg('budget_s')} must be at least 10 seconds (got {self.budget_s:g}); "

@@ -21,7 +21,7 @@ knob                      type      range        needs / means
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,8 +76,10 @@ class Knob:
                 none = " or None" if self.optional else ""
                 raise GluonbenchError(f"{what} must be a whole number{none} (got {value!r})")
         lo, hi = self.minimum, self.maximum
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise GluonbenchError(f"{what} must be between {lo} and {hi} (got {value})")
+        if lo is not None and value < lo:
+            raise GluonbenchError(f"{what} must be {'0 or more' if lo == 0 else f'at least {lo}'} (got {value})")
+        if hi is not None and value > hi:
+            raise GluonbenchError(f"{what} must be at most {hi} (got {value})")
         return value
 
 
@@ -135,6 +137,21 @@ KNOBS: dict[str, Knob] = {
     )
 }
 """Every loader knob by name."""
+
+
+def check_knobs(settings: Any, name_of: Callable[[str], str] = str, unset: tuple[str, ...] = ()) -> None:
+    """Check every loader knob that ``settings`` holds (by its :attr:`Knob.key`; a tuple, such as a sweep's
+    worker counts, value by value) against its declaration: the one check of the loader's knobs that every
+    command's settings run. ``name_of`` words a key in messages (the settings' ``arg``: a flag from the CLI);
+    ``unset``: knobs whose None means "the pipeline's own value" (``batch_size`` beside a ``--pipeline``)."""
+    for knob in KNOBS.values():
+        if not hasattr(settings, knob.key):
+            continue
+        value = getattr(settings, knob.key)
+        if value is None and knob.name in unset:
+            continue
+        for one in value if isinstance(value, tuple) else (value,):
+            knob.check(one, name_of(knob.key))
 
 
 def knob_default(name: str) -> Any:

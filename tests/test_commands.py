@@ -10,6 +10,7 @@ import pytest
 
 from gluonbench import knobs
 from gluonbench.cli import build_parser
+from gluonbench.errors import GluonbenchError
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -60,3 +61,20 @@ def test_knob_flags_parse_as_before(command):
     defaults = sub.parse_args(required)
     # sweep leaves unset knobs to its --config and settings; the others start from the declared defaults
     assert defaults.batch_size == (None if command == "sweep" else 64)
+
+
+def test_every_command_checks_the_loader_knobs_against_their_declaration():
+    from gluonbench.config import DiagnoseSettings, SweepSettings, TuneSettings
+
+    top = knobs.KNOBS["num_workers"].maximum
+    for make in (
+        lambda: SweepSettings(workers=(0, top + 1)),
+        lambda: DiagnoseSettings(workers=top + 1),
+        lambda: TuneSettings(workers=top + 1),
+    ):
+        with pytest.raises(GluonbenchError, match=f"workers must be .*{top}"):
+            make().check()
+    with pytest.raises(GluonbenchError, match="prefetch must be 0 or more"):
+        TuneSettings(prefetch=-1).check()
+    with pytest.raises(GluonbenchError, match="batch_size must be at least 1"):
+        DiagnoseSettings(batch_size=0).check()

@@ -141,7 +141,7 @@ def test_knobs_declared_once() -> None:
     for name in ("thread_pool", "prefetch", "pin_memory"):  # what tune can recommend, sweep and a run can set
         assert hasattr(Setting(), name) and hasattr(SweepSettings(), name) and hasattr(RunSpec(), name)
     assert check_loader({"num_workers": 2, "prefetch": None}) == {"num_workers": 2, "prefetch": None}
-    with pytest.raises(GluonbenchError, match="prefetch must be between 0 and 4096"):
+    with pytest.raises(GluonbenchError, match="prefetch must be 0 or more"):
         check_loader({"prefetch": -1})
     assert unmet({"pin_memory": True}, on_gpu=False) == ["pin_memory matters only with a GPU context"]
     assert unmet({"pin_memory": True}, on_gpu=True) == []
