@@ -15,7 +15,7 @@ import socket
 import sys
 
 from gluonbench.engine.child import die_with_parent
-from gluonbench.script.channel import DIR_ENV, FD_ENV, LOADER_ENV, WORKERS_ENV, Channel
+from gluonbench.script.channel import DIR_ENV, FD_ENV, LOADER_ENV, TO_END_ENV, WORKERS_ENV, Channel
 
 
 def main(argv: list[str]) -> None:
@@ -27,19 +27,25 @@ def main(argv: list[str]) -> None:
     wanted = os.environ.pop(LOADER_ENV, "")
     index, _, count = os.environ.pop(WORKERS_ENV, "").partition(":")
     workers = (int(index), int(count)) if count else None
+    to_end = os.environ.pop(TO_END_ENV, "") == "1"
     channel = Channel(socket.socket(fileno=int(fd))) if fd else None
     if channel is not None:
         os.set_inheritable(channel.sock.fileno(), False)  # the script's own subprocesses do not get it
     from gluonbench.script.hooks import FLAGS, install
 
-    install(channel, os.path.join(folder, FLAGS) if folder else None, int(wanted) if wanted else None, workers)
-    if argv[0] == "-m":
-        sys.argv = [argv[1], *argv[2:]]
-        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
-    else:
-        sys.argv = list(argv)
-        sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
-        runpy.run_path(argv[0], run_name="__main__")
+    driver = install(
+        channel, os.path.join(folder, FLAGS) if folder else None, int(wanted) if wanted else None, workers, to_end
+    )
+    try:
+        if argv[0] == "-m":
+            sys.argv = [argv[1], *argv[2:]]
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = list(argv)
+            sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+            runpy.run_path(argv[0], run_name="__main__")
+    finally:
+        driver.finish()  # with to_end: the whole run's figures, however the script ended
 
 
 if __name__ == "__main__":

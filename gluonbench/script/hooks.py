@@ -56,6 +56,8 @@ WARMUP_S = 1.0
 first rounds ran slower than the later ones with three steps alone: allocation, the first epoch's caches)"""
 ERROR_UPDATES = 3
 """Trainer updates with no Gluon DataLoader batch before them: the script feeds from something else"""
+COUNT_BLOCK = 10
+"""steps per block of a counted run (a sweep's): the spread of the blocks' samples/s is the run's own noise"""
 
 
 def _nbytes(item: Any) -> int:
@@ -164,11 +166,16 @@ class Slice:
     blocks: list[list[tuple[float, int, float]]] = field(default_factory=list)
 
 
+def new_count() -> dict[str, Any]:
+    """The totals of a counted run: seconds, samples, steps, input wait, and finished blocks of steps."""
+    return {"seconds": 0.0, "samples": 0, "steps": 0, "wait": 0.0, "blocks": [], "block": [0.0, 0, 0]}
+
+
 class Driver:
     """The state of the hooks in the script's process: the loaders seen, the training one, the schedule."""
 
-    def __init__(self, channel: Channel | None, flags: str | None, wanted: int | None) -> None:
-        self.channel, self.flags_path, self.wanted = channel, flags, wanted
+    def __init__(self, channel: Channel | None, flags: str | None, wanted: int | None, to_end: bool = False) -> None:
+        self.channel, self.flags_path, self.wanted, self.to_end = channel, flags, wanted, to_end
         self.flags: mmap.mmap | None = None
         if flags is not None:
             with open(flags, "r+b") as f:
@@ -191,7 +198,17 @@ class Driver:
         self.round = 0
         self.deadline = 0.0
         self.count_left = 0
-        self.counted: list[float] = [0.0, 0, 0]
+        self.counted: dict[str, Any] = {}
+        # the whole run (a sweep to the script's end): from the training loader's first iter() to its last update,
+        # less the time from another loader's first batch (an evaluation pass) to the next training batch
+        self.iter_t: dict[int, float] = {}
+        self.last_update_t: float | None = None
+        self.eval_since: float | None = None
+        self.eval_s = 0.0
+        self.train_samples = 0
+        self.last_samples = 0
+        self.updates = 0
+        self.epochs = 0
         self.slice: Slice | None = None
         self.results: dict[str, list[list[tuple[float, int, float]]]] = {}
         self.systems: dict[str, dict[str, Any]] = {}
@@ -223,10 +240,15 @@ class Driver:
         if self.training is None or feed.index != self.training:
             if self.training is not None:
                 self.break_step()  # an evaluation loader's batch: the step in progress is not counted
+                if self.eval_since is None:
+                    self.eval_since = perf_counter()
             batch = next(feed.real)
             self.last_loader = feed.index
+            if self.training is None:
+                self.last_samples = _samples(batch, self.batch_size(feed.loader))
             return batch
         loader = feed.loader
+        self.end_eval()
         if self.mode == "cached_batch" and self.cached is not None:
             t0 = perf_counter()
             batch = self.cached
@@ -284,8 +306,16 @@ class Driver:
     def batch_size(self, loader: Any) -> int:
         return int(getattr(getattr(loader, "_batch_sampler", None), "_batch_size", 0) or 1)
 
+    def end_eval(self) -> None:
+        if self.eval_since is not None:
+            self.eval_s += perf_counter() - self.eval_since
+            self.eval_since = None
+
     def epoch_start(self, feed: Feed) -> None:
+        self.iter_t.setdefault(feed.index, perf_counter())
         if self.training is not None and feed.index == self.training:
+            self.end_eval()
+            self.epochs += 1
             self.break_step()
             if self.slice is not None:
                 self.slice.skip = self.slice.skip0  # a new epoch's workers start with an empty queue
@@ -299,11 +329,19 @@ class Driver:
                     self.send({"ev": "error", "what": "no_loader"})
             elif self.wanted is None or self.last_loader == self.wanted:
                 self.identify(self.last_loader, trainer)
+        if self.training is not None and self.last_loader == self.training:
+            self.updates += 1
+            self.last_update_t = perf_counter()
         self.updated = True
 
     def identify(self, index: int, trainer: Any) -> None:
         self.training = index
         self.phase = "warmup"
+        self.epochs = 1
+        self.train_samples = self.last_samples  # the batch of the update that identified it
+        if self.to_end:  # every step of the run is counted as it comes; the totals are sent when the script ends
+            self.phase, self.count_left = "count", -1
+            self.counted = new_count()
         self.break_step()
         self.contexts = sorted({str(c) for c in getattr(trainer, "_contexts", []) or []})
         ref = self.loaders.get(index)
@@ -313,6 +351,7 @@ class Driver:
 
     def on_handout(self, batch: Any, fetch_s: float, loader: Any) -> None:
         n = _samples(batch, self.batch_size(loader))
+        self.train_samples += n
         if self.updated and self.t_boundary is not None:
             self.step_done(perf_counter() - self.t_boundary, self.pending_samples, self.pending_wait + fetch_s, batch)
         if self.updated or self.t_boundary is None:
@@ -351,12 +390,11 @@ class Driver:
                 self.await_round()
             return
         if self.phase == "count":
-            self.counted = [self.counted[0] + seconds, self.counted[1] + samples, self.counted[2] + 1]
+            self.add_count(seconds, samples, wait)
             self.count_left -= 1
-            if self.count_left <= 0:
+            if self.count_left == 0:
                 self.phase = "wait"
-                seconds_, samples_, steps = self.counted
-                self.send({"ev": "count", "seconds": seconds_, "samples": samples_, "steps": steps})
+                self.send(self.count_message())
                 self.await_round()
             return
         s = self.slice
@@ -374,6 +412,43 @@ class Driver:
             if perf_counter() - s.t0 >= s.round_s:
                 self.next_slice()
 
+    def add_count(self, seconds: float, samples: int, wait: float) -> None:
+        """One counted step (a sweep's run): the totals, and blocks of :data:`COUNT_BLOCK` steps."""
+        c = self.counted
+        c["seconds"] += seconds
+        c["samples"] += samples
+        c["steps"] += 1
+        c["wait"] += min(wait, seconds)
+        block = c["block"]
+        block[0], block[1], block[2] = block[0] + seconds, block[1] + samples, block[2] + 1
+        if block[2] >= COUNT_BLOCK:
+            c["blocks"].append([block[0], block[1]])
+            c["block"] = [0.0, 0, 0]
+
+    def count_message(self) -> dict[str, Any]:
+        c = self.counted
+        return {"ev": "count", **{k: c[k] for k in ("seconds", "samples", "steps", "wait", "blocks")}}
+
+    def finish(self) -> None:
+        """The script ended by itself: with ``to_end``, the whole run's training figures (``end``)."""
+        if not self.to_end or self.training is None:
+            return
+        t0 = self.iter_t.get(self.training)
+        train_s = (self.last_update_t - t0 - self.eval_s) if t0 is not None and self.last_update_t else 0.0
+        message = self.count_message() if self.counted else {}
+        message.update(
+            ev="end",
+            train_s=max(train_s, 0.0),
+            eval_s=self.eval_s,
+            train_samples=self.train_samples,
+            updates=self.updates,
+            epochs=self.epochs,
+        )
+        try:
+            self.send(message)
+        except OSError:  # gluonbench is gone: nobody to tell
+            pass
+
     # -- the schedule -----------------------------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:
         if self.channel is not None:
@@ -386,7 +461,7 @@ class Driver:
         message = self.channel.recv()
         if message is not None and message.get("op") == "count":  # a sweep run: time the next N steps as they are
             self.phase, self.count_left = "count", int(message["steps"])
-            self.counted = [0.0, 0, 0]
+            self.counted = new_count()
             return
         if message is None or message.get("op") != "round":
             os._exit(0)  # the parent stops the run: it ends the process group and cleans up after it
@@ -455,14 +530,19 @@ NUM_WORKERS_AT = 7
 
 
 def install(
-    channel: Channel | None, flags: str | None, wanted: int | None, workers: tuple[int, int] | None = None
+    channel: Channel | None,
+    flags: str | None,
+    wanted: int | None,
+    workers: tuple[int, int] | None = None,
+    to_end: bool = False,
 ) -> Driver:
     """Patch ``gluon.data.DataLoader`` and ``gluon.Trainer`` in this process; the driver that the hooks report to.
 
     ``workers``: ``(N, W)`` makes the N-th DataLoader with ``num_workers=W``, as if the script said so (MXNet
-    then picks its batchify and prefetch defaults for W itself).
+    then picks its batchify and prefetch defaults for W itself). ``to_end``: every training step is counted and
+    the run's totals are sent when the script ends (:meth:`Driver.finish`), nothing is swapped or waited for.
     """
-    driver = Driver(channel, flags, wanted)
+    driver = Driver(channel, flags, wanted, to_end)
     loader_cls = gluon.data.DataLoader
     trainer_cls = gluon.Trainer
     real_init, real_iter = loader_cls.__init__, loader_cls.__iter__

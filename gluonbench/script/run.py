@@ -45,7 +45,7 @@ from gluonbench.scratch import (
     owned_tempdir,
     shm_entries,
 )
-from gluonbench.script.channel import DIR_ENV, FD_ENV, LOADER_ENV, WORKERS_ENV, Channel
+from gluonbench.script.channel import DIR_ENV, FD_ENV, LOADER_ENV, TO_END_ENV, WORKERS_ENV, Channel
 from gluonbench.script.hooks import FLAGS, SLOTS
 
 log = logging.getLogger(__name__)
@@ -185,6 +185,8 @@ class ScriptProcess:
     loader: int | None = None
     workers: tuple[int, int] | None = None
     """``(N, W)``: the N-th DataLoader the script makes gets ``num_workers=W``"""
+    to_end: bool = False
+    """count every training step and report the run's figures when the script ends by itself"""
     proc: subprocess.Popen | None = None
     channel: Channel | None = None
     folder: Path | None = None
@@ -205,6 +207,7 @@ class ScriptProcess:
                 DIR_ENV: str(self.folder),
                 LOADER_ENV: "" if self.loader is None else str(self.loader),
                 WORKERS_ENV: "" if self.workers is None else f"{self.workers[0]}:{self.workers[1]}",
+                TO_END_ENV: "1" if self.to_end else "",
                 MARKER_ENV: self.token,
                 "PYTHONUNBUFFERED": "1",
             },
@@ -330,10 +333,13 @@ def _take(rec: Record, blocks: list[list[list[float]]], number: int) -> None:
     rec.rounds += 1
 
 
-def until_training(proc: ScriptProcess, start_timeout_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Wait for the started script's training loader (``training``) and its warm-up steps (``ready``)."""
+def until_training(
+    proc: ScriptProcess, start_timeout_s: float, ready: bool = True
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Wait for the started script's training loader (``training``) and, with ``ready``, its warm-up steps."""
     try:
-        return wait_for(proc, "training", start_timeout_s), wait_for(proc, "ready", start_timeout_s)
+        found = wait_for(proc, "training", start_timeout_s)
+        return found, wait_for(proc, "ready", start_timeout_s) if ready else {}
     except TimeoutError:
         raise ScriptEndedError(
             f"the script showed no Gluon DataLoader batch followed by a gluon.Trainer update within "
