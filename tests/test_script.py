@@ -349,6 +349,48 @@ def test_the_hooks_set_one_loaders_workers_and_count_accumulated_batches_as_one_
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
+def test_a_dataloader_subclass_that_overrides_iter_is_still_hooked():
+    code = textwrap.dedent(
+        """
+        from gluonbench.script.hooks import install
+        driver = install(None, None, None)
+        from mxnet import autograd, gluon, nd
+
+        class Doubling(gluon.data.DataLoader):  # its own __iter__ around the base's
+            def __iter__(self):
+                for x, y in super().__iter__():
+                    yield x * 2, y
+
+        class Own(gluon.data.DataLoader):  # its own __iter__, never the base's
+            def __iter__(self):
+                for indices in self._batch_sampler:
+                    yield self._batchify_fn([self._dataset[i] for i in indices])
+
+        data = gluon.data.ArrayDataset(nd.ones((64, 3)), nd.zeros((64,)))
+        net = gluon.nn.Dense(2)
+        net.initialize()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+        for cls in (Doubling, Own):
+            driver.training, driver.last_loader = None, None
+            done = []
+            driver.step_done = lambda seconds, samples, wait, batch: done.append(samples)
+            loader = cls(data, batch_size=8)
+            for x, y in loader:
+                assert float(x.sum().asscalar()) == (48 if cls is Doubling else 24)
+                with autograd.record():
+                    loss = net(x).sum()
+                loss.backward()
+                trainer.step(8)
+            # each batch handed out once through the hooks: 8 batches; the first update finds the loader, steps 2 to 7
+            # end at the next batch (the last ends with the epoch): 6 steps of 8 samples, none counted twice
+            assert driver.training == loader._gluonbench_index and done == [8] * 6, (cls, driver.training, done)
+        print("ok")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
 def test_sweep_runs_the_script_once_per_worker_count_into_a_sweep_run_folder(tmp_path, no_leaks):
     script = _script(tmp_path, SMALL)
     out = tmp_path / "out"

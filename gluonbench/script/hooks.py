@@ -12,6 +12,8 @@ Installed by :mod:`gluonbench.script.boot` before the script's first line (never
   batch kept from the start, in host memory (``cached_batch``: everything before the script's own copy to its
   contexts removed, the seed's probe); or, for ``loader_only``, it pulls the slice's batches from the loader
   back to back with no step between them, then hands the last one to the script.
+  A DataLoader subclass with its own ``__iter__`` has that one wrapped instead (at its first construction), so a
+  loader that never calls the base's iterator is hooked too, and one that does is fed through the hooks once.
 * ``Trainer.step`` / ``update`` / ``allreduce_grads`` mark the step boundary. The training loader is the first
   whose batches are followed by an update (or the one :data:`~gluonbench.script.channel.LOADER_ENV` names).
   A step runs from the first batch handed out after an update to the next such batch, so several batches
@@ -563,11 +565,35 @@ def install(
         self._gluonbench_index = index
         driver.loaders[index] = weakref.ref(self)  # never keeps a loader (its workers) alive
 
-    def iterate(self: Any) -> Feed:
-        return Feed(self, driver, real_iter(self))
+    def hook_iter(real: Any) -> Any:
+        """``real`` (DataLoader's or a subclass's own ``__iter__``) handing out through the driver; only the
+        outermost ``__iter__`` of the loader's class does, so a subclass that calls ``super().__iter__()`` is fed
+        once."""
 
-    init.__doc__, iterate.__doc__ = real_init.__doc__, real_iter.__doc__
-    loader_cls.__init__, loader_cls.__iter__ = init, iterate
+        def iterate(self: Any) -> Any:
+            if type(self).__iter__ is not iterate:  # an override of the subclass wraps this call
+                return real(self)
+            return Feed(self, driver, iter(real(self)))
+
+        iterate.__doc__, iterate.__name__ = real.__doc__, "__iter__"
+        iterate._gluonbench_hook = True  # type: ignore[attr-defined]
+        return iterate
+
+    def hook_subclass(cls: type) -> None:
+        """A DataLoader subclass with its own ``__iter__`` (defined after the hooks): wrap it as the base's is."""
+        owner = next(c for c in cls.__mro__ if "__iter__" in c.__dict__)
+        if owner is not loader_cls and not getattr(owner.__dict__["__iter__"], "_gluonbench_hook", False):
+            owner.__iter__ = hook_iter(owner.__dict__["__iter__"])
+
+    real_init_checked = init
+
+    def init_any(self: Any, *args: Any, **kwargs: Any) -> None:
+        if type(self) is not loader_cls:
+            hook_subclass(type(self))
+        real_init_checked(self, *args, **kwargs)
+
+    init_any.__doc__ = real_init.__doc__
+    loader_cls.__init__, loader_cls.__iter__ = init_any, hook_iter(real_iter)
 
     for name in ("step", "update", "allreduce_grads"):
         real = getattr(trainer_cls, name)
