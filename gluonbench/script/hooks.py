@@ -564,6 +564,8 @@ def install(
         real_init(self, *args, **kwargs)
         self._gluonbench_index = index
         driver.loaders[index] = weakref.ref(self)  # never keeps a loader (its workers) alive
+        if index <= ERROR_UPDATES:  # what the script reached, for the message of a start that times out
+            driver.send({"ev": "loader", "index": index})
 
     def hook_iter(real: Any) -> Any:
         """``real`` (DataLoader's or a subclass's own ``__iter__``) handing out through the driver; only the

@@ -194,6 +194,8 @@ class ScriptProcess:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     watchdog: subprocess.Popen | None = None
     shm_before: set[str] = field(default_factory=set)
+    loaders_made: int = 0
+    """DataLoaders the script made so far (``loader`` messages), for the message of a start that times out"""
 
     def start(self) -> None:
         self.folder = owned_tempdir("script")
@@ -258,6 +260,11 @@ class ScriptProcess:
         except OSError:
             return ""
         lines = [ln for ln in lines if ln]
+        if lines and lines[-1].startswith("EOFError"):
+            return (
+                f"; its output ended with: {lines[-1][:200]}: the script reads its standard input, which this mode "
+                "does not give it; pass what it asks for as arguments"
+            )
         return f"; its output ended with: {lines[-1][:300]}" if lines else "; it printed nothing"
 
     def stop(self) -> None:
@@ -341,10 +348,15 @@ def until_training(
         found = wait_for(proc, "training", start_timeout_s)
         return found, wait_for(proc, "ready", start_timeout_s) if ready else {}
     except TimeoutError:
+        made = (
+            f"made {proc.loaders_made} Gluon DataLoader(s) but no batch of one was followed by a gluon.Trainer update"
+            if proc.loaders_made
+            else "made no Gluon DataLoader (still importing, waiting, or feeding from something else)"
+        )
         raise ScriptEndedError(
-            f"the script showed no Gluon DataLoader batch followed by a gluon.Trainer update within "
-            f"{start_timeout_s:g} s: this mode needs a gluon.data.DataLoader feeding a gluon.Trainer (step, update "
-            "or allreduce_grads); if the script takes longer to reach training, raise --start-timeout"
+            f"the script {made} within {start_timeout_s:g} s: this mode needs a gluon.data.DataLoader feeding a "
+            "gluon.Trainer (step, update or allreduce_grads); if the script takes longer to reach training, raise "
+            "--start-timeout"
         ) from None
 
 
@@ -362,6 +374,8 @@ def wait_for(proc: ScriptProcess, kind: str, timeout: float) -> dict[str, Any]:
                 "this mode needs a gluon.data.DataLoader feeding a gluon.Trainer; diagnose such a pipeline with "
                 "--pipeline MODULE:FUNCTION"
             )
+        if message.get("ev") == "loader":
+            proc.loaders_made = max(proc.loaders_made, int(message.get("index") or 0))
         if message.get("ev") == kind:
             return message
 
