@@ -3,6 +3,7 @@ the scripts that cannot be run so: each one line, exit 2, within the start timeo
 
 from __future__ import annotations
 
+import json
 import time
 
 from conftest import assert_one_clear_line, run_cli
@@ -47,3 +48,21 @@ def test_sweep_of_a_script_that_ends_before_training_is_one_line_and_no_folder(t
     proc = run_cli("sweep", "--workers", "0", "--out", str(out), "--", "python", script, timeout=300)
     assert_one_clear_line(proc, "the script ended (exit code 0)", "nothing to train", plan=True)
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_profile_of_an_unmodified_script_records_its_steps_and_batch_waits(tmp_path, no_leaks):
+    from gluonbench.profiler.data import load
+
+    script = _script(tmp_path, SMALL)
+    out = tmp_path / "prof"
+    proc = run_cli("profile", "--out", str(out), "--", "python", script, "40", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (folder,) = out.iterdir()
+    assert folder.name.endswith("-profile-train")  # named by the script, not by the bootstrap it ran through
+    data = load(folder)
+    train = data.train_steps()
+    # 40 updates over 16 batches an epoch: each epoch's steps but its last (it ends at the epoch's end) and the first
+    assert len(train) >= 30 and all(s.wait_s is not None and s.dur_s > 0 for s in train), len(train)
+    assert sum(1 for e in data.events if e.get("name") == "DataLoader.next") >= 30
+    rules = {r["rule"]: r for r in json.loads((folder / "rules.json").read_text())}
+    assert rules["InputBound"]["applicable"] and rules["StepOutlier"]["applicable"]

@@ -14,6 +14,8 @@ from typing import Any
 
 FD_ENV = "GLUONBENCH_SCRIPT_FD"
 """the child's end of the socket pair (a file descriptor number)"""
+FLAGS = "modes"
+"""the shared file of loader modes in the run's folder: one byte per DataLoader (its number)"""
 DIR_ENV = "GLUONBENCH_SCRIPT_DIR"
 """the run's private folder: the loaders' mode flags (a file every loader worker maps)"""
 WORKERS_ENV = "GLUONBENCH_SCRIPT_WORKERS"

@@ -9,11 +9,14 @@ as the command runs go to ``say``; ``make_out`` is the API's check of the output
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.ranges import parse_int_list
+
+log = logging.getLogger(__name__)
 
 Say = Callable[[str], None]
 
@@ -111,3 +114,19 @@ def sweep_command(
     )
     text = head + to_markdown(result.summary) + f"results: {result.run_dir}\n"
     return text, 0 if all(not r.error for r in result.runs) else 1
+
+
+def profile_run_as(cmd: list[str]) -> list[str] | None:
+    """What ``gluonbench profile -- CMD`` starts for ``cmd``: when it is a Python interpreter running a script or a
+    module, and that interpreter imports gluonbench and mxnet, the same command through the script mode's bootstrap,
+    so the steps and batch waits of its training DataLoader are recorded with no change to the script; else None
+    (``cmd`` runs as it is: system metrics, and the framework events the script marks itself)."""
+    from gluonbench.script.run import check_interpreter, parse_command
+
+    try:
+        command = parse_command(cmd)
+        check_interpreter(command)
+    except GluonbenchError as exc:
+        log.info("profiling without the script hooks: %s", exc)
+        return None
+    return command.boot()

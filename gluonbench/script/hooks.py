@@ -39,6 +39,7 @@ from typing import Any
 
 from gluonbench._mx import gluon, nd
 from gluonbench.monitor import SystemMonitor
+from gluonbench.profiler import hooks as profiler_hooks
 from gluonbench.script.channel import Channel
 
 Dataset = gluon.data.Dataset
@@ -46,8 +47,6 @@ _LazyTransformDataset = gluon.data.dataset._LazyTransformDataset
 """what ``Dataset.transform()`` / ``transform_first()`` return: MXNet has no public name for it, and the probe that
 removes the transform alone must recognise it"""
 
-FLAGS = "modes"
-"""the shared file of loader modes in the run's folder: one byte per DataLoader (its number)"""
 SLOTS = 256
 DATASET_MODES = {"full": 0, "no_preprocess": 1, "no_read": 2, "cached_batch": 0, "loader_only": 0}
 CACHE_SAMPLES = 256
@@ -216,6 +215,8 @@ class Driver:
         self.systems: dict[str, dict[str, Any]] = {}
         self.monitor: SystemMonitor | None = None
         self.memory_due = 0.0
+        self.profiling = profiler_hooks.enabled()
+        """under ``gluonbench profile``: the training loader's waits and steps are written to the profile"""
 
     # -- the loaders ------------------------------------------------------------------------------------------
     def new_loader(self) -> int:
@@ -271,6 +272,8 @@ class Driver:
                 raise
             nd.waitall()
             fetch_s = perf_counter() - t0
+            if self.profiling:
+                profiler_hooks.mark_wait(t0, t0 + fetch_s)
         self.on_handout(batch, fetch_s, loader)
         return batch
 
@@ -355,7 +358,10 @@ class Driver:
         n = _samples(batch, self.batch_size(loader))
         self.train_samples += n
         if self.updated and self.t_boundary is not None:
-            self.step_done(perf_counter() - self.t_boundary, self.pending_samples, self.pending_wait + fetch_s, batch)
+            now = perf_counter()
+            if self.profiling:
+                profiler_hooks.mark_step(self.t_boundary, now, self.pending_wait + fetch_s)
+            self.step_done(now - self.t_boundary, self.pending_samples, self.pending_wait + fetch_s, batch)
         if self.updated or self.t_boundary is None:
             self.updated = False
             self.t_boundary = perf_counter()  # after step_done: its wait for the next round is not a step's

@@ -45,8 +45,8 @@ from gluonbench.scratch import (
     owned_tempdir,
     shm_entries,
 )
-from gluonbench.script.channel import DIR_ENV, FD_ENV, LOADER_ENV, TO_END_ENV, WORKERS_ENV, Channel
-from gluonbench.script.hooks import FLAGS, SLOTS
+from gluonbench.script.channel import DIR_ENV, FD_ENV, FLAGS, LOADER_ENV, TO_END_ENV, WORKERS_ENV, Channel
+from gluonbench.script.hooks import SLOTS
 
 log = logging.getLogger(__name__)
 
