@@ -199,7 +199,8 @@ def _start_folder(
 ) -> RunStore:
     """The sweep's run folder, its settings naming the script's command (its identity), before the first run."""
     info = found.get("loader") or {}
-    label = "".join(c if c.isalnum() or c in "-_" else "-" for c in Path(command.name).stem)[:48] or "script"
+    base = command.name if command.module else Path(command.name).stem  # a module's dots are not a suffix
+    label = "".join(c if c.isalnum() or c in "-_" else "-" for c in base)[:48] or "script"
     store = RunStore(new_run_dir(out, name or f"sweep-script-{label}"))
     contexts = found.get("contexts") or []
     settings = {
