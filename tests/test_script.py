@@ -408,6 +408,7 @@ def test_sweep_runs_the_script_once_per_worker_count_into_a_sweep_run_folder(tmp
     records = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
     assert [r["spec"]["workers"] for r in records] == [0, 1]
     assert all(r["kind"] == "run" and r["status"] == "ok" and r["extra"]["steps"] == 5 for r in records)
+    assert all(r["system"]["peak_mem_bytes"] > 0 for r in records)  # the script's process tree, over its run
     settings = json.loads((run_dir / "sweep.json").read_text())["settings"]
     assert settings["pipeline"] == f"python {script}" and settings["workload"] == "script train.py"
     summary = json.loads((run_dir / "summary.json").read_text())

@@ -31,6 +31,7 @@ from typing import Any
 
 from gluonbench.env import command_line, environment, utc_now
 from gluonbench.errors import GluonbenchError
+from gluonbench.monitor import SystemMonitor
 from gluonbench.report.store import RunStore, new_run_dir
 from gluonbench.rundir import load
 from gluonbench.script.run import ScriptCommand, ScriptEndedError, ScriptProcess, check_inputs, until_training, wait_for
@@ -57,6 +58,8 @@ class ScriptRun:
     """with ``to_end``: the rate of the steps themselves (epoch ends, worker start-up and evaluation left out)"""
     epochs: int | None = None
     wall_s: float = 0.0
+    system: dict[str, Any] = field(default_factory=dict)
+    """psutil's summary of the script's process tree over the run (peak memory, CPU use)"""
     error: str | None = None
     started_utc: str = ""
     finished_utc: str = ""
@@ -91,6 +94,7 @@ class ScriptRun:
             "steady": steady if not self.error else {},
             "extra": {"steps": self.steps, **({"epochs": self.epochs} if self.epochs is not None else {})},
             "wall_s": self.wall_s,
+            "system": self.system or None,
             "env": env,
             "command": command,
             "started_utc": self.started_utc,
@@ -238,6 +242,10 @@ def _one_run(
     started, t0 = utc_now(), time.monotonic()
     proc = ScriptProcess(command, loader=index, workers=(index, w), to_end=to_end)
     proc.start()
+    assert proc.proc is not None
+    # the script's process tree (its loader workers included) over the whole run: peak memory and CPU use
+    monitor = SystemMonitor(pid=proc.proc.pid, interval=1.0).start()
+    system: dict[str, Any] = {}
     try:
         if to_end:
             message = _until_end(proc, timeout_s, w)
@@ -251,6 +259,10 @@ def _one_run(
     except ScriptEndedError as exc:
         message = {"error": str(exc)}
     finally:
+        try:
+            system = monitor.stop().to_dict()
+        except Exception as exc:  # the process may be gone: the figures are extras, never the run's failure
+            log.info("no system figures for the run at %d worker(s): %r", w, exc)
         proc.stop()
     run = ScriptRun(
         workers=w,
@@ -263,6 +275,7 @@ def _one_run(
         epochs=int(message["epochs"]) if message.get("epochs") is not None else None,
         wall_s=time.monotonic() - t0,
         error=message.get("error"),
+        system=system,
         started_utc=started,
         finished_utc=utc_now(),
     )
