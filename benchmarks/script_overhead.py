@@ -45,8 +45,8 @@ from pathlib import Path
 
 from gluonbench.analysis.stats import median_ci
 from gluonbench.report.store import atomic_write_text
-from gluonbench.script.channel import DIR_ENV
-from gluonbench.script.hooks import FLAGS, SLOTS
+from gluonbench.script.channel import DIR_ENV, FLAGS
+from gluonbench.script.hooks import SLOTS
 
 TARGET = 1.01
 SCRIPT = Path(__file__).with_name("_timed_seed_mnist.py")

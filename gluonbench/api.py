@@ -652,21 +652,13 @@ def diagnose_script(
     return store.path, d
 
 
-def sweep_script(
-    cmd: list[str],
-    workers: list[int],
-    max_batches: int = 100,
-    *,
-    loader: int | None = None,
-    start_timeout_s: float = 120.0,
-    on_run: Callable[[Any], None] | None = None,
-) -> Any:
+def sweep_script(cmd: list[str], workers: list[int], max_batches: int = 100, **kwargs: Any) -> Any:
     """The user's training command once per worker count, a fresh process each, its training DataLoader made with
-    that ``num_workers`` (``gluonbench sweep -- python train.py ARGS``); see
-    :func:`gluonbench.script.sweep.sweep_script`."""
+    that ``num_workers`` (``gluonbench sweep -- python train.py ARGS``); with ``out=`` a sweep run folder. See
+    :func:`gluonbench.script.sweep.sweep_script` for the options."""
     from gluonbench.script.sweep import sweep_script as run_sweep
 
-    return run_sweep(cmd, workers, max_batches, loader=loader, start_timeout_s=start_timeout_s, on_run=on_run)
+    return run_sweep(cmd, workers, max_batches, **kwargs)
 
 
 # -- input modes (gluonbench io) ----------------------------------------------------------------

@@ -349,12 +349,87 @@ def test_the_hooks_set_one_loaders_workers_and_count_accumulated_batches_as_one_
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
-def test_sweep_runs_the_script_once_per_worker_count(tmp_path, no_leaks):
+def test_a_dataloader_subclass_that_overrides_iter_is_still_hooked():
+    code = textwrap.dedent(
+        """
+        from gluonbench.script.hooks import install
+        driver = install(None, None, None)
+        from mxnet import autograd, gluon, nd
+
+        class Doubling(gluon.data.DataLoader):  # its own __iter__ around the base's
+            def __iter__(self):
+                for x, y in super().__iter__():
+                    yield x * 2, y
+
+        class Own(gluon.data.DataLoader):  # its own __iter__, never the base's
+            def __iter__(self):
+                for indices in self._batch_sampler:
+                    yield self._batchify_fn([self._dataset[i] for i in indices])
+
+        data = gluon.data.ArrayDataset(nd.ones((64, 3)), nd.zeros((64,)))
+        net = gluon.nn.Dense(2)
+        net.initialize()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+        for cls in (Doubling, Own):
+            driver.training, driver.last_loader = None, None
+            done = []
+            driver.step_done = lambda seconds, samples, wait, batch: done.append(samples)
+            loader = cls(data, batch_size=8)
+            for x, y in loader:
+                assert float(x.sum().asscalar()) == (48 if cls is Doubling else 24)
+                with autograd.record():
+                    loss = net(x).sum()
+                loss.backward()
+                trainer.step(8)
+            # each batch handed out once through the hooks: 8 batches; the first update finds the loader, steps 2 to 7
+            # end at the next batch (the last ends with the epoch): 6 steps of 8 samples, none counted twice
+            assert driver.training == loader._gluonbench_index and done == [8] * 6, (cls, driver.training, done)
+        print("ok")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_sweep_runs_the_script_once_per_worker_count_into_a_sweep_run_folder(tmp_path, no_leaks):
     script = _script(tmp_path, SMALL)
-    proc = run_cli("sweep", "--workers", "0,1", "--max-batches", "5", "--", "python", script, timeout=600)
+    out = tmp_path / "out"
+    proc = run_cli(
+        "sweep", "--workers", "0,1", "--max-batches", "5", "--out", str(out), "--", "python", script, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert "DataLoader #1 of the script (ArrayDataset, batch size 32)" in proc.stdout
-    rows = [line for line in proc.stdout.splitlines() if line.startswith(("| 0", "| 1"))]
-    assert len(rows) == 2 and all(line.endswith("| 5 |") for line in rows), proc.stdout
-    assert "fastest:" in proc.stdout
+    assert "DataLoader #1 of the script (ArrayDataset, batch size 32, 5 training steps a run)" in proc.stdout
+    (run_dir,) = out.iterdir()
+    assert run_dir.name.endswith("-sweep-script-train")
+    assert {"runs.jsonl", "summary.json", "summary.md", "sweep.png", "sweep.json"} <= {
+        p.name for p in run_dir.iterdir()
+    }
+    records = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+    assert [r["spec"]["workers"] for r in records] == [0, 1]
+    assert all(r["kind"] == "run" and r["status"] == "ok" and r["extra"]["steps"] == 5 for r in records)
+    assert all(r["system"]["peak_mem_bytes"] > 0 for r in records)  # the script's process tree, over its run
+    settings = json.loads((run_dir / "sweep.json").read_text())["settings"]
+    assert settings["pipeline"] == f"python {script}" and settings["workload"] == "script train.py"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert [row["workers"] for row in summary["rows"]] == [0, 1]
+    assert str(run_dir) in proc.stdout
+
+
+def test_sweep_to_end_runs_the_script_to_its_end_and_records_a_failed_run(tmp_path, no_leaks):
+    script = _script(tmp_path, SMALL)
+    out = tmp_path / "out"
+    proc = run_cli("sweep", "--workers", "0", "--to-end", "--out", str(out), "--", "python", script, "40", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = out.iterdir()
+    (record,) = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+    # 40 updates over 16 batches an epoch: three epochs, every step counted, the train duration measured
+    assert record["extra"] == {"steps": 40, "epochs": 3} and record["train_s"] > 0, record
+    assert record["samples_per_s"] == pytest.approx(40 * 32 / record["train_s"])
+    failed = run_cli(
+        "sweep", "--workers", "0", "--to-end", "--out", str(out), "--", "python", script, "40", "fail", timeout=600
+    )
+    assert failed.returncode == 1, failed.stderr
+    assert "the script ended (exit code 1)" in failed.stdout and "ValueError" in failed.stdout
+    both = run_cli("sweep", "--to-end", "--max-batches", "5", "--", "python", script)
+    assert_one_clear_line(both, "--to-end and --max-batches exclude each other")

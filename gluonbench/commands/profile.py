@@ -110,7 +110,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    result = run_command(cmd, settings)
+    from gluonbench.script.commands import profile_run_as
+
+    result = run_command(cmd, settings, run_as=None if args.pipeline else profile_run_as(cmd))
     print_rules(result.rules)
     if result.interrupted:
         print(f"gluonbench: interrupted; the profile so far is kept: {result.profile_dir}", file=sys.stderr)

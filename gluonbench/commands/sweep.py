@@ -28,7 +28,6 @@ from gluonbench.commands.options import (
     synthetic_options,
     vision_options,
 )
-from gluonbench.errors import GluonbenchError
 from gluonbench.knobs import KNOBS
 
 SWEEP_EXAMPLES = """examples:
@@ -74,6 +73,9 @@ def add(sub: Any) -> None:
     p.add_argument("--epochs", type=int, help="epochs per run (default 1)")
     p.add_argument("--max-batches", type=int, help="cap on training (and eval) batches per run, for quick looks")
     add_knob(p, "batch_size", pipeline_default=True)
+    p.add_argument(
+        "--to-end", action="store_true", help="with -- CMD: run the script to its end each time (its train duration)"
+    )
     p.add_argument("--eval-workers", type=int, help="fix the eval loader's workers (default: same as training)")
     add_ctx(p, shown="cpu", note="; cpu:N is another CPU device")
     add_knob(p, "thread_pool", unset=True)
@@ -288,49 +290,15 @@ def _sweep_plan(settings: Any, resume: str | None) -> str:
     )
 
 
-SWEEP_SCRIPT_FLAGS = ("workload", "data_dir", "batch_size", "epochs", "repeat", "ctx", "pipeline", "resume", "config")
-
-
 def _sweep_script(args: argparse.Namespace, cmd: list[str]) -> int:
     """``gluonbench sweep --workers 0,2 -- python train.py ARGS``: the script once per worker count."""
     from gluonbench import api
-    from gluonbench.ranges import parse_int_list
+    from gluonbench.script.commands import sweep_command
 
-    given = [k for k in SWEEP_SCRIPT_FLAGS if getattr(args, k, None)]
-    if given or args.diagnose:
-        flag = (
-            "--dataset" if given[:1] == ["workload"] else "--" + (given[0] if given else "diagnose").replace("_", "-")
-        )
-        raise GluonbenchError(
-            f"{flag} does not apply to a training command: the script runs as written, with only its training "
-            "DataLoader's num_workers set per run; pass --workers and --max-batches (or change the script's arguments)"
-        )
-    workers = parse_int_list(args.workers or "0..8")
-    max_batches = args.max_batches or 100
-    api.check_script(cmd, 60.0, None, args.loader, args.start_timeout_s)  # bad input: before the first line
-    print(
-        f"sweep: running {' '.join(cmd)} at {', '.join(map(str, workers))} worker(s), a fresh process each, its "
-        f"training DataLoader's num_workers set; {max_batches} of its training steps timed per run after warm-up",
-        file=sys.stderr,
-        flush=True,
-    )
+    text, rc = sweep_command(args, cmd, _say, api.make_out)
+    print(text, end="")
+    return rc
 
-    def on_run(run: Any) -> None:
-        print(f"sweep: {run.workers} worker(s): {run.samples_per_s:.1f} samples/s", file=sys.stderr, flush=True)
 
-    result = api.sweep_script(
-        cmd, workers, max_batches, loader=args.loader, start_timeout_s=args.start_timeout_s, on_run=on_run
-    )
-    info = result.loader_info
-    print(
-        f"# gluonbench sweep: {' '.join(cmd)}\n\nDataLoader #{result.loader} of the script ({info.get('dataset')}, "
-        f"batch size {info.get('batch_size')}), {max_batches} training steps a run\n"
-    )
-    best = result.best
-    print("| workers | samples/s | step (ms) | steps |\n|---:|---:|---:|---:|")
-    for r in result.runs:
-        star = " *" if r is best else ""
-        print(f"| {r.workers}{star} | {r.samples_per_s:.1f} | {r.step_s * 1000:.1f} | {r.steps} |")
-    if best is not None:
-        print(f"\nfastest: {best.workers} worker(s) (*): DataLoader(..., num_workers={best.workers})")
-    return 0
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

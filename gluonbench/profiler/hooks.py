@@ -156,6 +156,9 @@ class _Recorder:
 
 
 _recorder: _Recorder | bool | None = None
+_script_marks = False
+"""set once the script calls :func:`step` or :func:`wrap` itself: the script mode's hooks (:func:`mark_step`,
+:func:`mark_wait`) then add nothing, so no step is recorded twice"""
 """None: not looked up yet; False: no profile (hooks are no-ops); else the active recorder."""
 
 
@@ -247,6 +250,8 @@ def step(sync: bool | None = None) -> Any:
     The sync point is what the seed's loop does before each step anyway; it removes the overlap of one
     step's compute with the next batch's loading, so turn it off to profile a loop that relies on it.
     """
+    global _script_marks
+    _script_marks = True
     r = _recorder if _recorder is not None else _active()
     if not r:
         return _NULL
@@ -333,5 +338,33 @@ class _Wrapped:
 
 def wrap(loader: Iterable) -> Iterable:
     """Time the wait for each batch of ``loader``; the loader itself when no profile is active."""
+    global _script_marks
+    _script_marks = True
     r = _active()
     return _Wrapped(loader, r) if r is not None else loader
+
+
+def mark_step(t0: float, t1: float, wait_s: float, synced: bool = True) -> None:
+    """One training step from ``t0`` to ``t1`` (``perf_counter`` times) with ``wait_s`` of it spent waiting for its
+    batch, as :func:`step` records it: how ``gluonbench profile -- python train.py`` marks the steps of an
+    unmodified script (its DataLoader and Trainer hooked, :mod:`gluonbench.script.hooks`). Nothing when no profile
+    is active or the script marks its own steps."""
+    r = _recorder if _recorder is not None else _active()
+    if not r or _script_marks:
+        return
+    r.add(
+        "Step:ModeKeys." + r.phase,
+        "step",
+        t0,
+        t1,
+        {"step_num": r.step_num, "data_wait_us": round(wait_s * 1e6, 1), "epoch": r.epoch, "synced": synced},
+    )
+    r.step_num += 1
+
+
+def mark_wait(t0: float, t1: float) -> None:
+    """One wait for a batch from ``t0`` to ``t1``, as :func:`wrap` records it (see :func:`mark_step`)."""
+    r = _recorder if _recorder is not None else _active()
+    if not r or _script_marks:
+        return
+    r.add("DataLoader.next", "dataloader", t0, t1, {"step_num": r.step_num})

@@ -292,8 +292,11 @@ def start_watchdog(pid: int, token: str, since: float) -> subprocess.Popen:
     )
 
 
-def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
-    """Profile ``cmd`` until it exits; return its exit code (128+N for signal N) with the profile."""
+def run_command(cmd: list[str], settings: ProfileSettings, run_as: list[str] | None = None) -> ProfileResult:
+    """Profile ``cmd`` until it exits; return its exit code (128+N for signal N) with the profile.
+
+    ``run_as``: the command actually started in its place (the same program through a bootstrap, such as the
+    script mode's hooks); the profile's name and record keep ``cmd``."""
     check_command(cmd)
     prof = Profiler(settings, _default_name(cmd))
     token = uuid.uuid4().hex  # marks the program's whole tree, also what leaves its group with setsid()
@@ -301,7 +304,7 @@ def run_command(cmd: list[str], settings: ProfileSettings) -> ProfileResult:
     shm_before = shm_entries()
     since = time.time() - 1.0  # a segment older than the run is not the program's (a reused pid's); 1 s for clocks
     try:
-        child = subprocess.Popen(cmd, env=env, start_new_session=True)
+        child = subprocess.Popen(run_as or cmd, env=env, start_new_session=True)
     except OSError as exc:
         raise GluonbenchError(f"cannot start {cmd[0]}: {exc.strerror}") from exc
     watchdog = start_watchdog(child.pid, token, since)

@@ -89,9 +89,15 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
         f"- Settings: batch size {s.get('batch_size')}, epochs {s.get('epochs')}, "
         f"max batches {s.get('max_batches') or 'all'}, repeats {s.get('repeat')}, thread pool {s.get('thread_pool')}",
         "",
-        "Medians over repeats; min-max in brackets when repeated. *samples/s* is training samples over the "
-        "seed's train duration (worker start-up included); *steady* leaves out the first step; "
-        "*input wait* is the share of steady step time spent waiting for the next batch.",
+        "Medians over repeats; min-max in brackets when repeated. "
+        + (
+            "*samples/s* is training samples over the time of the script's timed training steps (after its "
+            "warm-up; epoch ends and evaluation left out); *train duration* is that time; "
+            if s.get("script") and not s.get("to_end")
+            else "*samples/s* is training samples over the seed's train duration (worker start-up included); "
+            "*steady* leaves out the first step; "
+        )
+        + "*input wait* is the share of steady step time spent waiting for the next batch.",
         "",
     ]
     main = Table(

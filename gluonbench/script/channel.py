@@ -14,10 +14,14 @@ from typing import Any
 
 FD_ENV = "GLUONBENCH_SCRIPT_FD"
 """the child's end of the socket pair (a file descriptor number)"""
+FLAGS = "modes"
+"""the shared file of loader modes in the run's folder: one byte per DataLoader (its number)"""
 DIR_ENV = "GLUONBENCH_SCRIPT_DIR"
 """the run's private folder: the loaders' mode flags (a file every loader worker maps)"""
 WORKERS_ENV = "GLUONBENCH_SCRIPT_WORKERS"
 """``N:W``: the N-th DataLoader the script makes is made with ``num_workers=W`` (gluonbench sweep -- CMD)"""
+TO_END_ENV = "GLUONBENCH_SCRIPT_TO_END"
+"""``1``: count every training step and send the run's totals when the script ends (gluonbench sweep --to-end)"""
 LOADER_ENV = "GLUONBENCH_SCRIPT_LOADER"
 """which DataLoader to diagnose (1 = the first one made), empty for the first followed by updates"""
 

@@ -12,6 +12,8 @@ Installed by :mod:`gluonbench.script.boot` before the script's first line (never
   batch kept from the start, in host memory (``cached_batch``: everything before the script's own copy to its
   contexts removed, the seed's probe); or, for ``loader_only``, it pulls the slice's batches from the loader
   back to back with no step between them, then hands the last one to the script.
+  A DataLoader subclass with its own ``__iter__`` has that one wrapped instead (at its first construction), so a
+  loader that never calls the base's iterator is hooked too, and one that does is fed through the hooks once.
 * ``Trainer.step`` / ``update`` / ``allreduce_grads`` mark the step boundary. The training loader is the first
   whose batches are followed by an update (or the one :data:`~gluonbench.script.channel.LOADER_ENV` names).
   A step runs from the first batch handed out after an update to the next such batch, so several batches
@@ -37,6 +39,7 @@ from typing import Any
 
 from gluonbench._mx import gluon, nd
 from gluonbench.monitor import SystemMonitor
+from gluonbench.profiler import hooks as profiler_hooks
 from gluonbench.script.channel import Channel
 
 Dataset = gluon.data.Dataset
@@ -44,8 +47,6 @@ _LazyTransformDataset = gluon.data.dataset._LazyTransformDataset
 """what ``Dataset.transform()`` / ``transform_first()`` return: MXNet has no public name for it, and the probe that
 removes the transform alone must recognise it"""
 
-FLAGS = "modes"
-"""the shared file of loader modes in the run's folder: one byte per DataLoader (its number)"""
 SLOTS = 256
 DATASET_MODES = {"full": 0, "no_preprocess": 1, "no_read": 2, "cached_batch": 0, "loader_only": 0}
 CACHE_SAMPLES = 256
@@ -56,6 +57,8 @@ WARMUP_S = 1.0
 first rounds ran slower than the later ones with three steps alone: allocation, the first epoch's caches)"""
 ERROR_UPDATES = 3
 """Trainer updates with no Gluon DataLoader batch before them: the script feeds from something else"""
+COUNT_BLOCK = 10
+"""steps per block of a counted run (a sweep's): the spread of the blocks' samples/s is the run's own noise"""
 
 
 def _nbytes(item: Any) -> int:
@@ -164,11 +167,16 @@ class Slice:
     blocks: list[list[tuple[float, int, float]]] = field(default_factory=list)
 
 
+def new_count() -> dict[str, Any]:
+    """The totals of a counted run: seconds, samples, steps, input wait, and finished blocks of steps."""
+    return {"seconds": 0.0, "samples": 0, "steps": 0, "wait": 0.0, "blocks": [], "block": [0.0, 0, 0]}
+
+
 class Driver:
     """The state of the hooks in the script's process: the loaders seen, the training one, the schedule."""
 
-    def __init__(self, channel: Channel | None, flags: str | None, wanted: int | None) -> None:
-        self.channel, self.flags_path, self.wanted = channel, flags, wanted
+    def __init__(self, channel: Channel | None, flags: str | None, wanted: int | None, to_end: bool = False) -> None:
+        self.channel, self.flags_path, self.wanted, self.to_end = channel, flags, wanted, to_end
         self.flags: mmap.mmap | None = None
         if flags is not None:
             with open(flags, "r+b") as f:
@@ -191,12 +199,24 @@ class Driver:
         self.round = 0
         self.deadline = 0.0
         self.count_left = 0
-        self.counted: list[float] = [0.0, 0, 0]
+        self.counted: dict[str, Any] = {}
+        # the whole run (a sweep to the script's end): from the training loader's first iter() to its last update,
+        # less the time from another loader's first batch (an evaluation pass) to the next training batch
+        self.iter_t: dict[int, float] = {}
+        self.last_update_t: float | None = None
+        self.eval_since: float | None = None
+        self.eval_s = 0.0
+        self.train_samples = 0
+        self.last_samples = 0
+        self.updates = 0
+        self.epochs = 0
         self.slice: Slice | None = None
         self.results: dict[str, list[list[tuple[float, int, float]]]] = {}
         self.systems: dict[str, dict[str, Any]] = {}
         self.monitor: SystemMonitor | None = None
         self.memory_due = 0.0
+        self.profiling = profiler_hooks.enabled()
+        """under ``gluonbench profile``: the training loader's waits and steps are written to the profile"""
 
     # -- the loaders ------------------------------------------------------------------------------------------
     def new_loader(self) -> int:
@@ -223,10 +243,15 @@ class Driver:
         if self.training is None or feed.index != self.training:
             if self.training is not None:
                 self.break_step()  # an evaluation loader's batch: the step in progress is not counted
+                if self.eval_since is None:
+                    self.eval_since = perf_counter()
             batch = next(feed.real)
             self.last_loader = feed.index
+            if self.training is None:
+                self.last_samples = _samples(batch, self.batch_size(feed.loader))
             return batch
         loader = feed.loader
+        self.end_eval()
         if self.mode == "cached_batch" and self.cached is not None:
             t0 = perf_counter()
             batch = self.cached
@@ -247,6 +272,8 @@ class Driver:
                 raise
             nd.waitall()
             fetch_s = perf_counter() - t0
+            if self.profiling:
+                profiler_hooks.mark_wait(t0, t0 + fetch_s)
         self.on_handout(batch, fetch_s, loader)
         return batch
 
@@ -284,8 +311,16 @@ class Driver:
     def batch_size(self, loader: Any) -> int:
         return int(getattr(getattr(loader, "_batch_sampler", None), "_batch_size", 0) or 1)
 
+    def end_eval(self) -> None:
+        if self.eval_since is not None:
+            self.eval_s += perf_counter() - self.eval_since
+            self.eval_since = None
+
     def epoch_start(self, feed: Feed) -> None:
+        self.iter_t.setdefault(feed.index, perf_counter())
         if self.training is not None and feed.index == self.training:
+            self.end_eval()
+            self.epochs += 1
             self.break_step()
             if self.slice is not None:
                 self.slice.skip = self.slice.skip0  # a new epoch's workers start with an empty queue
@@ -299,11 +334,19 @@ class Driver:
                     self.send({"ev": "error", "what": "no_loader"})
             elif self.wanted is None or self.last_loader == self.wanted:
                 self.identify(self.last_loader, trainer)
+        if self.training is not None and self.last_loader == self.training:
+            self.updates += 1
+            self.last_update_t = perf_counter()
         self.updated = True
 
     def identify(self, index: int, trainer: Any) -> None:
         self.training = index
         self.phase = "warmup"
+        self.epochs = 1
+        self.train_samples = self.last_samples  # the batch of the update that identified it
+        if self.to_end:  # every step of the run is counted as it comes; the totals are sent when the script ends
+            self.phase, self.count_left = "count", -1
+            self.counted = new_count()
         self.break_step()
         self.contexts = sorted({str(c) for c in getattr(trainer, "_contexts", []) or []})
         ref = self.loaders.get(index)
@@ -313,8 +356,12 @@ class Driver:
 
     def on_handout(self, batch: Any, fetch_s: float, loader: Any) -> None:
         n = _samples(batch, self.batch_size(loader))
+        self.train_samples += n
         if self.updated and self.t_boundary is not None:
-            self.step_done(perf_counter() - self.t_boundary, self.pending_samples, self.pending_wait + fetch_s, batch)
+            now = perf_counter()
+            if self.profiling:
+                profiler_hooks.mark_step(self.t_boundary, now, self.pending_wait + fetch_s)
+            self.step_done(now - self.t_boundary, self.pending_samples, self.pending_wait + fetch_s, batch)
         if self.updated or self.t_boundary is None:
             self.updated = False
             self.t_boundary = perf_counter()  # after step_done: its wait for the next round is not a step's
@@ -351,12 +398,11 @@ class Driver:
                 self.await_round()
             return
         if self.phase == "count":
-            self.counted = [self.counted[0] + seconds, self.counted[1] + samples, self.counted[2] + 1]
+            self.add_count(seconds, samples, wait)
             self.count_left -= 1
-            if self.count_left <= 0:
+            if self.count_left == 0:
                 self.phase = "wait"
-                seconds_, samples_, steps = self.counted
-                self.send({"ev": "count", "seconds": seconds_, "samples": samples_, "steps": steps})
+                self.send(self.count_message())
                 self.await_round()
             return
         s = self.slice
@@ -374,6 +420,43 @@ class Driver:
             if perf_counter() - s.t0 >= s.round_s:
                 self.next_slice()
 
+    def add_count(self, seconds: float, samples: int, wait: float) -> None:
+        """One counted step (a sweep's run): the totals, and blocks of :data:`COUNT_BLOCK` steps."""
+        c = self.counted
+        c["seconds"] += seconds
+        c["samples"] += samples
+        c["steps"] += 1
+        c["wait"] += min(wait, seconds)
+        block = c["block"]
+        block[0], block[1], block[2] = block[0] + seconds, block[1] + samples, block[2] + 1
+        if block[2] >= COUNT_BLOCK:
+            c["blocks"].append([block[0], block[1]])
+            c["block"] = [0.0, 0, 0]
+
+    def count_message(self) -> dict[str, Any]:
+        c = self.counted
+        return {"ev": "count", **{k: c[k] for k in ("seconds", "samples", "steps", "wait", "blocks")}}
+
+    def finish(self) -> None:
+        """The script ended by itself: with ``to_end``, the whole run's training figures (``end``)."""
+        if not self.to_end or self.training is None:
+            return
+        t0 = self.iter_t.get(self.training)
+        train_s = (self.last_update_t - t0 - self.eval_s) if t0 is not None and self.last_update_t else 0.0
+        message = self.count_message() if self.counted else {}
+        message.update(
+            ev="end",
+            train_s=max(train_s, 0.0),
+            eval_s=self.eval_s,
+            train_samples=self.train_samples,
+            updates=self.updates,
+            epochs=self.epochs,
+        )
+        try:
+            self.send(message)
+        except OSError:  # gluonbench is gone: nobody to tell
+            pass
+
     # -- the schedule -----------------------------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:
         if self.channel is not None:
@@ -386,7 +469,7 @@ class Driver:
         message = self.channel.recv()
         if message is not None and message.get("op") == "count":  # a sweep run: time the next N steps as they are
             self.phase, self.count_left = "count", int(message["steps"])
-            self.counted = [0.0, 0, 0]
+            self.counted = new_count()
             return
         if message is None or message.get("op") != "round":
             os._exit(0)  # the parent stops the run: it ends the process group and cleans up after it
@@ -455,14 +538,19 @@ NUM_WORKERS_AT = 7
 
 
 def install(
-    channel: Channel | None, flags: str | None, wanted: int | None, workers: tuple[int, int] | None = None
+    channel: Channel | None,
+    flags: str | None,
+    wanted: int | None,
+    workers: tuple[int, int] | None = None,
+    to_end: bool = False,
 ) -> Driver:
     """Patch ``gluon.data.DataLoader`` and ``gluon.Trainer`` in this process; the driver that the hooks report to.
 
     ``workers``: ``(N, W)`` makes the N-th DataLoader with ``num_workers=W``, as if the script said so (MXNet
-    then picks its batchify and prefetch defaults for W itself).
+    then picks its batchify and prefetch defaults for W itself). ``to_end``: every training step is counted and
+    the run's totals are sent when the script ends (:meth:`Driver.finish`), nothing is swapped or waited for.
     """
-    driver = Driver(channel, flags, wanted)
+    driver = Driver(channel, flags, wanted, to_end)
     loader_cls = gluon.data.DataLoader
     trainer_cls = gluon.Trainer
     real_init, real_iter = loader_cls.__init__, loader_cls.__iter__
@@ -482,12 +570,38 @@ def install(
         real_init(self, *args, **kwargs)
         self._gluonbench_index = index
         driver.loaders[index] = weakref.ref(self)  # never keeps a loader (its workers) alive
+        if index <= ERROR_UPDATES:  # what the script reached, for the message of a start that times out
+            driver.send({"ev": "loader", "index": index})
 
-    def iterate(self: Any) -> Feed:
-        return Feed(self, driver, real_iter(self))
+    def hook_iter(real: Any) -> Any:
+        """``real`` (DataLoader's or a subclass's own ``__iter__``) handing out through the driver; only the
+        outermost ``__iter__`` of the loader's class does, so a subclass that calls ``super().__iter__()`` is fed
+        once."""
 
-    init.__doc__, iterate.__doc__ = real_init.__doc__, real_iter.__doc__
-    loader_cls.__init__, loader_cls.__iter__ = init, iterate
+        def iterate(self: Any) -> Any:
+            if type(self).__iter__ is not iterate:  # an override of the subclass wraps this call
+                return real(self)
+            return Feed(self, driver, iter(real(self)))
+
+        iterate.__doc__, iterate.__name__ = real.__doc__, "__iter__"
+        iterate._gluonbench_hook = True  # type: ignore[attr-defined]
+        return iterate
+
+    def hook_subclass(cls: type) -> None:
+        """A DataLoader subclass with its own ``__iter__`` (defined after the hooks): wrap it as the base's is."""
+        owner = next(c for c in cls.__mro__ if "__iter__" in c.__dict__)
+        if owner is not loader_cls and not getattr(owner.__dict__["__iter__"], "_gluonbench_hook", False):
+            owner.__iter__ = hook_iter(owner.__dict__["__iter__"])
+
+    real_init_checked = init
+
+    def init_any(self: Any, *args: Any, **kwargs: Any) -> None:
+        if type(self) is not loader_cls:
+            hook_subclass(type(self))
+        real_init_checked(self, *args, **kwargs)
+
+    init_any.__doc__ = real_init.__doc__
+    loader_cls.__init__, loader_cls.__iter__ = init_any, hook_iter(real_iter)
 
     for name in ("step", "update", "allreduce_grads"):
         real = getattr(trainer_cls, name)

@@ -45,8 +45,8 @@ from gluonbench.scratch import (
     owned_tempdir,
     shm_entries,
 )
-from gluonbench.script.channel import DIR_ENV, FD_ENV, LOADER_ENV, WORKERS_ENV, Channel
-from gluonbench.script.hooks import FLAGS, SLOTS
+from gluonbench.script.channel import DIR_ENV, FD_ENV, FLAGS, LOADER_ENV, TO_END_ENV, WORKERS_ENV, Channel
+from gluonbench.script.hooks import SLOTS
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +185,8 @@ class ScriptProcess:
     loader: int | None = None
     workers: tuple[int, int] | None = None
     """``(N, W)``: the N-th DataLoader the script makes gets ``num_workers=W``"""
+    to_end: bool = False
+    """count every training step and report the run's figures when the script ends by itself"""
     proc: subprocess.Popen | None = None
     channel: Channel | None = None
     folder: Path | None = None
@@ -192,6 +194,8 @@ class ScriptProcess:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     watchdog: subprocess.Popen | None = None
     shm_before: set[str] = field(default_factory=set)
+    loaders_made: int = 0
+    """DataLoaders the script made so far (``loader`` messages), for the message of a start that times out"""
 
     def start(self) -> None:
         self.folder = owned_tempdir("script")
@@ -205,6 +209,7 @@ class ScriptProcess:
                 DIR_ENV: str(self.folder),
                 LOADER_ENV: "" if self.loader is None else str(self.loader),
                 WORKERS_ENV: "" if self.workers is None else f"{self.workers[0]}:{self.workers[1]}",
+                TO_END_ENV: "1" if self.to_end else "",
                 MARKER_ENV: self.token,
                 "PYTHONUNBUFFERED": "1",
             },
@@ -255,6 +260,11 @@ class ScriptProcess:
         except OSError:
             return ""
         lines = [ln for ln in lines if ln]
+        if lines and lines[-1].startswith("EOFError"):
+            return (
+                f"; its output ended with: {lines[-1][:200]}: the script reads its standard input, which this mode "
+                "does not give it; pass what it asks for as arguments"
+            )
         return f"; its output ended with: {lines[-1][:300]}" if lines else "; it printed nothing"
 
     def stop(self) -> None:
@@ -330,15 +340,23 @@ def _take(rec: Record, blocks: list[list[list[float]]], number: int) -> None:
     rec.rounds += 1
 
 
-def until_training(proc: ScriptProcess, start_timeout_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Wait for the started script's training loader (``training``) and its warm-up steps (``ready``)."""
+def until_training(
+    proc: ScriptProcess, start_timeout_s: float, ready: bool = True
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Wait for the started script's training loader (``training``) and, with ``ready``, its warm-up steps."""
     try:
-        return wait_for(proc, "training", start_timeout_s), wait_for(proc, "ready", start_timeout_s)
+        found = wait_for(proc, "training", start_timeout_s)
+        return found, wait_for(proc, "ready", start_timeout_s) if ready else {}
     except TimeoutError:
+        made = (
+            f"made {proc.loaders_made} Gluon DataLoader(s) but no batch of one was followed by a gluon.Trainer update"
+            if proc.loaders_made
+            else "made no Gluon DataLoader (still importing, waiting, or feeding from something else)"
+        )
         raise ScriptEndedError(
-            f"the script showed no Gluon DataLoader batch followed by a gluon.Trainer update within "
-            f"{start_timeout_s:g} s: this mode needs a gluon.data.DataLoader feeding a gluon.Trainer (step, update "
-            "or allreduce_grads); if the script takes longer to reach training, raise --start-timeout"
+            f"the script {made} within {start_timeout_s:g} s: this mode needs a gluon.data.DataLoader feeding a "
+            "gluon.Trainer (step, update or allreduce_grads); if the script takes longer to reach training, raise "
+            "--start-timeout"
         ) from None
 
 
@@ -356,6 +374,8 @@ def wait_for(proc: ScriptProcess, kind: str, timeout: float) -> dict[str, Any]:
                 "this mode needs a gluon.data.DataLoader feeding a gluon.Trainer; diagnose such a pipeline with "
                 "--pipeline MODULE:FUNCTION"
             )
+        if message.get("ev") == "loader":
+            proc.loaders_made = max(proc.loaders_made, int(message.get("index") or 0))
         if message.get("ev") == kind:
             return message
 

@@ -1,0 +1,132 @@
+"""What each command does with a training command after ``--`` (``gluonbench sweep|tune|check|profile -- CMD``).
+
+The CLI calls these with its parsed arguments and prints what they return: each refuses the flags that do not
+apply to a script (one line naming the flag and the fix), checks the rest before the script starts, runs the
+command through the script's hooks and returns the text for stdout and the exit code. Lines meant for stderr
+as the command runs go to ``say``; ``make_out`` is the API's check of the output folder. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from gluonbench.errors import GluonbenchError
+from gluonbench.ranges import parse_int_list
+
+log = logging.getLogger(__name__)
+
+Say = Callable[[str], None]
+
+SWEEP_REFUSED = (
+    "workload",
+    "data_dir",
+    "batch_size",
+    "epochs",
+    "ctx",
+    "pipeline",
+    "resume",
+    "config",
+    "diagnose",
+    "profile",
+    "thread_pool",
+    "prefetch",
+    "pin_memory",
+    "eval_workers",
+    "emulate_step_ms",
+)
+"""sweep flags that name what the script itself decides (its data, model, loader knobs other than workers)"""
+
+
+def _flag(key: str) -> str:
+    return "--dataset" if key == "workload" else "--" + key.replace("_", "-")
+
+
+def refuse_flags(args: argparse.Namespace, keys: tuple[str, ...], what: str) -> None:
+    """One error naming the first of ``keys`` given on the command line (a set value, not a default)."""
+    given = [k for k in keys if getattr(args, k, None) not in (None, False, [], "")]
+    if given:
+        raise GluonbenchError(f"{_flag(given[0])} does not apply to a training command: {what}")
+
+
+def sweep_command(
+    args: argparse.Namespace, cmd: list[str], say: Say, make_out: Callable[[str], Any]
+) -> tuple[str, int]:
+    """``gluonbench sweep --workers 0,2 [--max-batches N | --to-end] -- python train.py ARGS``: a sweep run folder."""
+    from gluonbench.report.sweep import to_markdown
+    from gluonbench.script.run import check_inputs
+    from gluonbench.script.sweep import check_sweep, sweep_script
+
+    refuse_flags(
+        args,
+        SWEEP_REFUSED,
+        "the script runs as written, with only its training DataLoader's num_workers set per run; pass --workers "
+        "and --max-batches or --to-end (or change the script's arguments)",
+    )
+    to_end = bool(getattr(args, "to_end", False))
+    if to_end and args.max_batches:
+        raise GluonbenchError(
+            "--to-end and --max-batches exclude each other: give one (--to-end runs the script to its end)"
+        )
+    workers = parse_int_list(args.workers or "0..8")
+    max_batches = args.max_batches or 100
+    repeat = args.repeat or 1
+    timeout_s = args.timeout_s or 3600.0
+    check_sweep(workers, max_batches, repeat, timeout_s, to_end)
+    check_inputs(cmd, 60.0, args.loader, args.start_timeout_s)  # bad input: before the first line
+    make_out(args.out)
+    timed = (
+        "the script run to its end each time (its train duration)"
+        if to_end
+        else (f"{max_batches} of its training steps timed per run after warm-up")
+    )
+    say(
+        f"sweep: running {' '.join(cmd)} at {', '.join(map(str, workers))} worker(s) x {repeat} repeat(s), a fresh "
+        f"process each, its training DataLoader's num_workers set; {timed}"
+    )
+
+    def on_run(run: Any) -> None:
+        if run.error:
+            say(f"sweep: {run.workers} worker(s): failed: {run.error}")
+        else:
+            say(f"sweep: {run.workers} worker(s): {run.samples_per_s:.1f} samples/s over {run.steps} steps")
+
+    result = sweep_script(
+        cmd,
+        workers,
+        max_batches,
+        repeat=repeat,
+        to_end=to_end,
+        timeout_s=timeout_s,
+        loader=args.loader,
+        start_timeout_s=args.start_timeout_s,
+        out=args.out,
+        name=args.name,
+        on_run=on_run,
+    )
+    info = result.loader_info
+    span = "each run to the script's end" if to_end else f"{max_batches} training steps a run"
+    head = (
+        f"DataLoader #{result.loader} of the script ({info.get('dataset')}, batch size {info.get('batch_size')}, "
+        f"{span})\n\n"
+    )
+    text = head + to_markdown(result.summary) + f"results: {result.run_dir}\n"
+    return text, 0 if all(not r.error for r in result.runs) else 1
+
+
+def profile_run_as(cmd: list[str]) -> list[str] | None:
+    """What ``gluonbench profile -- CMD`` starts for ``cmd``: when it is a Python interpreter running a script or a
+    module, and that interpreter imports gluonbench and mxnet, the same command through the script mode's bootstrap,
+    so the steps and batch waits of its training DataLoader are recorded with no change to the script; else None
+    (``cmd`` runs as it is: system metrics, and the framework events the script marks itself)."""
+    from gluonbench.script.run import check_interpreter, parse_command
+
+    try:
+        command = parse_command(cmd)
+        check_interpreter(command)
+    except GluonbenchError as exc:
+        log.info("profiling without the script hooks: %s", exc)
+        return None
+    return command.boot()
