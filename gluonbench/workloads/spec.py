@@ -31,6 +31,7 @@ and the batchify turn into arrays (encoded image bytes decoded by the transform,
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import importlib.util
 import logging
@@ -468,9 +469,11 @@ def load_spec(target: str, options: Mapping[str, Any] | None = None, what: str |
 def parse_option_value(text: str) -> Any:
     """A ``--pipeline-option`` value: a TOML value (``5``, ``0.5``, ``true``, ``"x"``, ``[1, 2]``), else the text."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except (tomllib.TOMLDecodeError, RecursionError):
         return text
+    # a TOML date or time (``2026-01-01``) is not JSON, so it could not be kept in a record: the factory gets the text
+    return text if isinstance(value, datetime.date | datetime.time) else value
 
 
 def parse_pipeline_options(items: list[str] | None) -> dict[str, Any]:
