@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from gluonbench.env import check_environment
 from gluonbench.errors import GluonbenchError
 from gluonbench.version import __version__
 
@@ -1777,6 +1778,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.path.realpath(tempfile.gettempdir()) != SHORT_ROOT:
         sweep_stale(SHORT_ROOT)  # where a run's TMPDIR goes when its own folder's path is too long for a socket
     try:
+        check_environment()  # before MXNet is imported: a thread count or GLUONBENCH_* value it cannot use
         return args.func(args)
     except BrokenPipeError:
         # the reader of our output went away (`gluonbench compare A B | head -1`): what it read is all it wanted
