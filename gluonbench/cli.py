@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from gluonbench.env import check_environment
+from gluonbench.env import check_environment, ensure_standard_streams
 from gluonbench.errors import GluonbenchError
 from gluonbench.version import __version__
 
@@ -1753,6 +1753,7 @@ def _quiet_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    ensure_standard_streams()  # a closed stdin/stdout/stderr is /dev/null: no file or pipe opened later takes 0-2
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(

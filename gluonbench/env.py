@@ -224,10 +224,67 @@ def environment_problems(environ: dict[str, str] | None = None) -> list[str]:
 def check_environment(environ: dict[str, str] | None = None) -> None:
     """Refuse, before MXNet is imported and before any work, an environment variable that gluonbench, MXNet,
     OpenMP or a BLAS library would read and could not use (``OMP_NUM_THREADS=abc`` aborts natively inside MXNet,
-    ``GLUONBENCH_STALL_FLOOR_S=x`` fails mid-run): one line naming the first such variable and the fix."""
+    ``GLUONBENCH_STALL_FLOOR_S=x`` fails mid-run), or, for this process's own environment (``environ`` None), a
+    resource limit too low for any command (``ulimit -n 20``, ``-v``, ``-f``): one line naming the first such
+    variable or limit and the fix."""
     from gluonbench.errors import GluonbenchError
 
-    problems = environment_problems(environ)
+    problems = environment_problems(environ) + (resource_problems() if environ is None else [])
     if problems:
         more = f" (and {len(problems) - 1} more variable(s))" if len(problems) > 1 else ""
         raise GluonbenchError(problems[0] + more)
+
+
+def ensure_standard_streams() -> None:
+    """Give a closed standard stream (``gluonbench sweep ... >&- 2>&-``, ``<&-``) ``/dev/null`` instead.
+
+    With descriptor 0, 1 or 2 closed, the next file or pipe gluonbench opens would take its number, and a run's
+    child process, which inherits 0-2 as its standard streams, would read from or write into it (a records file,
+    a lock, the control pipe of a run). Python leaves ``sys.stdout`` and the others None then; they are given
+    ``/dev/null`` too, so what cannot be printed is dropped quietly and the exit status still says how it went.
+    """
+    for fd, name, mode in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY), (2, "stderr", os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, mode)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            if getattr(sys, name) is None:
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False, encoding="utf-8"))
+
+
+MIN_OPEN_FILES = 128
+"""Open files a command needs: its records and logs, a run's control pipes, a DataLoader worker's queues and
+shared-memory handles (a sweep at 2 workers fails with ``Too many open files`` at ``ulimit -n 20``)."""
+
+MIN_ADDRESS_SPACE = 2 << 30
+"""Address space MXNet needs to load and train the smallest workload (its import alone maps about 1.2 GiB; at
+``ulimit -v 400000`` it dies of a segmentation fault, natively)."""
+
+MIN_FILE_SIZE = 16 << 20
+"""The largest file a command writes (a records file, a report with its plots) stays below this."""
+
+
+def resource_problems() -> list[str]:
+    """Each resource limit of this process too low for any command, as one line naming the limit and the fix."""
+    import resource
+
+    problems = []
+    for limit, need, what, flag, unit, raise_to in (
+        (resource.RLIMIT_NOFILE, MIN_OPEN_FILES, "open files", "ulimit -n", 1, "1024"),
+        (resource.RLIMIT_AS, MIN_ADDRESS_SPACE, "address space", "ulimit -v", 1024, "unlimited"),
+        (resource.RLIMIT_FSIZE, MIN_FILE_SIZE, "file size", "ulimit -f", 1024, "unlimited"),
+    ):
+        try:
+            soft, _hard = resource.getrlimit(limit)
+        except (OSError, ValueError):
+            continue
+        if soft != resource.RLIM_INFINITY and soft < need:
+            needed = f"{need}" if unit == 1 else f"{need // unit} KiB"
+            problems.append(
+                f"the {what} limit ({flag} {soft // unit}) is below the {needed} gluonbench needs; "
+                f"raise it ({flag} {raise_to}) and run again"
+            )
+    return problems

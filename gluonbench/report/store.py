@@ -87,6 +87,13 @@ def write_error(path: str | Path, exc: OSError, kept: str = "") -> GluonbenchErr
     """
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return GluonbenchError(f"disk full at {path}: free some space" + (f" ({kept})" if kept else ""))
+    if exc.errno == errno.EFBIG:
+        return GluonbenchError(
+            f"cannot write {path}: the file size limit (ulimit -f) stops it; raise it (ulimit -f unlimited)"
+            + (f" ({kept})" if kept else "")
+        )
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        return GluonbenchError(f"cannot write {path}: too many open files; raise the limit (ulimit -n 1024)")
     if exc.errno == errno.EROFS:
         return GluonbenchError(f"cannot write {path}: read-only file system; choose a writable {arg('out')}")
     if exc.errno in (errno.EACCES, errno.EPERM):
