@@ -184,7 +184,7 @@ class FieldError(GluonbenchError):
 
 
 def _field_error(label: str, name: str, why: str, fix: str) -> FieldError:
-    return FieldError(f"{label}: field {name} {why}; {fix}")
+    return FieldError(f"{label} is damaged: field {name} {why}; {fix}")
 
 
 def table(doc: Any, name: str, label: str, fix: str, *, max_items: int = 1024, required: bool = True) -> dict:

@@ -379,7 +379,7 @@ def _check_figure(value: Any, name: str, label: str, fix: str, *, signed: bool =
     """A stored :class:`Figure`: finite numbers (null where not measured) in range; a stage's figure is a
     difference of two measurements, so it may be negative."""
     if not isinstance(value, dict):
-        raise FieldError(f"{label}: field {name} must be an object of figures; {fix}")
+        raise FieldError(f"{label} is damaged: field {name} must be an object of figures; {fix}")
     low = -1e9 if signed else 0.0
     for key in ("s_per_sample", "cpu_s_per_sample"):
         number(value.get(key), f"{name}.{key}", label, fix, low=max(low, -MAX_SECONDS), high=MAX_SECONDS, none_ok=True)
@@ -388,7 +388,7 @@ def _check_figure(value: Any, name: str, label: str, fix: str, *, signed: bool =
     for key in ("rel_ci", "cpu_rel_ci"):
         ci = value.get(key, [None, None])
         if not isinstance(ci, list) or len(ci) != 2:
-            raise FieldError(f"{label}: field {name}.{key} must be a list of two numbers; {fix}")
+            raise FieldError(f"{label} is damaged: field {name}.{key} must be a list of two numbers; {fix}")
         for i, v in enumerate(ci):
             number(v, f"{name}.{key}[{i}]", label, fix, low=-1e9, high=1e9, none_ok=True)
     whole(value.get("rounds", 0), f"{name}.rounds", label, fix, low=0, high=MAX_ROUNDS)
@@ -413,7 +413,7 @@ def check_baseline_fields(doc: Mapping[str, Any], label: str, fix: str) -> None:
     text(doc.get("started_utc", ""), "started_utc", label, fix, max_len=64, none_ok=True)
     for name in ("total", "ceiling", "ruler"):
         if name not in doc:
-            raise FieldError(f"{label}: field {name} is missing; {fix}")
+            raise FieldError(f"{label} is damaged: field {name} is missing; {fix}")
         _check_figure(doc[name], name, label, fix)
     for stage, fig in table(doc, "stages", label, fix, required=False, max_items=64).items():
         _check_figure(fig, f"stages.{stage}", label, fix, signed=True)
