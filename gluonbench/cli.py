@@ -71,6 +71,9 @@ def _quiet_stdout() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``gluonbench ...``: parse ``argv``, run the command, map errors to exit codes (2 bad input, 130 interrupted)."""
+    from gluonbench.env import check_environment, ensure_standard_streams
+
+    ensure_standard_streams()  # a closed stdin/stdout/stderr becomes /dev/null before anything opens a file
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -96,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.path.realpath(tempfile.gettempdir()) != SHORT_ROOT:
         sweep_stale(SHORT_ROOT)  # where a run's TMPDIR goes when its own folder's path is too long for a socket
     try:
+        check_environment()  # OMP_NUM_THREADS, MXNET_*, GLUONBENCH_*: before MXNet is imported
         return args.func(args)
     except BrokenPipeError:
         # the reader of our output went away (`gluonbench compare A B | head -1`): what it read is all it wanted

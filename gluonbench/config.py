@@ -5,6 +5,7 @@ are :class:`gluonbench.sources.pipe.StreamOptions`. The library validates (``che
 
 from __future__ import annotations
 
+import datetime
 import logging
 import math
 import tomllib
@@ -14,6 +15,7 @@ from typing import Any
 
 from gluonbench.bounds import check_int
 from gluonbench.errors import GluonbenchError
+from gluonbench.files import read_text
 from gluonbench.identity import describe
 from gluonbench.knobs import knob_default
 from gluonbench.names import arg, example
@@ -407,29 +409,36 @@ TOML_MAX_BYTES = 1 << 20
 """A config larger than this is not a settings file (``--config /dev/zero`` would be read forever)."""
 
 
+def refuse_toml_datetimes(data: Any, label: str, key: str = "") -> None:
+    """Refuse a TOML date or time value anywhere in ``data`` (``when = 1979-05-27``): no setting or option takes
+    one, and it is not JSON, so it would fail only when the settings are written, after the work."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            refuse_toml_datetimes(v, label, f"{key}.{k}" if key else str(k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            refuse_toml_datetimes(v, label, f"{key}[{i}]")
+    elif isinstance(data, datetime.date | datetime.time):
+        raise GluonbenchError(
+            f"{label}: {key} = {data.isoformat()} is a TOML date/time; settings take numbers, strings, booleans and "
+            f'tables: quote it ({key.rsplit(".", 1)[-1]} = "{data.isoformat()}")'
+        )
+
+
 def load_toml(path: str | Path) -> dict[str, Any]:
     """Read a config file; settings live at the top level or under ``[sweep]`` (not both)."""
     path = Path(path)
-    if path.is_dir():
-        raise GluonbenchError(f"--config {path} is a folder; give a TOML file, e.g. configs/mnist-cpu.toml")
+    fix = "give a TOML settings file, e.g. configs/mnist-cpu.toml"
+    if not path.exists() and not path.is_symlink():
+        raise GluonbenchError(f"--config {path} does not exist; see configs/ for examples")
+    text = read_text(path, "--config", TOML_MAX_BYTES, fix)
     try:
-        if path.exists() and not path.is_file():
-            raise GluonbenchError(f"--config {path} is not a regular file (a device or FIFO); give a TOML file")
-        with open(path, "rb") as f:
-            raw = f.read(TOML_MAX_BYTES + 1)
-        if len(raw) > TOML_MAX_BYTES:
-            raise GluonbenchError(f"--config {path} is over {TOML_MAX_BYTES // 1024} KiB; give a TOML settings file")
-        data = tomllib.loads(raw.decode("utf-8"))
-    except FileNotFoundError:
-        raise GluonbenchError(f"--config {path} does not exist; see configs/ for examples") from None
-    except UnicodeDecodeError:
-        raise GluonbenchError(f"--config {path} is not a text file (not UTF-8); give a TOML file") from None
-    except OSError as exc:
-        raise GluonbenchError(f"--config {path} cannot be read: {exc.strerror}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise GluonbenchError(f"--config {path} is not valid TOML ({exc}); fix the file") from None
     except RecursionError:
         raise GluonbenchError(f"--config {path} is nested too deeply to be a settings file; fix the file") from None
+    refuse_toml_datetimes(data, f"--config {path}")
     # [machine] describes the hardware a config was written for (read by people and tests, not settings)
     if "sweep" in data and set(data) - {"sweep", "machine"}:
         others = ", ".join(sorted(set(data) - {"sweep", "machine"}))

@@ -44,7 +44,7 @@ def load(run_dir: str | Path) -> Report:
     store = RunStore(run_dir)
     if not store.path.is_dir():
         raise GluonbenchError(f"{run_dir} is not a folder; pass a run folder made by gluonbench sweep, io or diagnose")
-    if not store.runs_path.is_file():
+    if not store.has():
         if (store.path / "tune.json").is_file() and store.path.name.endswith("-stalled"):
             raise GluonbenchError(
                 f"{run_dir} is a tune that a stall stopped: it has no report, and its measurements are in "

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from gluonbench.analysis.stats import median, ratio_ci
 from gluonbench.errors import GluonbenchError
+from gluonbench.files import load_json
 from gluonbench.names import arg
 from gluonbench.report import versions
 from gluonbench.report.exporters import EXPORTERS, Report, Table, TableSyntax, TextTable
@@ -137,21 +138,22 @@ def _records(path: Path) -> list[dict[str, Any]]:
     from gluonbench.report.store import RunStore
 
     store = RunStore(path)
-    if not store.runs_path.is_file():
+    if not store.has():
         raise GluonbenchError(
             f"{path} has no runs.jsonl; pass a run folder made by gluonbench sweep, diagnose --out or io"
         )
     return store.require_records()
 
 
+TUNE_MAX_BYTES = 16 << 20
+"""A tune --json file is tens of KB; a larger file is refused before it is read."""
+
+
 def kind_of(path: str | Path) -> tuple[str, Any]:
     """``(kind, data)`` of a result: a run folder's records, or a tune JSON file's content."""
     path = Path(path)
-    if path.is_file():
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            raise GluonbenchError(f"{path} is not JSON; pass a run folder or a gluonbench tune --json file") from None
+    if path.exists() and not path.is_dir():
+        doc = load_json(path, "", TUNE_MAX_BYTES, "pass a run folder or a gluonbench tune --json file")
         if isinstance(doc, dict) and "evidence" in doc and "dataloader" in doc:
             return "tune", versions.upgrade("tune", doc, str(path))
         raise GluonbenchError(f"{path} is not a gluonbench tune --json file; pass a run folder or a tune result")

@@ -42,9 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, median, median_ci, ratio_ci
+from gluonbench.bounds import LIMITS, MAX_SECONDS
 from gluonbench.check.ruler import RULER_VERSION, ruler_description, ruler_pipeline
 from gluonbench.check.target import Target
 from gluonbench.errors import GluonbenchError
+from gluonbench.files import FieldError, load_json, number, table, text, whole
 from gluonbench.names import arg, example
 from gluonbench.report import versions
 from gluonbench.units import count
@@ -374,20 +376,66 @@ def save_baseline(snapshot: Snapshot, path: str | Path) -> Path:
     return path
 
 
+def _check_figure(value: Any, name: str, label: str, fix: str, *, signed: bool = False) -> None:
+    """A stored :class:`Figure`: finite numbers (null where not measured) in range; a stage's figure is a
+    difference of two measurements, so it may be negative."""
+    if not isinstance(value, dict):
+        raise FieldError(f"{label} is damaged: field {name} must be an object of figures; {fix}")
+    low = -1e9 if signed else 0.0
+    for key in ("s_per_sample", "cpu_s_per_sample"):
+        number(value.get(key), f"{name}.{key}", label, fix, low=max(low, -MAX_SECONDS), high=MAX_SECONDS, none_ok=True)
+    for key in ("rel", "cpu_rel"):
+        number(value.get(key), f"{name}.{key}", label, fix, low=low, high=1e9, none_ok=True)
+    for key in ("rel_ci", "cpu_rel_ci"):
+        ci = value.get(key, [None, None])
+        if not isinstance(ci, list) or len(ci) != 2:
+            raise FieldError(f"{label} is damaged: field {name}.{key} must be a list of two numbers; {fix}")
+        for i, v in enumerate(ci):
+            number(v, f"{name}.{key}[{i}]", label, fix, low=-1e9, high=1e9, none_ok=True)
+    whole(value.get("rounds", 0), f"{name}.rounds", label, fix, low=0, high=MAX_ROUNDS)
+
+
+MAX_ROUNDS = 10_000_000
+"""Paired rounds a baseline may hold (one a millisecond for the longest budget would be fewer)."""
+
+
+def check_baseline_fields(doc: Mapping[str, Any], label: str, fix: str) -> None:
+    """Every field of a baseline document typed and bounded (finite figures, cores and rounds in range, a budget a
+    command could run), or one line naming ``label``, the field and ``fix``: a hand-edited or damaged baseline is
+    refused before it is compared with anything."""
+    text(doc.get("identity"), "identity", label, fix)
+    for name in ("pipeline", "setting", "env"):
+        table(doc, name, label, fix, required=False, max_items=256)
+    whole(doc.get("cores"), "cores", label, fix, low=1, high=LIMITS["workers"][1] * 16)
+    number(doc.get("budget_s"), "budget_s", label, fix, low=1e-3, high=MAX_SECONDS)
+    number(doc.get("elapsed_s", 0.0), "elapsed_s", label, fix, low=0.0, high=MAX_SECONDS)
+    whole(doc.get("rounds", 0), "rounds", label, fix, low=0, high=MAX_ROUNDS)
+    number(doc.get("hash_rate") or 0.0, "hash_rate", label, fix, low=0.0, high=1e15)
+    text(doc.get("started_utc", ""), "started_utc", label, fix, max_len=64, none_ok=True)
+    for name in ("total", "ceiling", "ruler"):
+        if name not in doc:
+            raise FieldError(f"{label} is damaged: field {name} is missing; {fix}")
+        _check_figure(doc[name], name, label, fix)
+    for stage, fig in table(doc, "stages", label, fix, required=False, max_items=64).items():
+        _check_figure(fig, f"stages.{stage}", label, fix, signed=True)
+    for name in ("options", "background"):
+        table(doc, name, label, fix, required=False, max_items=1024)
+
+
+BASELINE_MAX_BYTES = 4 << 20
+"""A baseline is a few KB (its figures, settings and environment); a file over this is not one."""
+
+
 def load_baseline(path: str | Path, identity: str | None = None) -> Snapshot:
     """Read a baseline file; one-line errors for a missing, corrupt or foreign file, or another pipeline's."""
     path = Path(path)
-    if not path.is_file():
+    fix = f"save it again with {arg('save', '--save-baseline')}"
+    if not path.exists() and not path.is_symlink():
         raise GluonbenchError(
             f"{arg('baseline')} {path}: no such file; make one with "
             + example(f"save='{path}'", f"gluonbench check --save-baseline {path}")
         )
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise GluonbenchError(
-            f"{arg('baseline')} {path} is not readable JSON ({type(exc).__name__}); save it again with {arg('save', '--save-baseline')}"
-        ) from None
+    doc = load_json(path, arg("baseline"), BASELINE_MAX_BYTES, fix)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise GluonbenchError(
             f"{arg('baseline')} {path} is not a gluonbench baseline file; save one with {arg('save', '--save-baseline')}"
@@ -407,6 +455,7 @@ def load_baseline(path: str | Path, identity: str | None = None) -> Snapshot:
             f"{arg('baseline')} {path} was measured with ruler version {version!r}, "
             f"this gluonbench uses {RULER_VERSION}; save it again with {arg('save', '--save-baseline')}"
         )
+    check_baseline_fields(doc, f"{arg('baseline')} {path}", fix)
     try:
         snap = Snapshot.from_dict(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -39,6 +39,7 @@ import numpy as np
 
 from gluonbench.data.store import LocalStore, safe_key
 from gluonbench.errors import DataError, GluonbenchError
+from gluonbench.files import read_text, require_regular
 from gluonbench.names import arg
 from gluonbench.validate import check_image_bytes, check_seed, outside_of, plain_name
 
@@ -334,13 +335,28 @@ def _manifest_types(m: Manifest) -> str:
 
 def load_manifest(out_dir: str | Path) -> Manifest:
     path = Path(out_dir) / MANIFEST
+    if not path.exists() and not path.is_symlink():
+        raise DataError(f"{out_dir} has no {MANIFEST}; pass a folder made by gluonbench pack")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{out_dir} has no {MANIFEST}; pass a folder made by gluonbench pack") from None
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror}") from exc
+        text = read_text(path, "", MANIFEST_MAX_BYTES, "re-run gluonbench pack")
+    except GluonbenchError as exc:
+        raise DataError(str(exc)) from None
     return Manifest.from_json(text, str(path))
+
+
+MANIFEST_MAX_BYTES = 64 << 20
+"""A manifest lists its shards (about 200 bytes each): this is hundreds of thousands of shards."""
+INDEX_MAX_BYTES = 1 << 30
+"""A ``.idx`` holds one short line per record: this is tens of millions of records."""
+
+
+def _regular(path: Path, fix: str) -> None:
+    """Refuse a FIFO, device, socket or folder where a shard or index file is expected, before it is opened
+    (a FIFO with no writer would block the read for ever)."""
+    try:
+        require_regular(path, "", fix)
+    except GluonbenchError as exc:
+        raise DataError(str(exc)) from None
 
 
 # -- pack --------------------------------------------------------------------------
@@ -646,7 +662,12 @@ def _walk_shard(path: Path, classes: int) -> list[int]:
 
 def check_index(idx: Path, rec: Path, size: int, starts: list[int], fix: str = "") -> None:
     """``idx`` indexes ``rec`` exactly: every entry points at the start of a record, one entry per record."""
-    index = parse_index(idx.read_text(encoding="utf-8"), str(idx), size)
+    _regular(idx, "re-create the index")
+    try:
+        text = read_text(idx, "", INDEX_MAX_BYTES, "re-create the index")
+    except GluonbenchError as exc:
+        raise DataError(str(exc)) from None
+    index = parse_index(text, str(idx), size)
     known = set(starts)
     for key, offset in index:
         if offset not in known:
@@ -673,8 +694,9 @@ def verify(out_dir: str | Path) -> VerifyResult:
     for s in manifest.shards:
         rec, idx = out_dir / s.rec, out_dir / s.idx
         for p in (rec, idx):
-            if not p.is_file():
+            if not p.exists() and not p.is_symlink():
                 raise DataError(f"{p} is listed in the manifest but missing; re-run gluonbench pack")
+            _regular(p, "re-run gluonbench pack")
         size = rec.stat().st_size
         starts = _walk_shard(rec, len(manifest.classes))
         if size != s.bytes:
@@ -737,6 +759,7 @@ def verify_bare(out_dir: str | Path) -> VerifyResult:
     recs = sorted(out_dir.rglob("*.rec"))
     records = nbytes = 0
     for rec in recs:
+        _regular(rec, "remove it or re-create the shard")
         size = rec.stat().st_size
         with open(rec, "rb", buffering=0) as f:
 
@@ -751,7 +774,7 @@ def verify_bare(out_dir: str | Path) -> VerifyResult:
                 "the shard is corrupt, re-create it"
             )
         idx = rec.with_suffix(".idx")
-        if idx.is_file():
+        if idx.exists():
             check_index(idx, rec, size, starts)
         records += len(starts)
         nbytes += size

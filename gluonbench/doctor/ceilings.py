@@ -31,6 +31,7 @@ from typing import Any
 
 from gluonbench.doctor.checks import fs_kind, image_files, mount_of
 from gluonbench.errors import GluonbenchError
+from gluonbench.files import load_json
 from gluonbench.report.store import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -279,12 +280,24 @@ def measure_h2d(gpu: int = 0) -> tuple[Ceiling, Ceiling]:
     return out[0], out[1]
 
 
+CACHE_MAX_BYTES = 1 << 20
+"""The ceilings cache holds a few entries of a few hundred bytes."""
+
+
 def _load_cache() -> dict[str, Any]:
+    """The cache's content; a cache that is not a small regular JSON file of objects (hand-edited, damaged, a FIFO)
+    is ignored with a warning naming it, and measured again (it is only a cache)."""
     path = cache_file()
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    if not path.exists():
         return {}
+    try:
+        data = load_json(path, "ceilings cache", CACHE_MAX_BYTES, "it is measured again")
+        if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+            raise GluonbenchError(f"ceilings cache {path} is not an object of cached ceilings; it is measured again")
+    except GluonbenchError as exc:
+        log.warning("%s", exc)
+        return {}
+    return data
 
 
 def _save_entry(key: str, entry: dict[str, Any]) -> None:
@@ -316,7 +329,32 @@ def cached_ceilings(data_dir: str | None) -> Ceilings | None:
     """The ceilings cached for this host and data folder, or None (nothing is measured)."""
     key = os.path.realpath(data_dir) if data_dir else ""
     entry = _load_cache().get(key)
-    return Ceilings.from_dict(entry) if entry else None
+    if not entry:
+        return None
+    why = _invalid_entry(entry)
+    if why:
+        log.warning("ceilings cache %s: the entry for %r %s; it is measured again", cache_file(), key or "(none)", why)
+        return None
+    return Ceilings.from_dict(entry)
+
+
+def _invalid_entry(entry: dict[str, Any]) -> str | None:
+    """Why a cached entry cannot be a :class:`Ceilings` (a hand-edited or older cache), or None."""
+    names = set(Ceiling.__dataclass_fields__)
+    for k in ("read", "decode", "memcpy", "h2d_pageable", "h2d_pinned"):
+        c = entry.get(k)
+        if not c:
+            continue
+        if not isinstance(c, dict) or not set(c) <= names or not {"name", "value", "unit", "method"} <= set(c):
+            return f"has a field {k} that is not a ceiling"
+        if not all(isinstance(c.get(f, ""), str) for f in ("name", "unit", "method", "note", "measured_utc")):
+            return f"has a field {k} with a name, unit or method that is not text"
+        v = c["value"]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < 1e18):
+            return f"has a field {k}.value that is not a number from 0 to 1e18"
+    if not isinstance(entry.get("extra") or {}, dict):
+        return "has a field extra that is not an object"
+    return None
 
 
 def measure_ceilings(

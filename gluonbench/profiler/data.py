@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,10 +10,13 @@ from typing import Any
 import numpy as np
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.files import load_json, number
 from gluonbench.profiler.formats import SYSTEM_DIR, read_framework, read_job_end, read_system
 from gluonbench.report import versions
 
 META = "profile.json"
+META_MAX_BYTES = 16 << 20
+"""``profile.json`` holds a profile's settings and rule results (tens of KB)."""
 SNAPSHOT_S = 0.02
 """rows of one node within 20 ms belong to one snapshot (Debugger's snapshot window)"""
 
@@ -185,15 +187,14 @@ def load(folder: str | Path) -> ProfileData:
     events = read_framework(out)
     meta: dict[str, Any] = {}
     meta_path = profile_dir / META
-    if meta_path.is_file():
-        try:
-            meta = json.loads(meta_path.read_text())
-        except json.JSONDecodeError:
-            meta = {}
-        if isinstance(meta, dict):  # an older profile is upgraded; a newer one is refused in one line
-            meta = versions.upgrade("profile", meta, str(meta_path))
-        else:
-            meta = {}
+    if meta_path.exists():
+        fix = "remove it (the profile's files are read without it) or profile again"
+        meta = load_json(meta_path, "profile", META_MAX_BYTES, fix)
+        if not isinstance(meta, dict):
+            raise GluonbenchError(f"profile {meta_path} is not an object of settings; {fix}")
+        for key in ("start", "end"):
+            number(meta.get(key), key, f"profile {meta_path}", fix, low=0.0, high=1e11, none_ok=True)
+        meta = versions.upgrade("profile", meta, str(meta_path))  # an older profile upgraded; a newer one refused
     steps = _steps(events)
     times = [r["Timestamp"] for r in rows[:1] + rows[-1:]] + [s.start_s for s in steps[:1]]
     start = float(meta.get("start") or (min(times) if times else 0.0))

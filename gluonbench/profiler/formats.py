@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
 from collections import defaultdict
@@ -23,7 +24,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gluonbench.errors import GluonbenchError
+from gluonbench.files import parse_json, read_text
 from gluonbench.monitor.node import MetricRow
+
+PROFILE_FILE_MAX_BYTES = 1 << 30
+"""One file of a profile folder (a system-metrics minute or a framework trace); a larger one is refused unread."""
 
 log = logging.getLogger(__name__)
 
@@ -99,33 +105,39 @@ def read_system(root: Path) -> list[dict[str, Any]]:
     rows = []
     # <YYYYMMDDHH>/<minute>.<node>.json; early Debugger releases wrote the files without the hour folder
     for path in sorted((Path(root) / SYSTEM_DIR).rglob("*.json")):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    r = json.loads(line)
-                    rows.append(
-                        {
-                            "Type": r.get("Type", ""),
-                            "Name": r.get("Name") or "",
-                            "Dimension": r.get("Dimension") or "",
-                            "Value": float(r["Value"]),
-                            "NodeId": r.get("NodeId", "algo-1"),
-                            "Timestamp": float(r["Timestamp"]),
-                        }
-                    )
-                except (ValueError, KeyError, TypeError):
-                    log.warning("%s line %d is incomplete or corrupt; skipped", path, n)
+        text = read_text(path, "profile file", PROFILE_FILE_MAX_BYTES, "remove it or profile again", errors="replace")
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                r = parse_json(line, "", "")
+                if not math.isfinite(float(r["Value"])) or not math.isfinite(float(r["Timestamp"])):
+                    raise ValueError("not finite")
+                rows.append(
+                    {
+                        "Type": r.get("Type", ""),
+                        "Name": r.get("Name") or "",
+                        "Dimension": r.get("Dimension") or "",
+                        "Value": float(r["Value"]),
+                        "NodeId": r.get("NodeId", "algo-1"),
+                        "Timestamp": float(r["Timestamp"]),
+                    }
+                )
+            except (ValueError, KeyError, TypeError, AttributeError, GluonbenchError):
+                log.warning("%s line %d is incomplete or corrupt; skipped", path, n)
     rows.sort(key=lambda r: r["Timestamp"])
     return rows
 
 
 def read_job_end(root: Path) -> float | None:
-    try:
-        return float((Path(root) / JOB_END).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
+    path = Path(root) / JOB_END
+    if not path.exists():
         return None
+    try:
+        end = float(read_text(path, "profile file", 4096, "remove it or profile again", errors="replace").split()[0])
+    except (ValueError, IndexError):
+        return None
+    return end if math.isfinite(end) else None
 
 
 def parse_trace(text: str) -> list[dict[str, Any]]:
@@ -167,8 +179,11 @@ def read_framework(root: Path) -> list[dict[str, Any]]:
     events = []
     for path in sorted((Path(root) / "framework").rglob("*.json")):
         try:
-            found = [e for e in parse_trace(path.read_text(errors="replace")) if isinstance(e, dict)]
-        except OSError as exc:
+            text = read_text(
+                path, "profile file", PROFILE_FILE_MAX_BYTES, "remove it or profile again", errors="replace"
+            )
+            found = [e for e in parse_trace(text) if isinstance(e, dict)]
+        except (OSError, RecursionError) as exc:
             log.warning("cannot read %s: %s", path, exc)
             continue
         offset = _epoch_offset_us(found)

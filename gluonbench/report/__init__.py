@@ -27,7 +27,7 @@ def saved_settings(store: RunStore) -> dict[str, Any]:
     """The settings a run folder was made with (``sweep.json``), plus its command; ``{}`` if none."""
     from gluonbench.report.store import SETTINGS
 
-    saved = store.read_settings() if (store.path / SETTINGS).is_file() else {}
+    saved = store.read_settings() if store.has(SETTINGS) else {}
     return dict(
         saved.get("settings", {}),
         command=saved.get("command", ""),

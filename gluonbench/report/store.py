@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.files import parse_json, require_regular
 from gluonbench.names import arg
 from gluonbench.report import versions
 from gluonbench.validate import check_path, redact
@@ -87,6 +88,13 @@ def write_error(path: str | Path, exc: OSError, kept: str = "") -> GluonbenchErr
     """
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return GluonbenchError(f"disk full at {path}: free some space" + (f" ({kept})" if kept else ""))
+    if exc.errno == errno.EFBIG:
+        return GluonbenchError(
+            f"cannot write {path}: the file size limit (ulimit -f) stops it; raise it (ulimit -f unlimited)"
+            + (f" ({kept})" if kept else "")
+        )
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        return GluonbenchError(f"cannot write {path}: too many open files; raise the limit (ulimit -n 1024)")
     if exc.errno == errno.EROFS:
         return GluonbenchError(f"cannot write {path}: read-only file system; choose a writable {arg('out')}")
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -350,6 +358,25 @@ def new_run_dir(out: str | Path, name: str) -> Path:
     raise GluonbenchError(f"cannot create a fresh run folder under {out}")
 
 
+SETTINGS_MAX_BYTES = 4 << 20
+"""``sweep.json`` holds one command's settings (a few KB)."""
+RUNS_MAX_BYTES = 256 << 20
+"""``runs.jsonl``: 1-30 KB a record, so this is thousands of runs; a larger file is refused before it is read."""
+RECORD_MAX_BYTES = 8 << 20
+"""One line of ``runs.jsonl`` (a diagnosis with its rounds is about 100 KB)."""
+
+
+def _read_at_most(f: Any, max_bytes: int, path: Path, fix: str) -> bytes:
+    """The content of the open file ``f``, refused (one line) when it is over ``max_bytes``, from its size first."""
+    size = os.fstat(f.fileno()).st_size
+    if size > max_bytes:
+        raise GluonbenchError(f"{path} is {size >> 20} MiB, over the {max_bytes >> 20} MiB such a file can be; {fix}")
+    data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise GluonbenchError(f"{path} grew past {max_bytes >> 20} MiB while it was read; {fix}")
+    return data
+
+
 class RunStore:
     """One sweep's folder."""
 
@@ -360,20 +387,30 @@ class RunStore:
     def runs_path(self) -> Path:
         return self.path / RUNS
 
+    def has(self, name: str = RUNS) -> bool:
+        """Whether the folder holds the records file ``name`` (``runs.jsonl``, ``sweep.json``) as a regular file;
+        one line when something else is there (a FIFO with no writer would block the read, a device never ends)."""
+        path = self.path / name
+        if not os.path.lexists(path):
+            return False
+        require_regular(path, "", "restore it from a copy or re-run the command that made the folder")
+        return True
+
     def write_settings(self, settings: dict[str, Any]) -> None:
         doc = versions.stamp("settings", settings)
         atomic_write_text(self.path / SETTINGS, json.dumps(redact(_clean(doc)), indent=2, sort_keys=True))
 
     def read_settings(self) -> dict[str, Any]:
         path = self.path / SETTINGS
-        if not path.is_file():
+        if not self.has(SETTINGS):
             raise GluonbenchError(f"{self.path} has no {SETTINGS}; is it a gluonbench run folder?")
+        fix = "restore it or start a new sweep"
         try:
-            fd = open_nofollow(path, os.O_RDONLY)
-            with os.fdopen(fd, "rb") as f:
-                data = json.loads(f.read().decode("utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise GluonbenchError(f"{path} is not valid JSON ({exc}); restore it or start a new sweep") from None
+            with os.fdopen(open_nofollow(path, os.O_RDONLY), "rb") as f:
+                raw = _read_at_most(f, SETTINGS_MAX_BYTES, path, fix)
+            data = parse_json(raw.decode("utf-8"), str(path), fix)
+        except UnicodeDecodeError:
+            raise GluonbenchError(f"{path} is not UTF-8 text; {fix}") from None
         except OSError as exc:
             raise GluonbenchError(f"cannot read {path}: {exc.strerror}") from None
         if not isinstance(data, dict) or not isinstance(data.get("settings", {}), dict):
@@ -548,7 +585,7 @@ class RunStore:
         return out
 
     def _read(self) -> tuple[list[dict[str, Any]], list[str]]:
-        if not self.runs_path.is_file():
+        if not self.has():
             if not self.path.is_dir():
                 raise GluonbenchError(f"{self.path} does not exist; pass a run folder made by gluonbench sweep")
             return [], []
@@ -556,16 +593,25 @@ class RunStore:
         skipped: list[str] = []
         try:
             with os.fdopen(open_nofollow(self.runs_path, os.O_RDONLY), "rb") as f:
-                lines = f.read().split(b"\n")
+                lines = _read_at_most(f, RUNS_MAX_BYTES, self.runs_path, "restore it or re-run the sweep").split(b"\n")
         except OSError as exc:
             raise GluonbenchError(f"cannot read {self.runs_path}: {exc.strerror}") from None
         for n, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
+            if len(raw) > RECORD_MAX_BYTES:
+                skipped.append(f"{n} (over {RECORD_MAX_BYTES >> 20} MiB)")
+                continue
             try:
-                record = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-                skipped.append(f"{n} (not JSON)")
+                # a figure that is not finite is the record's own fault, which the commands name (compare: "bad
+                # record"); what is refused here is what no record holds (thousands of digits, deep nesting)
+                record = parse_json(raw.decode("utf-8"), "", "", finite=False)
+            except UnicodeDecodeError:
+                skipped.append(f"{n} (not UTF-8)")
+                continue
+            except GluonbenchError as exc:
+                why = str(exc).removeprefix(": ").removeprefix(" is ").removesuffix("; ")
+                skipped.append(f"{n} ({'not JSON' if 'readable JSON' in why else why[:60]})")
                 continue
             why = invalid_record(record)
             if why:
@@ -582,7 +628,7 @@ class RunStore:
 
     def require_records(self) -> list[dict[str, Any]]:
         """:meth:`records`, refusing a file with none (so a report never overwrites good summaries with nothing)."""
-        if not self.runs_path.is_file():
+        if not self.has():
             raise GluonbenchError(f"{self.path} has no {RUNS}; pass a run folder made by gluonbench sweep")
         records, skipped = self._read()
         if not records:

@@ -31,13 +31,15 @@ and the batchify turn into arrays (encoded image bytes decoded by the transform,
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import importlib
 import importlib.util
 import logging
 import os
 import sys
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -452,22 +454,47 @@ def _import_file(path: Path, what: str, target: str) -> Any:
     return module
 
 
+@contextlib.contextmanager
+def same_working_folder(what: str) -> Iterator[None]:
+    """Run user code (a factory's import and call) and give the process its working folder back if the code
+    changed it (``os.chdir``): every relative path the command was given (``--out results``, ``--json c.json``)
+    still means what it meant when the user typed it. A warning names the folder it had moved to."""
+    before = os.getcwd()
+    try:
+        yield
+    finally:
+        try:
+            after = os.getcwd()
+        except OSError:
+            after = None  # moved into a folder since removed
+        if after != before:
+            os.chdir(before)
+            log.warning(
+                "%s changed the working folder to %s; gluonbench changed it back to %s, so the command's relative "
+                "paths keep their meaning (use absolute paths in the factory instead of os.chdir)",
+                what,
+                after or "a removed folder",
+                before,
+            )
+
+
 def load_spec(target: str, options: Mapping[str, Any] | None = None, what: str | None = None) -> PipelineSpec:
     """Import ``target`` (``"pkg.mod:func"`` or ``"path/file.py:func"``), call it with ``options`` and check
     what it returns (see :meth:`PipelineSpec.check`); raise :class:`GluonbenchError` in one line if anything
     is wrong."""
     what = what or arg("pipeline")  # the argument as the caller knows it
     options = dict(options or {})
-    factory = import_factory(target, what)
-    check_factory_options(factory, options, f"{what} {target}")
-    try:
-        made = factory(**options)
-    except SystemExit as exc:
-        raise exit_error(what, target, "the factory", exc) from None
-    except GluonbenchError as exc:  # already one line (e.g. a PipelineSpec refused its fields)
-        raise GluonbenchError(f"{what} {target}: {exc}"[:500]) from None
-    except Exception as exc:
-        raise GluonbenchError(f"{what} {target}: the factory raised {type(exc).__name__}: {exc}"[:500]) from None
+    with same_working_folder(f"{what} {target}"):
+        factory = import_factory(target, what)
+        check_factory_options(factory, options, f"{what} {target}")
+        try:
+            made = factory(**options)
+        except SystemExit as exc:
+            raise exit_error(what, target, "the factory", exc) from None
+        except GluonbenchError as exc:  # already one line (e.g. a PipelineSpec refused its fields)
+            raise GluonbenchError(f"{what} {target}: {exc}"[:500]) from None
+        except Exception as exc:
+            raise GluonbenchError(f"{what} {target}: the factory raised {type(exc).__name__}: {exc}"[:500]) from None
     if isinstance(made, Mapping):
         made = PipelineSpec.from_dict(made, f"{what} {target}: the returned dict")
     if not isinstance(made, PipelineSpec):
@@ -520,9 +547,11 @@ def unnamed_options(target: str, options: Mapping[str, Any] | None) -> list[str]
 def parse_option_value(text: str) -> Any:
     """A ``--pipeline-option`` value: a TOML value (``5``, ``0.5``, ``true``, ``"x"``, ``[1, 2]``), else the text."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except (tomllib.TOMLDecodeError, RecursionError):
         return text
+    # a TOML date or time (``2026-01-01``) is not JSON, so it could not be kept in a record: the factory gets the text
+    return text if isinstance(value, datetime.date | datetime.time) else value
 
 
 def parse_pipeline_options(items: list[str] | None) -> dict[str, Any]:
