@@ -87,3 +87,16 @@ def load_warning(meter: Any, what: str) -> None:
     line = warning(meter.stop(), what)
     if line:
         print(line, file=sys.stderr)
+
+
+def start_budgeted(args: Any, settings: Any, command: str) -> tuple[Any, Callable[[], None], Any]:
+    """What a budgeted command (diagnose, tune) does before its first line: the cheap preflight checks, the
+    ``--pipeline`` factory imported and checked (its own batch size unless ``--batch-size``), the checks that need
+    no MXNet; then its progress line. Returns the settings, the preflight's warning callback and the progress."""
+    from gluonbench import api
+    from gluonbench.console import Progress
+
+    warn = preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
+    settings = pipeline_first(settings)  # the pipeline's own batch size unless --batch-size
+    api.check_before_start(settings, args.out)  # what needs no MXNet: before the first line
+    return settings, warn, Progress(command, settings.budget_s, "s", timed=True)

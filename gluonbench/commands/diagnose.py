@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from gluonbench.commands.common import load_warning, pipeline_first, preflight, print_stalled, what_runs
+from gluonbench.commands.common import load_warning, print_stalled, start_budgeted, what_runs
 from gluonbench.commands.options import (
     Parser,
     add_budget,
@@ -157,15 +157,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         pipeline=args.pipeline,
         pipeline_options=pipeline_options(args),
     ).check()
-    warn = preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
+    settings, warn, progress = start_budgeted(args, settings, "diagnose")
 
     from gluonbench import api
-    from gluonbench.console import Progress, duration
+    from gluonbench.console import duration
     from gluonbench.diagnosis.report import to_text
 
-    settings = pipeline_first(settings)  # the pipeline's own batch size unless --batch-size
-    api.check_before_start(settings, args.out)  # what needs no MXNet: before the first line
-    progress = Progress("diagnose", settings.budget_s, "s", timed=True)
     progress.start(
         f"timing {what_runs(settings)} at {settings.workers} worker(s), batch {settings.batch_size}, with each "
         f"pipeline stage swapped for a stand-in, in interleaved rounds within a {duration(settings.budget_s)} budget"

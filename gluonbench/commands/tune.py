@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from gluonbench.commands.common import load_warning, pipeline_first, preflight, print_roofline, print_stalled, what_runs
+from gluonbench.commands.common import load_warning, print_roofline, print_stalled, start_budgeted, what_runs
 from gluonbench.commands.options import (
     add_budget,
     add_ctx,
@@ -125,13 +125,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
         pipeline=args.pipeline,
         pipeline_options=pipeline_options(args),
     ).check()
-    warn = preflight(args, settings.data_dir, settings.ctx, settings.workers, settings.batch_size, settings.options)
+    settings, warn, progress = start_budgeted(args, settings, "tune")
 
-    from gluonbench.console import Progress, duration
+    from gluonbench.console import duration
 
-    settings = pipeline_first(settings)  # the pipeline's own batch size unless --batch-size
-    api.check_before_start(settings, args.out)  # what needs no MXNet: before the first line
-    progress = Progress("tune", settings.budget_s, "s", timed=True)
     progress.start(
         f"searching DataLoader settings of {what_runs(settings)} (batch {settings.batch_size}"
         + (f", batch sizes {', '.join(map(str, settings.batch_sizes))}" if settings.batch_sizes else "")
