@@ -191,13 +191,14 @@ def test_cli_refuses_special_files_in_one_line(tmp_path, cli):
 
 def test_run_records_with_unbounded_numbers_are_skipped_lines_not_crashes(tmp_path):
     from gluonbench.report.store import RunStore
+    from gluonbench.report.versions import CURRENT
 
     good = {"spec": {"workers": 0, "repeat": 0}, "status": "ok", "samples_per_s": 10.0}
     lines = [json.dumps(good), '{"spec": {"workers": 1e999}}', '{"spec": {"workers": ' + "9" * 400 + "}}"]
     lines += ["[" * 5000 + "]" * 5000, "[" * 50 + "]" * 50]
     (tmp_path / "runs.jsonl").write_text("\n".join(lines) + "\n")
     records, skipped = RunStore(tmp_path)._read()
-    assert records == [good]
+    assert records == [{**good, "format_version": CURRENT["record"]}], "the good line, upgraded to the current layout"
     assert skipped == [
         "2 (spec.workers is not a whole number)",
         "3 (an integer of 400 digits)",

@@ -37,7 +37,11 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
-from gluonbench._mx import gluon, nd
+# MXNet itself, not gluonbench._mx: the hooks go in as MXNet's import finishes, which may be gluonbench._mx's own
+# import of it (a script that imports gluonbench._mx), before that module has its names; the shims _mx applies
+# are applied already (the bootstrap is gluonbench.script.boot: `import gluonbench` applied them)
+from mxnet import gluon, nd
+
 from gluonbench.monitor import SystemMonitor
 from gluonbench.profiler import hooks as profiler_hooks
 from gluonbench.script.channel import Channel
