@@ -297,28 +297,33 @@ import numpy as np
 import gluonbench
 
 class StallsLater:
-    # reads answer until the READS-th, then block (a network share that goes away mid-run); only the reads of the
-    # process that made the data set count (a loader worker's fork keeps a copy of the count and never stalls)
-    def __init__(self, reads):
+    # reads answer until the READS-th (or, with AFTER_S, until that many seconds after the first read, whichever
+    # comes first, counted from the 64th read: a slow, busy machine reaches the stall within the budget all the same), then block (a network
+    # share that goes away mid-run); only the reads of the process that made the data set count (a loader worker's
+    # fork keeps a copy of the count and never stalls)
+    def __init__(self, reads, after_s=None):
         import os
-        self.reads, self.done, self.pid = reads, 0, os.getpid()
+        self.reads, self.done, self.pid, self.after_s, self.first = reads, 0, os.getpid(), after_s, None
     def __len__(self):
         return 512
     def __getitem__(self, i):
         import os
+        import time
         if os.getpid() == self.pid:
             self.done += 1
-        if self.done > self.reads:
-            import time
-            time.sleep(3600)
+            if self.done == 64:  # the clock starts once measuring reads: not at the spec's check of dataset[0]
+                self.first = time.monotonic()
+            late = self.after_s is not None and self.first is not None and time.monotonic() - self.first > self.after_s
+            if self.done > self.reads or late:
+                time.sleep(3600)
         return np.full((16,), i % 7, dtype=np.float32), np.float32(i % 2)
 
 def net():
     from mxnet import gluon
     return gluon.nn.Dense(2)
 
-def make(reads=6000):
-    return gluonbench.PipelineSpec(dataset=StallsLater(reads), transform=lambda d, y: (d / 7.0, y), net=net,
+def make(reads=6000, after_s=None):
+    return gluonbench.PipelineSpec(dataset=StallsLater(reads, after_s), transform=lambda d, y: (d / 7.0, y), net=net,
                                    batch_size=8)
 """
 
@@ -353,7 +358,8 @@ def test_cli_a_stall_mid_tune_keeps_what_was_measured(cli, tmp_path):
     # so a busy machine measures as many rounds first) leave every measurement before the stall, printed, in --json
     # and in the --out folder; no --toml and no recommendation, since the search never compared the settings
     (tmp_path / "stalls.py").write_text(STALLS_LATER)
-    args = ["--pipeline", "stalls:make", "--pipeline-option", "reads=20000", "--budget", "10"]
+    args = ["--pipeline", "stalls:make", "--pipeline-option", "reads=20000", "--pipeline-option", "after_s=6"]
+    args += ["--budget", "10"]
     proc = cli("tune", *args, "--json", "t.json", "--toml", "t.toml", "--out", "runs", cwd=tmp_path, timeout=180)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     error = proc.stderr.strip().splitlines()[-1]
