@@ -571,26 +571,7 @@ def _read_fixes(v: Verdict, s: Setting, read: float, iowait: float, mean_busy: f
         )
     # file-format advice only where files are really read (from storage, or with a latency to hide)
     if read >= LOW_READ_BYTES_PER_S or (math.isfinite(mean_busy) and mean_busy < 60):
-        out.append(
-            Rec(
-                head,
-                "fix",
-                "Pack small files into RecordIO (`gluonbench pack`, im2rec.py or mx.recordio.MXIndexedRecordIO, read "
-                "with gluon.data.vision.ImageRecordDataset) so reads are few, large and sequential.",
-                sub,
-                "data format",
-            )
-        )
-        out.append(
-            Rec(
-                head,
-                "fix",
-                "Copy the data set to local disk (NVMe / instance store) or into memory instead of reading from a "
-                "network file system or object store.",
-                sub,
-                "data location",
-            )
-        )
+        out += [_pack_fix(head, sub), _local_fix(head, sub)]
     out.append(
         Rec(
             head,
@@ -607,10 +588,9 @@ def _read_fixes(v: Verdict, s: Setting, read: float, iowait: float, mean_busy: f
     return out
 
 
-def _read_fixes_by_evidence(v: Verdict, s: Setting, kind: str) -> list[Rec]:
-    head, sub = "disk_io", "read"
-    many = max(2 * s.cores, s.num_workers * 2, 4)
-    pack = Rec(
+def _pack_fix(head: str, sub: str) -> Rec:
+    """Pack small files into RecordIO: reads few, large and sequential."""
+    return Rec(
         head,
         "fix",
         "Pack small files into RecordIO (`gluonbench pack`, im2rec.py or mx.recordio.MXIndexedRecordIO, read "
@@ -618,7 +598,11 @@ def _read_fixes_by_evidence(v: Verdict, s: Setting, kind: str) -> list[Rec]:
         sub,
         "data format",
     )
-    local = Rec(
+
+
+def _local_fix(head: str, sub: str) -> Rec:
+    """Read the data from local disk or memory, not a network file system or object store."""
+    return Rec(
         head,
         "fix",
         "Copy the data set to local disk (NVMe / instance store) or into memory instead of reading from a "
@@ -626,6 +610,12 @@ def _read_fixes_by_evidence(v: Verdict, s: Setting, kind: str) -> list[Rec]:
         sub,
         "data location",
     )
+
+
+def _read_fixes_by_evidence(v: Verdict, s: Setting, kind: str) -> list[Rec]:
+    head, sub = "disk_io", "read"
+    many = max(2 * s.cores, s.num_workers * 2, 4)
+    pack, local = _pack_fix(head, sub), _local_fix(head, sub)
     if kind == "file_system":
         return [
             Rec(
