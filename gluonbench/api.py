@@ -6,11 +6,12 @@ folders in :mod:`gluonbench.outdir`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,43 @@ def sweep(
 # -- diagnose ------------------------------------------------------------------------------------
 
 
+def _before_measuring(settings: Any, out: str | Path | None, workers: int) -> Any:
+    """Diagnose's or tune's ``settings`` checked before measuring, a factory's own batch size filled in
+    (:func:`~gluonbench.inputs.with_pipeline`), the output folder made (the run folder itself is made once there
+    is a result) and ``/dev/shm`` checked for ``workers`` loader processes."""
+    settings = with_pipeline(settings.check())
+    if out is not None:
+        make_out(out)
+    check_loader_shm(settings.options, settings.batch_size, workers, settings.thread_pool)
+    return settings
+
+
+@contextlib.contextmanager
+def _measured_pipeline(settings: Any) -> Iterator[dict[str, Any]]:
+    """The arguments diagnose and tune share to measure ``settings``'s pipeline in this process: a registered
+    workload, or a ``--pipeline`` factory's spec (called once, released when the block ends)."""
+    name, options = settings.run_workload()
+    spec = user_spec(settings)
+    try:
+        yield {
+            "name": name,
+            "batch_size": settings.batch_size,
+            "ctx": settings.ctx,
+            "budget_s": settings.budget_s,
+            "data_dir": settings.data_dir,
+            "download": settings.download,
+            "options": options,
+            "workload": None if spec is None else spec.to_workload(),
+            "label": settings.identity(),
+            "thread_pool": settings.thread_pool,
+            "pin_memory": settings.pin_memory,
+            "seed": settings.seed,
+        }
+    finally:
+        if spec is not None:
+            release_spec(spec)
+
+
 def run_diagnosis(
     settings: DiagnoseSettings,
     out: str | Path | None = None,
@@ -121,36 +159,15 @@ def run_diagnosis(
     ``settings.json_path`` also writes the whole diagnosis there, atomically.
     """
 
-    settings = with_pipeline(settings.check())  # the pipeline's own batch size unless one is given
-    if out is not None:  # fail before measuring; the run folder itself is made once there is a result
-        make_out(out)
-    check_loader_shm(settings.options, settings.batch_size, settings.workers, settings.thread_pool)
-    workload, options = settings.run_workload()
-    spec = user_spec(settings)  # a --pipeline factory, called once here (None: a registered workload)
-    try:
-        d = diagnose_workload(
-            workload,
-            settings.batch_size,
-            settings.workers,
-            settings.ctx,
-            settings.budget_s,
-            data_dir=settings.data_dir,
-            download=settings.download,
-            options=options,
-            workload=None if spec is None else spec.to_workload(),
-            label=settings.identity(),
-            thread_pool=settings.thread_pool,
-            pin_memory=settings.pin_memory,
-            thresholds=settings.thresholds,
-            seed=settings.seed,
-            on_progress=on_progress,
-        )
-    except BudgetExceededError as exc:
-        _keep_stalled(settings, out, exc)
-        raise
-    finally:
-        if spec is not None:
-            release_spec(spec)
+    settings = _before_measuring(settings, out, settings.workers)
+    with _measured_pipeline(settings) as args:
+        try:
+            d = diagnose_workload(
+                **args, num_workers=settings.workers, thresholds=settings.thresholds, on_progress=on_progress
+            )
+        except BudgetExceededError as exc:
+            _keep_stalled(settings, out, exc)
+            raise
     d.analysis["roofline"] = [line.to_dict() for line in roofline_diagnosis(settings, d)]  # doctor (issue 20)
     try:
         return _save_diagnosis(settings, out, d)
@@ -327,39 +344,21 @@ def run_tune(
     from gluonbench.pipeline.emulate import step_ms
     from gluonbench.tune import tune_workload
 
-    settings = with_pipeline(settings.check())  # the pipeline's own batch size unless one is given
-    if out is not None:  # fail before measuring; the run folder itself is made once there is a result
-        make_out(out)
-    check_loader_shm(settings.options, settings.batch_size, settings.max_workers or 0, settings.thread_pool)
-    workload, options = settings.run_workload()
-    spec = user_spec(settings)  # a --pipeline factory, called once here (None: a registered workload)
-    try:
-        result = tune_workload(
-            workload,
-            settings.batch_size,
-            settings.ctx,
-            settings.budget_s,
-            data_dir=settings.data_dir,
-            download=settings.download,
-            options=options,
-            workload=None if spec is None else spec.to_workload(),
-            label=settings.identity(),
-            num_workers=settings.workers,
-            thread_pool=settings.thread_pool,
-            prefetch=settings.prefetch,
-            pin_memory=settings.pin_memory,
-            max_workers=settings.max_workers,
-            batch_sizes=list(settings.batch_sizes) if settings.batch_sizes else None,
-            emulate_step_ms=None if settings.emulate_step_ms is None else step_ms(settings.emulate_step_ms),
-            seed=settings.seed,
-            on_progress=on_progress,
-        )
-    except BudgetExceededError as exc:
-        _keep_stalled_tune(settings, out, exc)
-        raise
-    finally:
-        if spec is not None:
-            release_spec(spec)
+    settings = _before_measuring(settings, out, settings.max_workers or 0)
+    with _measured_pipeline(settings) as args:
+        try:
+            result = tune_workload(
+                **args,
+                num_workers=settings.workers,
+                prefetch=settings.prefetch,
+                max_workers=settings.max_workers,
+                batch_sizes=list(settings.batch_sizes) if settings.batch_sizes else None,
+                emulate_step_ms=None if settings.emulate_step_ms is None else step_ms(settings.emulate_step_ms),
+                on_progress=on_progress,
+            )
+        except BudgetExceededError as exc:
+            _keep_stalled_tune(settings, out, exc)
+            raise
     try:
         if settings.json_path:
             atomic_write_text(settings.json_path, json.dumps(redact(result.to_dict()), indent=2))
