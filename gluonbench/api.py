@@ -1,45 +1,45 @@
 """The public Python API (re-exported by ``gluonbench``): :func:`sweep`, :func:`run_once`, :func:`diagnose`,
 :func:`run_diagnosis` and :func:`io_benchmark`. Each command's settings are validated here, in the library;
-the CLI only parses flags into them."""
+the CLI only parses flags into them. What they call lives where it belongs: the sweep's loop in
+:mod:`gluonbench.sweeping`, the checks of a command's inputs in :mod:`gluonbench.inputs`, the output and run
+folders in :mod:`gluonbench.outdir`."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
-import math
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gluonbench.config import (
-    DiagnoseSettings,
-    IoSettings,
-    SweepSettings,
-    TuneSettings,
-    check_types,
-    resolve_batch_size,
-)
+from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings, TuneSettings, check_types
 from gluonbench.diagnosis import sweep as diagnosis_sweep
 from gluonbench.diagnosis.run import Diagnosis, diagnose, diagnose_workload
-from gluonbench.distributed import is_dist
+from gluonbench.doctor.runs import roofline_diagnosis
+from gluonbench.doctor.runs import roofline_sweep as roofline_sweep
+from gluonbench.doctor.runs import roofline_tune as roofline_tune
 from gluonbench.engine.deadline import BudgetExceededError
 from gluonbench.env import command_line, environment
-from gluonbench.errors import DataError, GluonbenchError
+from gluonbench.errors import GluonbenchError
+from gluonbench.inputs import check_before_start as check_before_start  # the checks before a command's first line
+from gluonbench.inputs import check_inputs, check_loader_shm, user_spec, with_pipeline
+from gluonbench.inputs import check_user_pipeline as check_user_pipeline
 from gluonbench.names import arg
-from gluonbench.profiler.session import RunProfile
+from gluonbench.outdir import check_out, pipeline_record, save_run, write_reports
+from gluonbench.outdir import make_out as make_out
 from gluonbench.report import DEFAULT_OUT
-from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, check_free_space, new_run_dir
+from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, new_run_dir
 from gluonbench.report.summary import SweepSummary
-from gluonbench.rundir import load
-from gluonbench.sweeprun.child import run_isolated
+from gluonbench.sweeping import OnProgress, OnResult, run_sweep
+from gluonbench.sweeping import check_resume as check_resume
 from gluonbench.sweeprun.run import RunResult, RunSpec, train_and_eval
 from gluonbench.units import count
-from gluonbench.validate import check_path, redact
-from gluonbench.workloads.spec import check_pipeline, release_spec, take_spec
+from gluonbench.validate import redact
+from gluonbench.workloads.spec import release_spec
 
 __all__ = [
     "Diagnosis",
@@ -56,160 +56,20 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-OnResult = Callable[[RunResult], None]
-OnProgress = Callable[[int, int | None], None]
-"""``on_progress(steps_done, steps_planned)`` over the whole sweep; ``steps_planned`` None if unknown."""
+
+def __getattr__(name: str) -> Any:
+    # sweep_script is the script module's own function (gluonbench sweep -- CMD), imported on first use: the
+    # script's modules are not loaded (nor MXNet with them) by `import gluonbench.api`
+    if name == "sweep_script":
+        from gluonbench.script.sweep import sweep_script
+
+        return sweep_script
+    raise AttributeError(f"module 'gluonbench.api' has no attribute {name!r}")
 
 
 def run_once(spec: RunSpec, workload=None) -> RunResult:
     """One run in this process (no isolation): useful from notebooks."""
     return train_and_eval(spec, workload, diagnose=diagnosis_sweep.diagnose_run)
-
-
-def check_inputs(settings: SweepSettings, reach: bool = True) -> dict[str, int]:
-    """Fail fast, before any run: the context exists and the data set is there and valid.
-
-    Returns the split sizes (samples per split) of the data set. ``reach=False`` (the CLI, before its first
-    line) checks everything that neither downloads nor reaches a remote store; the sweep checks again, with
-    ``reach=True``, before its first run. A ``--pipeline`` factory is checked by the CLI on its own.
-    """
-    from gluonbench.contexts import parse_ctx
-    from gluonbench.data import vision
-    from gluonbench.pipeline.scale import device_contexts
-    from gluonbench.workloads import workload_names
-
-    def check_devices() -> None:
-        # --gpus names MXNet's GPUs itself (its errors name --gpus, as the user wrote it); else --ctx
-        if settings.gpus:
-            device_contexts(None, gpus=settings.gpus)
-        else:
-            parse_ctx(settings.ctx)
-
-    if settings.pipeline:
-        check_devices()
-        return check_user_pipeline(settings) if reach else {}
-    if settings.workload not in workload_names():
-        raise GluonbenchError(f"unknown --dataset {settings.workload!r}; choose one of {', '.join(workload_names())}")
-    check_devices()
-    check_loader_shm(
-        settings.options,
-        settings.batch_size,
-        max((*settings.workers, settings.eval_workers or 0)),
-        settings.thread_pool,
-    )
-    from gluonbench.workloads.vision_zoo import VISION_WORKLOADS, check_options, check_vision
-
-    uri = settings.workload_options().get("uri") or settings.data_dir
-    remote = bool(uri and "://" in str(uri))
-    if settings.run_workload() in VISION_WORKLOADS:
-        if remote and not reach:
-            opts = settings.workload_options()
-            check_options(
-                opts.get("model"), opts.get("preset", "imagenet"), opts.get("image_size"), opts.get("classes")
-            )
-            return {}
-        return check_vision(settings.run_workload(), settings.workload_options(), settings.data_dir)
-    if settings.workload in vision.SPECS:
-        may_fetch = settings.download and settings.data_dir is None and not os.environ.get("GLUONBENCH_OFFLINE")
-        try:
-            folder = vision.locate(settings.workload, settings.data_dir, download=settings.download and reach)
-        except DataError:
-            if may_fetch and not reach:
-                return {}  # not here yet: downloaded as the sweep starts
-            raise
-        return vision.validate(folder)
-    if settings.workload == "synthetic":
-        from gluonbench.workloads.synthetic import check_options as check_synthetic
-
-        check_synthetic(settings.options)
-        return {}
-    if settings.workload == "source":
-        from gluonbench.workloads.source import check_source
-
-        return check_source(settings.options, settings.data_dir, deep=reach or not remote)
-    return {}
-
-
-def _write_reports(store: RunStore) -> Any:
-    """Rebuild every export of ``store``'s folder from its records; the report's summary, or None if none."""
-    if not store.runs_path.exists():
-        return None
-    report = load(store.path)
-    report.write(store.path)
-    return report.summary
-
-
-def check_user_pipeline(settings: Any, keep: bool = False) -> dict[str, int]:
-    """Check the ``--pipeline`` factory of ``settings`` (sweep, diagnose, tune, profile settings) at the setting
-    the command runs (:func:`gluonbench.workloads.spec.check_pipeline`); the split sizes of its data sets.
-
-    The factory is called once in this process: the CLI checks it before its first line with ``keep``, and
-    this check, :func:`user_spec` after it, reuse that spec.
-    """
-    workers = getattr(settings, "workers", None)
-    knobs = {
-        "batch_size": getattr(settings, "batch_size", None),
-        "num_workers": workers if isinstance(workers, int) else None,
-        "thread_pool": getattr(settings, "thread_pool", None),
-        "prefetch": getattr(settings, "prefetch", None),
-    }
-    return check_pipeline(
-        settings.pipeline,
-        settings.pipeline_options,
-        getattr(settings, "ctx", None),
-        bool(getattr(settings, "pin_memory", False)),
-        keep=keep,
-        **{k: v for k, v in knobs.items() if v is not None},
-    )
-
-
-def with_pipeline(settings: Any) -> Any:
-    """``settings`` with a ``--pipeline`` factory checked (:func:`check_user_pipeline`, its warnings said once, the
-    spec kept for the command) and its own ``batch_size`` filled in where none was given
-    (:func:`gluonbench.config.resolve_batch_size`); settings without a factory at the seed's batch size."""
-    if getattr(settings, "pipeline", None):
-        check_user_pipeline(settings, keep=True)
-    return resolve_batch_size(settings)
-
-
-def pipeline_record(settings: Any) -> dict[str, Any]:
-    """What a run folder keeps of the pipeline beside its settings: ``{"pipeline": {"identity": ...,
-    "unchecked_options": [...]}}``, the second naming the options only the factory's ``**options`` took (its
-    signature names none of them); ``{}`` without a pipeline factory."""
-    if not getattr(settings, "pipeline", None):
-        return {}
-    from gluonbench.workloads.spec import unnamed_options
-
-    return {
-        "pipeline": {
-            "identity": settings.identity(),
-            "unchecked_options": unnamed_options(settings.pipeline, settings.pipeline_options),
-        }
-    }
-
-
-def user_spec(settings: Any) -> Any:
-    """The checked :class:`~gluonbench.PipelineSpec` of ``settings.pipeline`` (None without one), for a command
-    that measures it in this process (diagnose, tune); release it with ``release_spec`` when done."""
-    if not getattr(settings, "pipeline", None):
-        return None
-    check_user_pipeline(settings, keep=True)
-    return take_spec(settings.pipeline, settings.pipeline_options)
-
-
-def check_loader_shm(options: dict[str, Any] | None, batch_size: int, workers: int, thread_pool: bool) -> None:
-    """Refuse DataLoader worker processes that ``/dev/shm`` is too small for (one line naming the fixes)."""
-    from gluonbench.engine.watchdog import check_shm, sample_bytes
-
-    check_shm(sample_bytes(options) * batch_size, workers, thread_pool)
-
-
-def steps_per_run(settings: SweepSettings, sizes: dict[str, int]) -> int | None:
-    train = sizes.get("train")
-    if not train:
-        return None
-    steps = math.ceil(train / settings.batch_size) * settings.epochs
-    return min(steps, settings.max_batches) if settings.max_batches else steps
 
 
 def sweep(
@@ -234,9 +94,7 @@ def sweep(
     finished, then propagates.
     """
     if resume is not None:
-        store = RunStore(resume)
-        saved = store.read_settings()
-        settings = SweepSettings.from_dict(saved["settings"])
+        settings = SweepSettings.from_dict(RunStore(resume).read_settings()["settings"])
     elif settings is None:
         raise GluonbenchError("sweep needs settings, or resume= a run folder")
     check_types(settings)
@@ -249,238 +107,47 @@ def sweep(
             settings = replace(settings, pipeline_options=pin_hash_rate(settings.pipeline_options))
         elif not settings.pipeline and is_synthetic(settings.workload):
             settings = replace(settings, options=pin_hash_rate(settings.options))
-    if is_dist(settings.kvstore):
-        return _dist_sweep(settings, out, resume, on_result, on_progress)
-    sizes = check_inputs(settings)
-    cores = os.cpu_count() or 1
-    over = [w for w in settings.workers if w > cores]
-    if over:
-        log.warning("worker counts %s exceed the %d logical cores here; expect no gain past %d", over, cores, cores)
-    if resume is None:
-        check_out(out)
-        store = RunStore(new_run_dir(out, settings.label()))
-        try:
-            store.reserve(len(settings.specs()))
-            store.write_settings(
-                {
-                    "settings": settings.to_dict(),
-                    **pipeline_record(settings),
-                    "command": command_line(),
-                    "env": environment(),
-                }
-            )
-        except BaseException:
-            shutil.rmtree(store.path, ignore_errors=True)  # a folder this call made and nothing was measured in
-            raise
-    with store.lock():
-        return _sweep_locked(store, settings, sizes, resume is not None, on_result, on_progress, profile)
-
-
-def check_resume(resume: str | Path) -> SweepSettings:
-    """The checks of ``sweep(resume=...)`` that need no MXNet, for a command's first line to come after them: the
-    folder's ``sweep.json`` is there and valid, no file gluonbench writes there is a link, no other sweep holds
-    the folder, and :func:`check_before_start` on its settings. Returns the saved settings; :func:`sweep`
-    reads and checks them again."""
-    store = RunStore(resume)
-    settings = SweepSettings.from_dict(store.read_settings()["settings"])
-    check_types(settings)
-    settings.check()
-    store.refuse_links()
-    store.check_unlocked()
-    check_before_start(settings)
-    return settings
-
-
-def _nearest_existing(path: Path) -> Path | None:
-    """``path`` itself or the nearest of its parents that exists (None if none does)."""
-    return next((p for p in (path, *path.parents) if p.exists()), None)
-
-
-def make_out(out: str | Path, what: str = "out") -> Path:
-    """Create the output folder ``out`` (``what``: its argument) if needed and prove it writable with room for
-    results; one line naming the fix if not. Made before measuring: a result is never measured, then lost."""
-    path = check_path(out, arg(what))
-    if path.exists() and not path.is_dir():
-        raise GluonbenchError(f"{arg(what)} {out} is not a folder; choose a folder for the results")
-    above = _nearest_existing(path.parent)
-    if above is not None and not above.is_dir():
-        raise GluonbenchError(f"{arg(what)} {out}: {above} is a file, not a folder; choose a folder for the results")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise GluonbenchError(f"cannot create {arg(what)} {out}: {exc.strerror}; choose a writable folder") from exc
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise GluonbenchError(f"cannot write into {arg(what)} {out}; choose a writable folder")
-    check_free_space(path, arg(what))
-    return path
-
-
-def check_before_start(settings: Any, out: str | Path | None = None, create: bool = True) -> None:
-    """The checks a command makes before its first line: those that need neither the network nor a measurement,
-    nor MXNet (seconds to import) unless the run needs it anyway: a local data set that is named but missing,
-    an image workload with no data set, the form of ``endpoint_url``, a zoo ``model`` name (gluoncv), a local
-    pipe channel with fewer objects than ``hosts``, ``/dev/shm`` too small for the workers, then the output
-    folder (made when ``create``, as diagnose and tune make it before measuring; else only checked, with room
-    for one run's record, as a sweep makes its run folder once its inputs are checked). Everything is checked
-    again, with the rest, before measuring: this only makes bad input one line with nothing printed before
-    it. The sweep's CLI then runs :func:`check_inputs` with ``reach=False`` before its first line too."""
-    if not getattr(settings, "pipeline", None):  # a factory is checked by check_pipeline
-        workload, data_dir = getattr(settings, "workload", None), getattr(settings, "data_dir", None)
-        options = getattr(settings, "options", None) or {}
-        from gluonbench.data import vision
-
-        if workload in vision.SPECS and data_dir is not None:
-            vision.locate(workload, data_dir, download=False)  # a named folder is used alone: no download
-        uri = options.get("uri") or data_dir
-        if workload == "imagefolder" and not (uri and "://" in str(uri)):
-            from gluonbench.workloads.vision_zoo import check_uri
-
-            check_uri(uri)  # a local image folder that is not there
-        if workload == "source" and uri and "://" not in str(uri) and not Path(uri).is_dir():
-            from gluonbench.data.store import open_store
-
-            open_store(str(uri)).list()  # DataError: the folder is missing, or a file
-        if options.get("endpoint_url"):  # its form (credentials, scheme), not whether it answers
-            from gluonbench.data.s3 import check_endpoint_url
-
-            check_endpoint_url(options["endpoint_url"])
-        model = getattr(settings, "model", None) or options.get("model")
-        if model:  # a zoo model needs gluoncv (and so MXNet) anyway: its name is checked before the first line
-            from gluonbench.workloads.vision_zoo import check_model
-
-            check_model(str(model))
-        hosts = getattr(settings, "hosts", None) or (1,)
-        if options.get("mode") == "pipe" and max(hosts) > 1 and uri and "://" not in str(uri):
-            from gluonbench.workloads.source import check_pipe_shards  # a local channel: listing it is cheap
-
-            check_pipe_shards(options, max(hosts), data_dir)
-    workers = getattr(settings, "workers", 0)
-    most = max((*workers,) if isinstance(workers, tuple | list) else (workers or 0,))
-    most = max(most, getattr(settings, "max_workers", 0) or 0, getattr(settings, "eval_workers", 0) or 0)
-    if hasattr(settings, "thread_pool") and getattr(settings, "batch_size", None):  # a statvfs, no MXNet
-        check_loader_shm(getattr(settings, "options", None), settings.batch_size, most, settings.thread_pool)
-    hostfile = getattr(settings, "hostfile", None)
-    if hostfile:  # a dist sweep's ssh hosts: read and checked line by line, no MXNet
-        from gluonbench.distributed.settings import parse_hostfile
-
-        parse_hostfile(hostfile)
-    work_dir = getattr(settings, "work_dir", None)
-    if work_dir:  # made later, by the command, once the rest is checked: a refusal leaves nothing behind
-        _probe_mkdir(check_out(work_dir, "work_dir"), "work_dir")
-    if out is not None and create:
-        make_out(out)
-    elif out is not None:
-        from gluonbench.report.store import RESERVE_PER_RECORD
-
-        check_free_space(check_out(out), arg("out"), need=RESERVE_PER_RECORD)  # room for one run's record
-
-
-def _probe_mkdir(path: Path, what: str) -> None:
-    """Prove ``path`` can be made (permissions alone do not tell, e.g. under /proc as root): make the missing
-    folders, then remove the ones made here."""
-    missing = [p for p in (path, *path.parents) if not p.exists()]
-    made: list[Path] = []
-    try:
-        for p in reversed(missing):
-            p.mkdir()
-            made.append(p)
-    except OSError as exc:
-        raise GluonbenchError(f"cannot create {arg(what)} {path}: {exc.strerror}; choose a writable folder") from exc
-    finally:
-        for p in reversed(made):
-            with contextlib.suppress(OSError):
-                p.rmdir()
-
-
-def check_out(out: str | Path, what: str = "out") -> Path:
-    """``out`` (``what``: its argument) is a folder that exists or can be made, and is writable; checked
-    before anything is created."""
-    out = check_path(out, arg(what))
-    probe = _nearest_existing(out) or out
-    if probe.exists() and not probe.is_dir():
-        raise GluonbenchError(
-            f"{arg(what)} {out}: {probe} is a file, not a folder; choose a folder for the run folders"
-        )
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise GluonbenchError(
-            f"{arg(what)} {out}: cannot write in {probe} (permission denied); choose a writable folder"
-        )
-    return out
-
-
-def _sweep_locked(
-    store: RunStore,
-    settings: SweepSettings,
-    sizes: dict[str, int],
-    resuming: bool,
-    on_result: OnResult | None,
-    on_progress: OnProgress | None,
-    profile: bool = False,
-) -> tuple[Path, SweepSummary]:
-    done: set[tuple[int, int]] = set()
-    if resuming:
-        store.recover_tail()
-        done = {
-            (int(r["spec"]["workers"]), int(r["spec"]["repeat"]))
-            for r in store.records()
-            if r.get("kind", "run") == "run"
-        }
-    todo = [s for s in settings.specs() if s.key not in done]
-    if done:
-        log.info("resuming %s: %d run(s) done, %d to go", store.path, len(done), len(todo))
-    store.reserve(len(todo))
-    total_steps = steps_per_run(settings, sizes)
-    planned = total_steps * len(todo) if total_steps else None
-    finished = False
-    summary = None
-    try:
-        for n, spec in enumerate(todo):
-            base = n * (total_steps or 0)
-            with RunProfile(store.path / "profiles" if profile else None, f"w{spec.workers}-r{spec.repeat}") as prof:
-                result = run_isolated(
-                    spec,
-                    log_path=store.path / "logs" / f"w{spec.workers}-r{spec.repeat}.log",
-                    timeout_s=settings.timeout_s,
-                    child=diagnosis_sweep if spec.diagnose else None,
-                    progress=prof.progress(
-                        None if on_progress is None else lambda steps, base=base: on_progress(base + steps, planned)
-                    ),
-                )
-                prof.attach(result)
-            result.command = command_line()
-            if total_steps:
-                result.spec["steps_planned"] = total_steps
-            store.append(result)
-            if on_result is not None:
-                on_result(result)
-        finished = True
-    finally:
-        if store.runs_path.exists() and store.runs_path.stat().st_size:
-            try:
-                summary = _write_reports(store)
-            except GluonbenchError:
-                if finished:
-                    raise
-                # the error already on its way (disk full, Ctrl-C) is the one to report
-                log.info("reports of %s not rebuilt", store.path, exc_info=True)
-    if summary is None:
-        raise GluonbenchError(f"no run finished; see the logs under {store.path / 'logs'}")
-    return store.path, summary
-
-
-def _dist_sweep(settings, out, resume, on_result, on_progress):
-    """Scale-out: one distributed job per (kvstore workers, loader workers, repeat); see gluonbench.distributed."""
-    from gluonbench.distributed.sweep import dist_sweep
-
-    settings.check()
-    sizes = check_inputs(settings)
-    from gluonbench.workloads.source import check_pipe_shards
-
-    check_pipe_shards(settings.workload_options(), max(settings.hosts), settings.data_dir)
-    return dist_sweep(settings, out, resume, on_result, on_progress, train_samples=sizes.get("train"))
+    return run_sweep(settings, out, resume, on_result, on_progress, profile)
 
 
 # -- diagnose ------------------------------------------------------------------------------------
+
+
+def _before_measuring(settings: Any, out: str | Path | None, workers: int) -> Any:
+    """Diagnose's or tune's ``settings`` checked before measuring, a factory's own batch size filled in
+    (:func:`~gluonbench.inputs.with_pipeline`), the output folder made (the run folder itself is made once there
+    is a result) and ``/dev/shm`` checked for ``workers`` loader processes."""
+    settings = with_pipeline(settings.check())
+    if out is not None:
+        make_out(out)
+    check_loader_shm(settings.options, settings.batch_size, workers, settings.thread_pool)
+    return settings
+
+
+@contextlib.contextmanager
+def _measured_pipeline(settings: Any) -> Iterator[dict[str, Any]]:
+    """The arguments diagnose and tune share to measure ``settings``'s pipeline in this process: a registered
+    workload, or a ``--pipeline`` factory's spec (called once, released when the block ends)."""
+    name, options = settings.run_workload()
+    spec = user_spec(settings)
+    try:
+        yield {
+            "name": name,
+            "batch_size": settings.batch_size,
+            "ctx": settings.ctx,
+            "budget_s": settings.budget_s,
+            "data_dir": settings.data_dir,
+            "download": settings.download,
+            "options": options,
+            "workload": None if spec is None else spec.to_workload(),
+            "label": settings.identity(),
+            "thread_pool": settings.thread_pool,
+            "pin_memory": settings.pin_memory,
+            "seed": settings.seed,
+        }
+    finally:
+        if spec is not None:
+            release_spec(spec)
 
 
 def run_diagnosis(
@@ -495,36 +162,15 @@ def run_diagnosis(
     ``settings.json_path`` also writes the whole diagnosis there, atomically.
     """
 
-    settings = with_pipeline(settings.check())  # the pipeline's own batch size unless one is given
-    if out is not None:  # fail before measuring; the run folder itself is made once there is a result
-        make_out(out)
-    check_loader_shm(settings.options, settings.batch_size, settings.workers, settings.thread_pool)
-    workload, options = settings.run_workload()
-    spec = user_spec(settings)  # a --pipeline factory, called once here (None: a registered workload)
-    try:
-        d = diagnose_workload(
-            workload,
-            settings.batch_size,
-            settings.workers,
-            settings.ctx,
-            settings.budget_s,
-            data_dir=settings.data_dir,
-            download=settings.download,
-            options=options,
-            workload=None if spec is None else spec.to_workload(),
-            label=settings.identity(),
-            thread_pool=settings.thread_pool,
-            pin_memory=settings.pin_memory,
-            thresholds=settings.thresholds,
-            seed=settings.seed,
-            on_progress=on_progress,
-        )
-    except BudgetExceededError as exc:
-        _keep_stalled(settings, out, exc)
-        raise
-    finally:
-        if spec is not None:
-            release_spec(spec)
+    settings = _before_measuring(settings, out, settings.workers)
+    with _measured_pipeline(settings) as args:
+        try:
+            d = diagnose_workload(
+                **args, num_workers=settings.workers, thresholds=settings.thresholds, on_progress=on_progress
+            )
+        except BudgetExceededError as exc:
+            _keep_stalled(settings, out, exc)
+            raise
     d.analysis["roofline"] = [line.to_dict() for line in roofline_diagnosis(settings, d)]  # doctor (issue 20)
     try:
         return _save_diagnosis(settings, out, d)
@@ -565,33 +211,18 @@ def _save_diagnosis(
 ) -> tuple[Path | None, Diagnosis]:
     """Write ``d`` to ``settings.json_path`` and, with ``out``, a run folder whose record has ``status`` (``ok``,
     or ``stalled`` for the complete rounds of a diagnosis a stall stopped)."""
-    from gluonbench.env import utc_now
-
     if settings.json_path:
         atomic_write_text(settings.json_path, json.dumps(redact(d.to_dict()), indent=2))
     if out is None:
         return None, d
-    store = RunStore(new_run_dir(out, settings.label()))
-    store.write_settings(
-        {
-            "settings": settings.to_dict(),
-            **pipeline_record(settings),
-            "command": command_line(),
-            "env": d.env or environment(),
-        }
-    )
-    store.append(
-        {
-            "kind": "diagnosis",
-            "status": status,
-            "diagnosis": d.to_dict(),
-            "probe_order": list(d.probes),
-            "command": command_line(),
-            "finished_utc": utc_now(),
-        }
-    )
-    _write_reports(store)
-    return store.path, d
+    record = {"settings": settings.to_dict(), **pipeline_record(settings)}
+    return _save_diagnosis_folder(out, settings.label(), record, d, status), d
+
+
+def _save_diagnosis_folder(out: str | Path, name: str, settings: dict[str, Any], d: Diagnosis, status: str) -> Path:
+    """The run folder of a diagnosis (of a registered workload, a pipeline factory or a script): one
+    ``kind == "diagnosis"`` record with ``status``, its probes' order, and its exports."""
+    return save_run(out, name, settings, "diagnosis", d, status=status, env=d.env, probe_order=list(d.probes))
 
 
 def check_script(
@@ -622,7 +253,6 @@ def diagnose_script(
     is saved as :func:`run_diagnosis` saves one: ``json_path``, and with ``out`` a run folder
     ``OUT/<UTC>-diagnose-script-<name>/`` that ``gluonbench report`` rebuilds.
     """
-    from gluonbench.env import utc_now
     from gluonbench.script.run import diagnose_script as run_script
 
     if out is not None:  # fail before starting the script
@@ -635,30 +265,8 @@ def diagnose_script(
     if out is None:
         return None, d
     name = "".join(c if c.isalnum() or c in "-_" else "-" for c in Path(d.label).stem)[:48] or "script"
-    store = RunStore(new_run_dir(out, f"diagnose-script-{name}"))
     settings = {"command": list(cmd), "budget_s": budget_s, "loader": loader, "thresholds": d.thresholds}
-    store.write_settings({"settings": settings, "command": command_line(), "env": d.env or environment()})
-    store.append(
-        {
-            "kind": "diagnosis",
-            "status": "ok",
-            "diagnosis": d.to_dict(),
-            "probe_order": list(d.probes),
-            "command": command_line(),
-            "finished_utc": utc_now(),
-        }
-    )
-    _write_reports(store)
-    return store.path, d
-
-
-def sweep_script(cmd: list[str], workers: list[int], max_batches: int = 100, **kwargs: Any) -> Any:
-    """The user's training command once per worker count, a fresh process each, its training DataLoader made with
-    that ``num_workers`` (``gluonbench sweep -- python train.py ARGS``); with ``out=`` a sweep run folder. See
-    :func:`gluonbench.script.sweep.sweep_script` for the options."""
-    from gluonbench.script.sweep import sweep_script as run_sweep
-
-    return run_sweep(cmd, workers, max_batches, **kwargs)
+    return _save_diagnosis_folder(out, f"diagnose-script-{name}", {"settings": settings}, d, "ok"), d
 
 
 # -- input modes (gluonbench io) ----------------------------------------------------------------
@@ -712,7 +320,7 @@ def io_benchmark(
         try:
             run_cells(settings, staged, store, cache_root, on_result)
         finally:
-            summary = _write_reports(store)
+            summary = write_reports(store)
     finally:
         shutil.rmtree(cache_root, ignore_errors=True)
         if made:
@@ -736,43 +344,24 @@ def run_tune(
     ``tune.md``, ``tune.csv``, ``tune.json`` and ``report.html`` exported from it (``gluonbench report``
     rebuilds them); the run folder is ``result.run_dir`` (None without ``out``).
     """
-    from gluonbench.env import utc_now
     from gluonbench.pipeline.emulate import step_ms
     from gluonbench.tune import tune_workload
 
-    settings = with_pipeline(settings.check())  # the pipeline's own batch size unless one is given
-    if out is not None:  # fail before measuring; the run folder itself is made once there is a result
-        make_out(out)
-    check_loader_shm(settings.options, settings.batch_size, settings.max_workers or 0, settings.thread_pool)
-    workload, options = settings.run_workload()
-    spec = user_spec(settings)  # a --pipeline factory, called once here (None: a registered workload)
-    try:
-        result = tune_workload(
-            workload,
-            settings.batch_size,
-            settings.ctx,
-            settings.budget_s,
-            data_dir=settings.data_dir,
-            download=settings.download,
-            options=options,
-            workload=None if spec is None else spec.to_workload(),
-            label=settings.identity(),
-            num_workers=settings.workers,
-            thread_pool=settings.thread_pool,
-            prefetch=settings.prefetch,
-            pin_memory=settings.pin_memory,
-            max_workers=settings.max_workers,
-            batch_sizes=list(settings.batch_sizes) if settings.batch_sizes else None,
-            emulate_step_ms=None if settings.emulate_step_ms is None else step_ms(settings.emulate_step_ms),
-            seed=settings.seed,
-            on_progress=on_progress,
-        )
-    except BudgetExceededError as exc:
-        _keep_stalled_tune(settings, out, exc)
-        raise
-    finally:
-        if spec is not None:
-            release_spec(spec)
+    settings = _before_measuring(settings, out, settings.max_workers or 0)
+    with _measured_pipeline(settings) as args:
+        try:
+            result = tune_workload(
+                **args,
+                num_workers=settings.workers,
+                prefetch=settings.prefetch,
+                max_workers=settings.max_workers,
+                batch_sizes=list(settings.batch_sizes) if settings.batch_sizes else None,
+                emulate_step_ms=None if settings.emulate_step_ms is None else step_ms(settings.emulate_step_ms),
+                on_progress=on_progress,
+            )
+        except BudgetExceededError as exc:
+            _keep_stalled_tune(settings, out, exc)
+            raise
     try:
         if settings.json_path:
             atomic_write_text(settings.json_path, json.dumps(redact(result.to_dict()), indent=2))
@@ -781,21 +370,8 @@ def run_tune(
     except GluonbenchError as exc:  # measured, then not saved: the one line still gives the result
         raise NotSavedError(f"tune measured (recommended: {result.dataloader}) but not saved: {exc}", result) from None
     if out is not None:
-        store = RunStore(new_run_dir(out, settings.label(result.ctx)))
-        store.write_settings(
-            {"settings": settings.to_dict(), **pipeline_record(settings), "command": command_line(), "env": result.env}
-        )
-        store.append(
-            {
-                "kind": "tune",
-                "status": "ok",
-                "tune": result.to_dict(),
-                "command": command_line(),
-                "finished_utc": utc_now(),
-            }
-        )
-        _write_reports(store)
-        result.run_dir = str(store.path)
+        record = {"settings": settings.to_dict(), **pipeline_record(settings)}
+        result.run_dir = str(save_run(out, settings.label(result.ctx), record, "tune", result, env=result.env))
     return result
 
 
@@ -866,85 +442,6 @@ def preflight(
 
         checks = [check_cores(DoctorSettings(workers=0)) if c.name == "cores" else c for c in checks]
     return checks
-
-
-def _image_folder(data_dir: str | None, options: dict[str, Any] | None) -> str | None:
-    """The local folder a run reads its data from, where the settings name one."""
-    for cand in (data_dir, (options or {}).get("uri")):
-        if isinstance(cand, str) and "://" not in cand and os.path.isdir(cand):
-            return cand
-    return None
-
-
-def _no_folder(settings: Any, folder: str | None) -> str:
-    """Why no decode ceiling applies when the run names no local image folder ("" when it does)."""
-    if folder:
-        return ""
-    if getattr(settings, "pipeline", None):
-        return f"the local folder of {settings.identity()}'s data set is not known here"
-    workload = settings.workload
-    if str(workload) in ("mnist", "fashion-mnist", "synthetic"):
-        return f"{workload}'s samples are not decoded images"
-    return f"the data set's local folder is not known here: pass {arg('data_dir')}"
-
-
-def _ceilings_for(folder: str | None, ctx: str | None) -> Any:
-    from gluonbench.doctor.ceilings import cached_ceilings, measure_ceilings
-
-    try:
-        cached = cached_ceilings(folder)
-        if cached is not None:
-            return cached
-        return measure_ceilings(folder, read=False)  # the disk's ceiling is doctor's (it writes a scratch file)
-    except GluonbenchError:
-        raise
-    except Exception as exc:
-        log.warning("could not measure this machine's ceilings: %s", exc)
-        return None
-
-
-def roofline_diagnosis(settings: DiagnoseSettings, d: Diagnosis) -> list[Any]:
-    """Each stage of a diagnosis against this machine's ceilings (:mod:`gluonbench.doctor.roofline`)."""
-    from gluonbench.doctor.roofline import for_diagnosis
-    from gluonbench.engine.watchdog import sample_bytes
-
-    folder = _image_folder(settings.data_dir, settings.options)
-    return for_diagnosis(d, _ceilings_for(folder, settings.ctx), sample_bytes(settings.options))
-
-
-def roofline_sweep(settings: SweepSettings | None, summary: Any) -> list[Any]:
-    """The best worker count's throughput against the decode ceiling of the cores it used."""
-    from gluonbench.doctor.checks import usable_cores
-    from gluonbench.doctor.roofline import for_throughput
-
-    rows = [r for r in getattr(summary, "rows", []) if r.workers == getattr(summary, "best_workers", None)]
-    if settings is None or not rows:
-        return []
-    folder = _image_folder(settings.data_dir, settings.options)
-    return for_throughput(
-        rows[0].samples_per_s,
-        rows[0].workers,
-        usable_cores()[0],
-        _ceilings_for(folder, settings.ctx) if folder else None,
-        f"training at the best worker count ({rows[0].workers}):",
-        _no_folder(settings, folder),
-    )
-
-
-def roofline_tune(settings: TuneSettings, result: Any) -> list[Any]:
-    """The recommended setting's throughput against the decode ceiling of the cores it uses."""
-    from gluonbench.doctor.roofline import for_throughput
-
-    folder = _image_folder(settings.data_dir, settings.options)
-    workers = int((result.setting or {}).get("num_workers", 0))
-    return for_throughput(
-        result.samples_per_s,
-        workers,
-        result.cores or 1,
-        _ceilings_for(folder, settings.ctx) if folder else None,
-        "the recommendation:",
-        _no_folder(settings, folder),
-    )
 
 
 def check(

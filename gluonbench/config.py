@@ -178,6 +178,24 @@ def _pipeline_workload(settings: Any) -> None:
         object.__setattr__(settings, "workload", "pipeline")
 
 
+class _MeasuresAPipeline:
+    """What the settings of diagnose and tune share: the pipeline they measure in this process, a factory
+    (``pipeline``, ``pipeline_options``) or a built-in ``workload`` with its ``options``."""
+
+    def __post_init__(self) -> None:
+        _pipeline_workload(self)
+
+    def identity(self) -> str:
+        """What is measured: the factory and its options, or the built-in workload's name."""
+        return describe(self.pipeline, self.pipeline_options, self.workload)  # type: ignore[attr-defined]
+
+    def run_workload(self) -> tuple[str, dict[str, Any]]:
+        """The registered workload and its options measured (``pipeline`` for a factory)."""
+        if self.pipeline:  # type: ignore[attr-defined]
+            return "pipeline", pipeline_workload_options(self.pipeline, self.pipeline_options)  # type: ignore[attr-defined]
+        return self.workload, self.options  # type: ignore[attr-defined]
+
+
 def resolve_batch_size(settings: Any, keep: bool = True) -> Any:
     """``settings`` with an unset ``batch_size`` made the pipeline's own (its factory called once in this process;
     with ``keep`` the spec is kept for the command: :func:`gluonbench.workloads.spec.spec_batch_size`), else the
@@ -657,7 +675,7 @@ def _default_thresholds() -> Any:
 
 
 @dataclass(frozen=True)
-class DiagnoseSettings:
+class DiagnoseSettings(_MeasuresAPipeline):
     """One diagnosis of a registered workload (``gluonbench diagnose``); :meth:`check` validates it.
 
     ``ctx`` None picks ``gpu:0`` when MXNet sees a GPU, else the CPU. ``json_path`` also writes the
@@ -684,19 +702,6 @@ class DiagnoseSettings:
     pipeline: str | None = None
     """a user's pipeline factory (``--pipeline mypkg.train:make``), diagnosed instead of ``workload``"""
     pipeline_options: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        _pipeline_workload(self)
-
-    def identity(self) -> str:
-        """What this diagnosis measures: the factory and its options, or the built-in workload's name."""
-        return describe(self.pipeline, self.pipeline_options, self.workload)
-
-    def run_workload(self) -> tuple[str, dict[str, Any]]:
-        """The registered workload and its options this diagnosis builds (``pipeline`` for a factory)."""
-        if self.pipeline:
-            return "pipeline", pipeline_workload_options(self.pipeline, self.pipeline_options)
-        return self.workload, self.options
 
     def label(self) -> str:
         """The run folder's suffix with ``--out``: ``diagnose-<data set>-w<workers>``."""
@@ -757,7 +762,7 @@ class DiagnoseSettings:
 
 
 @dataclass(frozen=True)
-class TuneSettings:
+class TuneSettings(_MeasuresAPipeline):
     """One search of the best DataLoader setting for a registered workload (``gluonbench tune``).
 
     ``workers``/``thread_pool``/``prefetch`` are the current setting (the baseline); ``batch_sizes``
@@ -788,19 +793,6 @@ class TuneSettings:
     pipeline: str | None = None
     """a user's pipeline factory (``--pipeline mypkg.train:make``), tuned instead of ``workload``"""
     pipeline_options: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        _pipeline_workload(self)
-
-    def identity(self) -> str:
-        """What this search tunes: the factory and its options, or the built-in workload's name."""
-        return describe(self.pipeline, self.pipeline_options, self.workload)
-
-    def run_workload(self) -> tuple[str, dict[str, Any]]:
-        """The registered workload and its options this search builds (``pipeline`` for a factory)."""
-        if self.pipeline:
-            return "pipeline", pipeline_workload_options(self.pipeline, self.pipeline_options)
-        return self.workload, self.options
 
     def label(self, ctx: str) -> str:
         """The run folder's suffix with ``--out``: ``tune-<data set or pipeline>-<ctx>`` (``ctx``: ``cpu``, ``gpu:0``)."""

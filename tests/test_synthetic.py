@@ -78,12 +78,12 @@ def test_a_sweep_gives_every_run_one_calibration(tmp_path, monkeypatch):
     # each run of a sweep is its own process; calibrated in each, cpu_ms could mean a third more work at one worker
     # count than at another (the CPU's speed moves the calibration): the parent's one figure goes to every run, and
     # --resume keeps it (the runs themselves are stubbed: what is checked is what they are given)
-    from gluonbench import api
+    from gluonbench import api, sweeping
     from gluonbench.config import SweepSettings
     from gluonbench.workloads.synthetic import FACTORY
 
     given = []
-    monkeypatch.setattr(api, "_sweep_locked", lambda store, settings, *a, **k: given.append((store, settings)))
+    monkeypatch.setattr(sweeping, "_sweep_locked", lambda store, settings, *a, **k: given.append((store, settings)))
     settings = SweepSettings(workload="synthetic", workers=(0, 1, 2), options={"cpu_ms": 0.2, "samples": 64})
     api.sweep(settings, out=tmp_path / "runs")
     store, first = given[-1]

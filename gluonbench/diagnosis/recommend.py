@@ -185,6 +185,11 @@ def _split_text(v: Verdict, head: str, setting: Setting) -> str:
 Rec = Recommendation
 
 
+def _fix(head: str, text: str, knob: str) -> Recommendation:
+    """A fix of the headline stage ``head`` (its sub-stage too) that changes ``knob``."""
+    return Recommendation(head, "fix", text, head, knob)
+
+
 def speedup_text(v: Any, key: str, digits: int = 2) -> str:
     """``1.27x [1.21, 1.33]``: a speed-up with its 95 % interval (``digits`` decimals).
 
@@ -310,67 +315,55 @@ def _preprocessing(
     elif s.num_workers < s.cores:
         target = s.cores if s.num_workers == 0 else min(s.cores, max(2 * s.num_workers, s.num_workers + 1))
         out.append(
-            Rec(
+            _fix(
                 head,
-                "fix",
                 f"Raise num_workers from {s.num_workers} toward the {s.cores} cores (DataLoader(num_workers={target})): "
                 f"the transform then runs in parallel with training; `gluonbench sweep --workers 0..{s.cores}` "
                 "finds the best count.",
-                head,
                 "num_workers",
             )
         )
     else:
         out.append(
-            Rec(
+            _fix(
                 head,
-                "fix",
                 f"num_workers={s.num_workers} already covers the {s.cores} cores; more workers only add context "
                 "switches: make the transform cheaper instead.",
-                head,
                 "transform",
             )
         )
     out.append(
-        Rec(
+        _fix(
             head,
-            "fix",
             "Make the transform batch-level (vectorised): batchify raw samples and transform the whole batch "
             "in one call, e.g. nd.transpose(batch.astype('float32'), (0, 3, 1, 2)) / 255 on the (B, H, W, C) batch, "
             f"instead of {s.batch_size} per-sample calls; this removes the per-sample overhead.",
-            head,
             "transform",
         )
     )
     if not s.thread_pool and not inside:
         out.append(
-            Rec(
+            _fix(
                 head,
-                "fix",
                 "Try DataLoader(thread_pool=True) when the transform is NumPy/OpenCV/NDArray code that releases the "
                 "GIL: threads start at once and skip the copy through shared memory.",
-                head,
                 "thread_pool",
             )
         )
     if s.on_gpu:
         out.append(
-            Rec(
+            _fix(
                 head,
-                "fix",
                 "Move augmentation to the GPU: copy the raw uint8 batch with as_in_context(ctx) and run the "
                 "transform there, on the whole batch.",
-                head,
                 "transform",
             )
         )
     out.append(
-        Rec(
+        _fix(
             head,
-            "fix",
             "If the transform is deterministic (no random augmentation), apply it once up front and train on the "
             "stored result (e.g. gluon.data.ArrayDataset of ready arrays).",
-            head,
             "data format",
         )
     )
@@ -578,26 +571,7 @@ def _read_fixes(v: Verdict, s: Setting, read: float, iowait: float, mean_busy: f
         )
     # file-format advice only where files are really read (from storage, or with a latency to hide)
     if read >= LOW_READ_BYTES_PER_S or (math.isfinite(mean_busy) and mean_busy < 60):
-        out.append(
-            Rec(
-                head,
-                "fix",
-                "Pack small files into RecordIO (`gluonbench pack`, im2rec.py or mx.recordio.MXIndexedRecordIO, read "
-                "with gluon.data.vision.ImageRecordDataset) so reads are few, large and sequential.",
-                sub,
-                "data format",
-            )
-        )
-        out.append(
-            Rec(
-                head,
-                "fix",
-                "Copy the data set to local disk (NVMe / instance store) or into memory instead of reading from a "
-                "network file system or object store.",
-                sub,
-                "data location",
-            )
-        )
+        out += [_pack_fix(head, sub), _local_fix(head, sub)]
     out.append(
         Rec(
             head,
@@ -614,10 +588,9 @@ def _read_fixes(v: Verdict, s: Setting, read: float, iowait: float, mean_busy: f
     return out
 
 
-def _read_fixes_by_evidence(v: Verdict, s: Setting, kind: str) -> list[Rec]:
-    head, sub = "disk_io", "read"
-    many = max(2 * s.cores, s.num_workers * 2, 4)
-    pack = Rec(
+def _pack_fix(head: str, sub: str) -> Rec:
+    """Pack small files into RecordIO: reads few, large and sequential."""
+    return Rec(
         head,
         "fix",
         "Pack small files into RecordIO (`gluonbench pack`, im2rec.py or mx.recordio.MXIndexedRecordIO, read "
@@ -625,7 +598,11 @@ def _read_fixes_by_evidence(v: Verdict, s: Setting, kind: str) -> list[Rec]:
         sub,
         "data format",
     )
-    local = Rec(
+
+
+def _local_fix(head: str, sub: str) -> Rec:
+    """Read the data from local disk or memory, not a network file system or object store."""
+    return Rec(
         head,
         "fix",
         "Copy the data set to local disk (NVMe / instance store) or into memory instead of reading from a "
@@ -633,6 +610,12 @@ def _read_fixes_by_evidence(v: Verdict, s: Setting, kind: str) -> list[Rec]:
         sub,
         "data location",
     )
+
+
+def _read_fixes_by_evidence(v: Verdict, s: Setting, kind: str) -> list[Rec]:
+    head, sub = "disk_io", "read"
+    many = max(2 * s.cores, s.num_workers * 2, 4)
+    pack, local = _pack_fix(head, sub), _local_fix(head, sub)
     if kind == "file_system":
         return [
             Rec(
