@@ -32,19 +32,23 @@ import copy
 import mmap
 import os
 import statistics
+import sys
 import weakref
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
-# MXNet itself, not gluonbench._mx: the hooks go in as MXNet's import finishes, which may be gluonbench._mx's own
-# import of it (a script that imports gluonbench._mx), before that module has its names; the shims _mx applies
-# are applied already (the bootstrap is gluonbench.script.boot: `import gluonbench` applied them)
-from mxnet import gluon, nd
-
 from gluonbench.monitor import SystemMonitor
 from gluonbench.profiler import hooks as profiler_hooks
 from gluonbench.script.channel import Channel
+
+if "mxnet" in sys.modules:
+    # the hooks go in as MXNet's import finishes (gluonbench.script.boot), which may be gluonbench._mx's own import
+    # of it (a script that imports gluonbench._mx) before that module has its names: take the imported MXNet
+    _mxnet: Any = sys.modules["mxnet"]
+else:
+    from gluonbench._mx import mx as _mxnet
+gluon, nd = _mxnet.gluon, _mxnet.nd
 
 Dataset = gluon.data.Dataset
 _LazyTransformDataset = gluon.data.dataset._LazyTransformDataset
