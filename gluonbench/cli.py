@@ -15,6 +15,7 @@ import sys
 import tempfile
 from typing import Any
 
+from gluonbench import interrupts
 from gluonbench.commands import COMMANDS
 from gluonbench.commands.options import Parser, add_no_preflight
 from gluonbench.errors import GluonbenchError
@@ -56,6 +57,7 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
+    interrupts.note(signum)  # raised below; remembered in case code running from C prints it and goes on
     raise KeyboardInterrupt
 
 
@@ -91,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM (a scheduler, `kill`) stops as cleanly as Ctrl-C: finished runs kept, report rebuilt
     global _MAIN_PID
     _MAIN_PID = os.getpid()
+    interrupts.handled()  # a stop asked of an earlier main() in this process is not this one's
     signal.signal(signal.SIGTERM, _raise_interrupt)
     signal.signal(signal.SIGHUP, _raise_interrupt)  # a closed terminal or ssh session: the same clean stop
     from gluonbench.scratch import SHORT_ROOT, sweep_stale
@@ -100,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         sweep_stale(SHORT_ROOT)  # where a run's TMPDIR goes when its own folder's path is too long for a socket
     try:
         check_environment()  # OMP_NUM_THREADS, MXNET_*, GLUONBENCH_*: before MXNet is imported
-        return args.func(args)
+        code = args.func(args)
+        interrupts.raise_if_pending()  # a stop the command's code swallowed still ends the command as interrupted
+        return code
     except BrokenPipeError:
         # the reader of our output went away (`gluonbench compare A B | head -1`): what it read is all it wanted
         _quiet_stdout()

@@ -128,7 +128,11 @@ class Progress:
 
     def advance(self, done: float, total: float | None = None, note: str = "") -> None:
         """Progress within the work (steps, seconds of a budget): the bar on a terminal; without one, a
-        plain line at most every :data:`PLAIN_EVERY_S` seconds for timed work (per-unit lines say the rest)."""
+        plain line at most every :data:`PLAIN_EVERY_S` seconds for timed work (per-unit lines say the rest).
+        A stop asked for by a signal that the work's code swallowed is raised here again."""
+        from gluonbench.interrupts import raise_if_pending
+
+        raise_if_pending()
         if total is not None:
             self.total = total
         bar = self.bar()

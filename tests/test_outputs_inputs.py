@@ -98,3 +98,54 @@ def test_a_hang_up_stops_like_ctrl_c(tmp_path, sig):
     _, err = proc.communicate(timeout=90)
     assert proc.returncode in (130, -sig, -signal.SIGINT), err  # killed by its own SIGINT while shutting down
     assert "interrupted" in first + err and "Traceback" not in err
+
+
+SWALLOWS = """# a pipeline whose dataset[i] prints a KeyboardInterrupt and goes on, as code called from C can
+import time
+import traceback
+
+import numpy as np
+
+
+class Swallows:
+    def __len__(self):
+        return 4096
+
+    def __getitem__(self, i):
+        try:
+            time.sleep(0.01)
+        except BaseException:
+            traceback.print_exc()
+        return np.full((16,), i % 7, dtype=np.float32), np.float32(i % 2)
+
+
+def net():
+    from mxnet import gluon
+
+    return gluon.nn.Dense(2)
+
+
+def make():
+    return {"dataset": Swallows(), "net": net, "batch_size": 16}
+"""
+
+
+def test_a_hang_up_that_user_code_swallows_still_stops_the_command(tmp_path):
+    """SIGTERM lands in code that prints the KeyboardInterrupt and goes on: the command still stops, exit 130."""
+    (tmp_path / "swallows.py").write_text(SWALLOWS)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gluonbench", "diagnose", "--pipeline", "swallows:make", "--workers", "0",
+         "--budget", "120"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    first = proc.stderr.readline()
+    assert first, "no first line"
+    time.sleep(10)  # MXNet imported, the rounds under way: nearly all of a step is dataset[i]'s sleep
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=110)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - t0 < 100, "ran on to its budget"
+    assert "interrupted" in err

@@ -52,7 +52,9 @@ def test_readme_block_runs(index, order, tmp_path, mnist_dir, no_leaks):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     if "gluonbench.sweep(" in block:
-        assert list(tmp_path.glob("gluonbench-results/*-sweep-mnist-cpu/summary.md")), "the sweep's run folder is in cwd"
+        assert list(tmp_path.glob("gluonbench-results/*-sweep-mnist-cpu/summary.md")), (
+            "the sweep's run folder is in cwd"
+        )
     if "gluonbench.diagnose(" in block:
         verdict = proc.stdout.splitlines()[0]
         assert verdict in ("preprocessing", "disk_io", "gpu_io", "inconclusive"), proc.stdout

@@ -314,6 +314,9 @@ def run_command(cmd: list[str], settings: ProfileSettings, run_as: list[str] | N
         prof.start(child.pid, cmd)
         code = _exit_code(child.wait())
     except KeyboardInterrupt:
+        from gluonbench import interrupts
+
+        interrupts.handled()  # the stop is acted on here: the program is stopped and what it recorded is written
         interrupted = True
         code = _exit_code(_stop_group(child))
     finally:
