@@ -30,7 +30,13 @@ from gluonbench.knobs import knob_default
 from gluonbench.names import arg
 from gluonbench.pipeline import Pipeline
 from gluonbench.pipeline.build import build_pipeline
-from gluonbench.workloads.spec import PipelineSpec, check_factory_options, check_first_batch, import_factory
+from gluonbench.workloads.spec import (
+    PipelineSpec,
+    check_factory_options,
+    check_first_batch,
+    fenced_user_code,
+    import_factory,
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,18 +98,23 @@ def resolve_pipeline(
     kwargs = dict(options or {})
     if isinstance(what, str):
         if ":" in what:
-            fn = import_factory(what)
-            passed = check_factory_options(fn, kwargs, f"pipeline {what}")
-            if passed:
-                from gluonbench.identity import options_text
+            where = what.rpartition(":")[0]
+            doing = [f"importing {where.rsplit('/', 1)[-1]}"]
+            with fenced_user_code(f"pipeline {what}", doing):
+                fn = import_factory(what)
+                passed = check_factory_options(fn, kwargs, f"pipeline {what}")
+                if passed:
+                    from gluonbench.identity import options_text
 
-                log.warning(
-                    "pipeline %s takes **options: %s passed to it unchecked (its signature names none of them, so a "
-                    "mistyped name is not caught)",
-                    what,
-                    options_text({k: kwargs[k] for k in passed}),
-                )
-            return _from_object(_call(fn, what, kwargs), identity or what, batch_size, num_workers, ctx, closers)
+                    log.warning(
+                        "pipeline %s takes **options: %s passed to it unchecked (its signature names none of them, so "
+                        "a mistyped name is not caught)",
+                        what,
+                        options_text({k: kwargs[k] for k in passed}),
+                    )
+                doing[0] = "the factory"
+                made = _call(fn, what, kwargs)
+            return _from_object(made, identity or what, batch_size, num_workers, ctx, closers)
         if what not in workload_names():
             raise GluonbenchError(
                 f"unknown pipeline {what!r}: give a workload ({', '.join(workload_names())}) "
