@@ -34,6 +34,8 @@ from gluonbench.workloads.spec import (
     PipelineSpec,
     check_factory_options,
     check_first_batch,
+    check_learning_rate,
+    dataset_size,
     fenced_user_code,
     import_factory,
 )
@@ -219,7 +221,7 @@ def _spec_of_mapping(
         transform=spec.get("transform"),
         decode=spec.get("decode"),
         batchify_fn=spec.get("batchify_fn"),
-        learning_rate=float(spec.get("learning_rate", 0.1)),
+        learning_rate=check_learning_rate(spec.get("learning_rate", 0.1), f"pipeline {identity}"),
         name=identity,
     )
     return made, {"batch_size": bs, "num_workers": nw}
@@ -234,8 +236,9 @@ def _from_spec(spec: PipelineSpec, identity: str, setting: dict[str, Any], ctx: 
 
     if spec.dataset is None:
         raise GluonbenchError(f"pipeline {identity}: a streamed source has no dataset[i] to check; use file mode")
+    check_learning_rate(spec.learning_rate, f"pipeline {identity}")
     bs = setting["batch_size"]
-    n = len(spec.dataset)
+    n = dataset_size(spec.dataset, f"pipeline {identity}")
     if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1 or bs > n:
         raise GluonbenchError(f"pipeline {identity}: batch_size must be a whole number in 1..{n} (got {bs!r})")
     # the loader's first batch: any item the transform and the batchify turn into (data, label) arrays

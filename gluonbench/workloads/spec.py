@@ -153,11 +153,7 @@ class PipelineSpec:
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise GluonbenchError(f"{what}: batch_size must be a whole number of at least 1 (got {self.batch_size!r})")
         check_ctx(self.ctx, f"{what}: ctx")
-        lr = self.learning_rate
-        if isinstance(lr, bool) or not isinstance(lr, int | float) or not (math.isfinite(lr) and lr > 0):
-            raise GluonbenchError(
-                f"{what}: learning_rate must be a number above 0 (got {_short(lr)}); e.g. learning_rate=0.1"
-            )
+        check_learning_rate(self.learning_rate, what)
         self.loader_setting()
         for name in ("transform", "decode"):
             fn = getattr(self, name)
@@ -173,16 +169,7 @@ class PipelineSpec:
                 f"{what}: dataset must support len() and dataset[i] (got {type(self.dataset).__name__}); "
                 "e.g. a gluon.data.Dataset"
             )
-        try:
-            size = len(self.dataset)
-        except Exception as exc:
-            raise GluonbenchError(
-                f"{what}: len(dataset) raised {type(exc).__name__}: {exc}"[:300] + "; fix the dataset's __len__ "
-                "(it must return the number of samples)"
-            ) from None
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise GluonbenchError(f"{what}: len(dataset) is {size!r}; __len__ must return a whole number of samples")
-        if size == 0:
+        if dataset_size(self.dataset, what) == 0:
             raise GluonbenchError(f"{what}: dataset is empty; give it samples")
         if self.batchify_fn is not None and not callable(self.batchify_fn):
             raise GluonbenchError(
@@ -230,6 +217,27 @@ class PipelineSpec:
             close=self.close,
             batchify_fn=self.batchify_fn,
         )
+
+
+def check_learning_rate(lr: Any, what: str) -> float:
+    """``lr`` as a float: a finite number above 0, else one line naming it."""
+    if isinstance(lr, bool) or not isinstance(lr, int | float) or not (math.isfinite(lr) and lr > 0):
+        raise GluonbenchError(
+            f"{what}: learning_rate must be a number above 0 (got {_short(lr)}); e.g. learning_rate=0.1"
+        )
+    return float(lr)
+
+
+def dataset_size(dataset: Any, what: str) -> int:
+    """``len(dataset)``; one line naming the data set's ``__len__`` when it raises or returns no whole number."""
+    try:
+        size = len(dataset)
+    except Exception as exc:
+        raise GluonbenchError(
+            f"{what}: len(dataset) raised {type(exc).__name__}: {exc}"[:300]
+            + "; fix the dataset's __len__ (it must return the number of samples)"
+        ) from None
+    return size
 
 
 def apply_sample(fn: Callable[..., Any], item: Any) -> Any:
