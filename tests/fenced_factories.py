@@ -92,3 +92,89 @@ def text_lr():
 
 def options(a=1, b=2):
     return _spec()
+
+
+# -- faults mid-run: good for the first batches, broken later (tests/test_midrun_faults.py) --------------------
+
+MIDRUN = range(40, 200)
+"""the items that go wrong: past the first batch gluonbench checks up front (items 0..15 and the last)"""
+
+
+def _indexed(n: int = 256):
+    x = np.zeros((n, 8), dtype="float32")
+    x[:, 0] = np.arange(n)
+    return x, np.zeros((n,), dtype="float32")
+
+
+def _raising_transform(data, label):
+    if int(data[0]) in MIDRUN:
+        raise ValueError(f"bad sample {int(data[0])}")
+    return data, label
+
+
+def transform_raises():
+    from mxnet import gluon
+
+    x, y = _indexed()
+    return {"dataset": gluon.data.ArrayDataset(x, y), "transform": _raising_transform,
+            "net": lambda: gluon.nn.Dense(2), "batch_size": 8}  # fmt: skip
+
+
+class _Ragged:
+    def __len__(self):
+        return 256
+
+    def __getitem__(self, i):
+        return np.zeros(9 if i in MIDRUN else 8, dtype="float32"), np.float32(0)
+
+
+def shapes_differ():
+    from mxnet import gluon
+
+    return {"dataset": _Ragged(), "net": lambda: gluon.nn.Dense(2), "batch_size": 8}
+
+
+def _failing_net():
+    from mxnet import gluon
+
+    class Failing(gluon.nn.Block):
+        def __init__(self):
+            super().__init__()
+            self.dense = gluon.nn.Dense(2)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            if self.calls > 6:
+                raise RuntimeError("the model broke")
+            return self.dense(x)
+
+    return Failing()
+
+
+def forward_raises():
+    from mxnet import gluon
+
+    x, y = _indexed()
+    return {"dataset": gluon.data.ArrayDataset(x, y), "net": _failing_net, "batch_size": 8}
+
+
+def _detached_loss():
+    from mxnet import gluon
+
+    class Detached(gluon.loss.Loss):
+        def __init__(self):
+            super().__init__(None, 0)
+
+        def hybrid_forward(self, F, pred, label):  # noqa: N803 (MXNet names it F)
+            return F.ones_like(label)  # no path back to the net's parameters
+
+    return Detached()
+
+
+def loss_detached():
+    from mxnet import gluon
+
+    x, y = _indexed()
+    return {"dataset": gluon.data.ArrayDataset(x, y), "net": lambda: gluon.nn.Dense(2), "loss": _detached_loss,
+            "batch_size": 8}  # fmt: skip
