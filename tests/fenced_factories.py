@@ -1,4 +1,4 @@
-"""Factories that misbehave as user code can (tests/test_user_code_fence.py, the fault matrix's r41b rows): a
+"""Factories that misbehave as user code can (tests/test_user_code_leftovers.py, the fault matrix's r41b rows): a
 module import or a call that never returns, a non-daemon thread, a child process, a fork. Each leftover's pid goes
 to the file named by the environment variable GB_PIDFILE, so a test can tell whether it outlived the command."""
 
