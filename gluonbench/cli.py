@@ -73,7 +73,7 @@ def _quiet_stdout() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``gluonbench ...``: parse ``argv``, run the command, map errors to exit codes (2 bad input, 130 interrupted)."""
-    from gluonbench.env import check_environment, ensure_standard_streams
+    from gluonbench.env import ensure_standard_streams
 
     ensure_standard_streams()  # a closed stdin/stdout/stderr becomes /dev/null before anything opens a file
     parser = build_parser()
@@ -101,6 +101,39 @@ def main(argv: list[str] | None = None) -> int:
     sweep_stale()  # scratch folders of a gluonbench run killed with -9 (their owner is gone)
     if os.path.realpath(tempfile.gettempdir()) != SHORT_ROOT:
         sweep_stale(SHORT_ROOT)  # where a run's TMPDIR goes when its own folder's path is too long for a socket
+    owns_process = argv is None  # the console script or python -m gluonbench, not a caller's main([...])
+    from gluonbench.userprocs import UserLeftovers
+
+    leftovers = UserLeftovers(owns_process)
+    _limit_user_code(args, hard=owns_process)
+    try:
+        rc = _run(args)
+    finally:
+        leftovers.end()
+    return leftovers.exit(rc)
+
+
+def _limit_user_code(args: argparse.Namespace, hard: bool) -> None:
+    """A ``--pipeline`` factory's import and call get the command's deadline: its budget plus grace."""
+    from gluonbench.engine.deadline import grace_s
+    from gluonbench.workloads.spec import limit_user_code
+
+    budget = getattr(args, "budget_s", None)
+    if isinstance(budget, int | float) and budget > 0 and budget != float("inf"):
+        limit, why = budget + grace_s(budget), f"the budget {budget:g} s + {grace_s(budget):g} s grace"
+    else:
+        limit, why = USER_CODE_LIMIT_S, f"gluonbench's limit for a factory, {USER_CODE_LIMIT_S:g} s"
+    limit_user_code(limit, why, hard=hard)
+
+
+USER_CODE_LIMIT_S = 300.0
+"""seconds a ``--pipeline`` factory's import and call may take in a command without ``--budget``"""
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its errors mapped to exit codes."""
+    from gluonbench.env import check_environment
+
     try:
         check_environment()  # OMP_NUM_THREADS, MXNET_*, GLUONBENCH_*: before MXNet is imported
         code = args.func(args)

@@ -202,7 +202,7 @@ def check_budget(budget_s: Any) -> float:
 
 
 def parse_fraction(text: Any, flag: str | None = None) -> float:
-    """``5%``, ``5 %``, ``0.05`` -> 0.05; bounds 0 < x <= 1 (100 %)."""
+    """``5%``, ``5 %``, ``0.05`` -> 0.05; bounds 0.1 % (:data:`MIN_FRACTION`) <= x <= 1 (100 %)."""
     flag = flag or arg("max_slowdown")  # the argument as the caller knows it
     if isinstance(text, int | float) and not isinstance(text, bool):
         value = float(text)
@@ -214,7 +214,16 @@ def parse_fraction(text: Any, flag: str | None = None) -> float:
             raise GluonbenchError(f"{flag} {text!r} is not a percentage; e.g. {flag} 5%") from None
     if not (math.isfinite(value) and 0 < value <= 1):
         raise GluonbenchError(f"{flag} {text!r} must be above 0 % and at most 100 %; e.g. {flag} 5%")
+    if value < MIN_FRACTION:
+        raise GluonbenchError(
+            f"{flag} {text!r} is below {threshold_text(MIN_FRACTION)}, finer than a timed run can tell from noise; "
+            f"give {threshold_text(MIN_FRACTION)} or more, e.g. {flag} 5%"
+        )
     return value
+
+
+MIN_FRACTION = 0.001
+"""the smallest allowed slowdown threshold (0.1 %): a smaller one (``1e-300``) is parseable but absurd"""
 
 
 def threshold_text(fraction: float) -> str:

@@ -30,7 +30,15 @@ from gluonbench.knobs import knob_default
 from gluonbench.names import arg
 from gluonbench.pipeline import Pipeline
 from gluonbench.pipeline.build import build_pipeline
-from gluonbench.workloads.spec import PipelineSpec, check_factory_options, check_first_batch, import_factory
+from gluonbench.workloads.spec import (
+    PipelineSpec,
+    check_factory_options,
+    check_first_batch,
+    check_learning_rate,
+    dataset_size,
+    fenced_user_code,
+    import_factory,
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,18 +100,23 @@ def resolve_pipeline(
     kwargs = dict(options or {})
     if isinstance(what, str):
         if ":" in what:
-            fn = import_factory(what)
-            passed = check_factory_options(fn, kwargs, f"pipeline {what}")
-            if passed:
-                from gluonbench.identity import options_text
+            where = what.rpartition(":")[0]
+            doing = [f"importing {where.rsplit('/', 1)[-1]}"]
+            with fenced_user_code(f"pipeline {what}", doing):
+                fn = import_factory(what)
+                passed = check_factory_options(fn, kwargs, f"pipeline {what}")
+                if passed:
+                    from gluonbench.identity import options_text
 
-                log.warning(
-                    "pipeline %s takes **options: %s passed to it unchecked (its signature names none of them, so a "
-                    "mistyped name is not caught)",
-                    what,
-                    options_text({k: kwargs[k] for k in passed}),
-                )
-            return _from_object(_call(fn, what, kwargs), identity or what, batch_size, num_workers, ctx, closers)
+                    log.warning(
+                        "pipeline %s takes **options: %s passed to it unchecked (its signature names none of them, so "
+                        "a mistyped name is not caught)",
+                        what,
+                        options_text({k: kwargs[k] for k in passed}),
+                    )
+                doing[0] = "the factory"
+                made = _call(fn, what, kwargs)
+            return _from_object(made, identity or what, batch_size, num_workers, ctx, closers)
         if what not in workload_names():
             raise GluonbenchError(
                 f"unknown pipeline {what!r}: give a workload ({', '.join(workload_names())}) "
@@ -208,7 +221,7 @@ def _spec_of_mapping(
         transform=spec.get("transform"),
         decode=spec.get("decode"),
         batchify_fn=spec.get("batchify_fn"),
-        learning_rate=float(spec.get("learning_rate", 0.1)),
+        learning_rate=check_learning_rate(spec.get("learning_rate", 0.1), f"pipeline {identity}"),
         name=identity,
     )
     return made, {"batch_size": bs, "num_workers": nw}
@@ -223,8 +236,9 @@ def _from_spec(spec: PipelineSpec, identity: str, setting: dict[str, Any], ctx: 
 
     if spec.dataset is None:
         raise GluonbenchError(f"pipeline {identity}: a streamed source has no dataset[i] to check; use file mode")
+    check_learning_rate(spec.learning_rate, f"pipeline {identity}")
     bs = setting["batch_size"]
-    n = len(spec.dataset)
+    n = dataset_size(spec.dataset, f"pipeline {identity}")
     if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1 or bs > n:
         raise GluonbenchError(f"pipeline {identity}: batch_size must be a whole number in 1..{n} (got {bs!r})")
     # the loader's first batch: any item the transform and the batchify turn into (data, label) arrays

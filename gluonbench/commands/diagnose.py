@@ -172,7 +172,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         warn()
         progress.advance(elapsed, budget)
 
-    from gluonbench.engine.deadline import BudgetExceededError
+    from gluonbench.engine.deadline import BudgetExceededError, midrun_error
 
     try:
         try:
@@ -184,6 +184,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             partial = exc.partial
             print_stalled(lambda: to_text(partial), "the diagnosis")
         raise
+    except (GluonbenchError, OSError, MemoryError):
+        raise
+    except Exception as exc:  # the user's pipeline raised after its first batch passed the check
+        if not getattr(settings, "pipeline", None):
+            raise
+        raise midrun_error(exc, f"the pipeline {settings.pipeline}") from None
     warn()
     print(to_text(d), end="")
     if args.json:

@@ -110,6 +110,33 @@ def stalled_stage(frame: FrameType | None) -> str:
     return "an unknown stage"
 
 
+_FIXES = {
+    "read (dataset[i])": "fix the dataset's __getitem__ for that item",
+    "decode": "fix the decode for that item",
+    "transform (preprocess)": "fix the transform for that item",
+    "loader (batchify)": "make every item the same shape (or give the spec a batchify_fn that pads)",
+    "step (forward/backward/update)": "fix the net or the loss for that batch",
+}
+
+
+def midrun_error(exc: BaseException, what: str) -> GluonbenchError:
+    """The one line for user code that raised mid-run, after the first batch passed the check before measuring:
+    the stage it raised in (found on its traceback, as :func:`stalled_stage` finds a stall's) and the fix."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    stage = stalled_stage(tb.tb_frame if tb is not None else None)
+    if isinstance(exc, KeyError) and "numpy.object_" in str(exc):  # MXNet's batchify of arrays of mixed shapes
+        stage, detail = "loader (batchify)", "items of different shapes in one batch"
+    else:
+        detail = f"{type(exc).__name__}: {exc}"[:200]
+    fix = _FIXES.get(stage, "run it with 0 workers and -v to see where")
+    return GluonbenchError(
+        f"{what} failed mid-run in {stage} ({detail}); the first batch passed the check, so a later item or step "
+        f"fails: {fix}"
+    )
+
+
 def frame_trail(frame: FrameType | None, depth: int = 8) -> str:
     """The innermost ``depth`` frames of ``frame``'s stack as ``file:function`` (innermost first)."""
     parts = []

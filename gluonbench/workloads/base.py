@@ -106,7 +106,31 @@ def get_workload(name: str, **options: Any) -> Workload:
         raise GluonbenchError(
             f"unknown {arg('workload')} {name!r}; choose one of {', '.join(sorted(_REGISTRY))}"
         ) from None
+    unknown = _unknown_options(factory, options)
+    if unknown:
+        import inspect
+
+        takes = list(inspect.signature(factory).parameters)
+        raise GluonbenchError(
+            f"workload {name} takes no option {', '.join(map(repr, unknown))} (it takes {', '.join(takes)}); "
+            "check the spelling of the --set key"
+        )
     return factory(**options)
+
+
+def _unknown_options(factory: Any, options: dict[str, Any]) -> list[str]:
+    """The options ``factory``'s signature cannot take (none where it takes ``**options``)."""
+    import inspect
+
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    names = {p.name for p in params if p.kind in kinds}
+    return [k for k in options if k not in names]
 
 
 def _load_builtin() -> None:

@@ -36,8 +36,12 @@ import datetime
 import importlib
 import importlib.util
 import logging
+import math
 import os
+import signal
 import sys
+import threading
+import time
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
@@ -149,6 +153,7 @@ class PipelineSpec:
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise GluonbenchError(f"{what}: batch_size must be a whole number of at least 1 (got {self.batch_size!r})")
         check_ctx(self.ctx, f"{what}: ctx")
+        check_learning_rate(self.learning_rate, what)
         self.loader_setting()
         for name in ("transform", "decode"):
             fn = getattr(self, name)
@@ -164,7 +169,7 @@ class PipelineSpec:
                 f"{what}: dataset must support len() and dataset[i] (got {type(self.dataset).__name__}); "
                 "e.g. a gluon.data.Dataset"
             )
-        if len(self.dataset) == 0:
+        if dataset_size(self.dataset, what) == 0:
             raise GluonbenchError(f"{what}: dataset is empty; give it samples")
         if self.batchify_fn is not None and not callable(self.batchify_fn):
             raise GluonbenchError(
@@ -212,6 +217,27 @@ class PipelineSpec:
             close=self.close,
             batchify_fn=self.batchify_fn,
         )
+
+
+def check_learning_rate(lr: Any, what: str) -> float:
+    """``lr`` as a float: a finite number above 0, else one line naming it."""
+    if isinstance(lr, bool) or not isinstance(lr, int | float) or not (math.isfinite(lr) and lr > 0):
+        raise GluonbenchError(
+            f"{what}: learning_rate must be a number above 0 (got {_short(lr)}); e.g. learning_rate=0.1"
+        )
+    return float(lr)
+
+
+def dataset_size(dataset: Any, what: str) -> int:
+    """``len(dataset)``; one line naming the data set's ``__len__`` when it raises or returns no whole number."""
+    try:
+        size = len(dataset)
+    except Exception as exc:
+        raise GluonbenchError(
+            f"{what}: len(dataset) raised {type(exc).__name__}: {exc}"[:300]
+            + "; fix the dataset's __len__ (it must return the number of samples)"
+        ) from None
+    return size
 
 
 def apply_sample(fn: Callable[..., Any], item: Any) -> Any:
@@ -389,6 +415,10 @@ def absolute_target(target: str, what: str | None = None) -> str:
     return target.strip()
 
 
+class UserCodeTimeoutError(GluonbenchError):
+    """A factory's import or call did not return within the command's deadline (:func:`limit_user_code`)."""
+
+
 def exit_error(what: str, target: str, doing: str, exc: SystemExit) -> GluonbenchError:
     """The one line for user code that called ``sys.exit`` (or ``exit()``): never a silent pass with its code."""
     return GluonbenchError(
@@ -418,6 +448,8 @@ def import_factory(target: str, what: str | None = None) -> Callable[..., Any]:
             raise GluonbenchError(f"{what} {target}: importing {where} failed: {exc}") from None
         except SystemExit as exc:
             raise exit_error(what, target, f"importing {where}", exc) from None
+        except UserCodeTimeoutError:
+            raise
         except Exception as exc:
             raise GluonbenchError(f"{what} {target}: importing {where} raised {type(exc).__name__}: {exc}") from None
     factory = getattr(module, func, None)
@@ -448,6 +480,9 @@ def _import_file(path: Path, what: str, target: str) -> Any:
     except SystemExit as exc:
         del sys.modules[name]
         raise exit_error(what, target, f"importing {path.name}", exc) from None
+    except UserCodeTimeoutError:
+        del sys.modules[name]
+        raise
     except Exception as exc:
         del sys.modules[name]
         raise GluonbenchError(f"{what} {target}: importing {path.name} raised {type(exc).__name__}: {exc}") from None
@@ -478,19 +513,107 @@ def same_working_folder(what: str) -> Iterator[None]:
             )
 
 
+_USER_CODE: dict[str, Any] = {"limit_s": None, "hard": False, "why": ""}
+"""the deadline of user code in this process (:func:`limit_user_code`); none by default (library use)"""
+
+USER_CODE_HARD_EXIT_S = 5.0
+"""with ``hard``: seconds past the deadline after which a factory stuck in native code (no signal handler runs
+there) ends the process with one line and exit 2"""
+
+
+def limit_user_code(limit_s: float | None, why: str = "", hard: bool = False) -> None:
+    """Give a factory's import and call ``limit_s`` seconds (None: no limit) in this process; ``why`` says where the
+    limit comes from (``"the budget 60 s + 15 s grace"``). With ``hard`` (the CLI, which owns its process), a factory
+    stuck in native code ends the process :data:`USER_CODE_HARD_EXIT_S` later, with one line and exit 2."""
+    _USER_CODE.update(limit_s=limit_s, why=why, hard=hard)
+
+
+@contextlib.contextmanager
+def user_code_deadline(what: str, doing: list[str]) -> Iterator[None]:
+    """Run a factory's import and call under the deadline :func:`limit_user_code` set: a real ``SIGALRM`` interrupts
+    a blocking sleep, read or wait of the main thread and raises :class:`UserCodeTimeoutError` naming ``doing[0]``
+    (what the user code was doing: importing it, or calling the factory). A caller's own alarm due sooner stays in
+    charge; one due later is re-armed, less the time spent, on exit. Outside the main thread: no limit."""
+    limit = _USER_CODE["limit_s"]
+    if not limit or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    if 0 < outer_left <= limit:
+        yield
+        return
+    why = f" ({_USER_CODE['why']})" if _USER_CODE["why"] else ""
+
+    def line() -> str:
+        return (
+            f"{what}: {doing[0]} did not return within {limit:g} s{why}; it blocks there (a sleep, a network "
+            "read, a lock, input()): make the module's import and the factory return promptly (open slow resources "
+            f"lazily, give network calls a timeout), or raise {arg('budget_s', '--budget')}"
+        )
+
+    def fire(signum: int, frame: Any) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        raise UserCodeTimeoutError(line())
+
+    backstop = None
+    if _USER_CODE["hard"]:
+
+        def stuck() -> None:  # the main thread never came back to Python (native code): end the process
+            try:
+                sys.stderr.write(f"gluonbench: error: {line()}\n")
+                sys.stderr.flush()
+            finally:
+                os._exit(2)
+
+        backstop = threading.Timer(limit + USER_CODE_HARD_EXIT_S, stuck)
+        backstop.daemon = True
+        backstop.start()
+    previous = signal.signal(signal.SIGALRM, fire)
+    t0 = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if backstop is not None:
+            backstop.cancel()
+        signal.signal(signal.SIGALRM, previous)
+        if outer_left > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(0.001, outer_left - (time.monotonic() - t0)), outer_interval)
+
+
+@contextlib.contextmanager
+def fenced_user_code(what: str, doing: list[str]) -> Iterator[None]:
+    """Where a factory is imported and called: under the command's deadline (:func:`user_code_deadline`), its
+    working folder given back (:func:`same_working_folder`), and a child it forked (``os.fork()``) that returns here
+    ended at once, so that it never runs the command a second time."""
+    pid = os.getpid()
+    try:
+        with same_working_folder(what), user_code_deadline(what, doing):
+            yield
+    finally:
+        if os.getpid() != pid:
+            os._exit(0)
+
+
 def load_spec(target: str, options: Mapping[str, Any] | None = None, what: str | None = None) -> PipelineSpec:
     """Import ``target`` (``"pkg.mod:func"`` or ``"path/file.py:func"``), call it with ``options`` and check
     what it returns (see :meth:`PipelineSpec.check`); raise :class:`GluonbenchError` in one line if anything
     is wrong."""
     what = what or arg("pipeline")  # the argument as the caller knows it
     options = dict(options or {})
-    with same_working_folder(f"{what} {target}"):
+    where, _ = split_target(target, what)
+    doing = [f"importing {Path(where).name if is_file_target(where) else where}"]
+    with fenced_user_code(f"{what} {target}", doing):
         factory = import_factory(target, what)
         check_factory_options(factory, options, f"{what} {target}")
+        doing[0] = "the factory"
         try:
             made = factory(**options)
         except SystemExit as exc:
             raise exit_error(what, target, "the factory", exc) from None
+        except UserCodeTimeoutError:
+            raise
         except GluonbenchError as exc:  # already one line (e.g. a PipelineSpec refused its fields)
             raise GluonbenchError(f"{what} {target}: {exc}"[:500]) from None
         except Exception as exc:
@@ -563,6 +686,11 @@ def parse_pipeline_options(items: list[str] | None) -> dict[str, Any]:
         if not sep or not key.isidentifier():
             raise GluonbenchError(
                 f"--pipeline-option {item!r}: write KEY=VALUE with KEY a Python name, e.g. --pipeline-option classes=5"
+            )
+        if key in out:
+            raise GluonbenchError(
+                f"--pipeline-option {key} is given twice ({key}={out[key]!r} and {item.strip()!r}); give each option "
+                "once"
             )
         out[key] = parse_option_value(value.strip())
     return out

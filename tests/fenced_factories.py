@@ -1,0 +1,180 @@
+"""Factories that misbehave as user code can (tests/test_user_code_leftovers.py, the fault matrix's r41b rows): a
+module import or a call that never returns, a non-daemon thread, a child process, a fork. Each leftover's pid goes
+to the file named by the environment variable GB_PIDFILE, so a test can tell whether it outlived the command."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+if os.environ.get("GB_HANG_AT_IMPORT"):
+    time.sleep(1e6)
+
+
+def _spec():
+    from mxnet import gluon
+
+    x = np.random.rand(64, 8).astype("float32")
+    y = np.random.randint(0, 2, 64).astype("float32")
+    return {"dataset": gluon.data.ArrayDataset(x, y), "net": lambda: gluon.nn.Dense(2), "batch_size": 16}
+
+
+def _note(pid: int) -> None:
+    with open(os.environ["GB_PIDFILE"], "a") as f:
+        f.write(f"{pid}\n")
+
+
+def sleeps():
+    time.sleep(1e6)
+
+
+def reads_socket():
+    a, _b = socket.socketpair()
+    a.recv(10)
+
+
+def thread():
+    threading.Thread(target=time.sleep, args=(1e6,), name="user-sleeper").start()
+    return _spec()
+
+
+def child():
+    _note(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)"]).pid)
+    return _spec()
+
+
+def grandchild():
+    """A double fork: the grandchild's parent exits at once, so it is re-parented."""
+    code = "import subprocess, sys; print(subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)"
+    _note(int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout))
+    return _spec()
+
+
+def fork():
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(1000)
+        os._exit(0)
+    _note(pid)
+    return _spec()
+
+
+def fork_returns():
+    """The forked child returns from the factory too: it must not run the command a second time."""
+    if os.fork() == 0:
+        _note(os.getpid())
+    return _spec()
+
+
+class _BadLen:
+    def __getitem__(self, i):
+        return np.zeros(8, dtype="float32"), 0.0
+
+    def __len__(self):
+        raise RuntimeError("the index is not loaded")
+
+
+def bad_len():
+    from mxnet import gluon
+
+    return {"dataset": _BadLen(), "net": lambda: gluon.nn.Dense(2), "batch_size": 16}
+
+
+def text_lr():
+    return {**_spec(), "learning_rate": "fast"}
+
+
+def options(a=1, b=2):
+    return _spec()
+
+
+# -- faults mid-run: good for the first batches, broken later (tests/test_midrun_faults.py) --------------------
+
+MIDRUN = range(40, 200)
+"""the items that go wrong: past the first batch gluonbench checks up front (items 0..15 and the last)"""
+
+
+def _indexed(n: int = 256):
+    x = np.zeros((n, 8), dtype="float32")
+    x[:, 0] = np.arange(n)
+    return x, np.zeros((n,), dtype="float32")
+
+
+def _raising_transform(data, label):
+    if int(data[0]) in MIDRUN:
+        raise ValueError(f"bad sample {int(data[0])}")
+    return data, label
+
+
+def transform_raises():
+    from mxnet import gluon
+
+    x, y = _indexed()
+    return {"dataset": gluon.data.ArrayDataset(x, y), "transform": _raising_transform,
+            "net": lambda: gluon.nn.Dense(2), "batch_size": 8}  # fmt: skip
+
+
+class _Ragged:
+    def __len__(self):
+        return 256
+
+    def __getitem__(self, i):
+        return np.zeros(9 if i in MIDRUN else 8, dtype="float32"), np.float32(0)
+
+
+def shapes_differ():
+    from mxnet import gluon
+
+    return {"dataset": _Ragged(), "net": lambda: gluon.nn.Dense(2), "batch_size": 8}
+
+
+def _failing_net():
+    from mxnet import gluon
+
+    class Failing(gluon.nn.Block):
+        def __init__(self):
+            super().__init__()
+            self.dense = gluon.nn.Dense(2)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            if self.calls > 6:
+                raise RuntimeError("the model broke")
+            return self.dense(x)
+
+    return Failing()
+
+
+def forward_raises():
+    from mxnet import gluon
+
+    x, y = _indexed()
+    return {"dataset": gluon.data.ArrayDataset(x, y), "net": _failing_net, "batch_size": 8}
+
+
+def _detached_loss():
+    from mxnet import gluon
+
+    class Detached(gluon.loss.Loss):
+        def __init__(self):
+            super().__init__(None, 0)
+
+        def hybrid_forward(self, F, pred, label):  # noqa: N803 (MXNet names it F)
+            return F.ones_like(label)  # no path back to the net's parameters
+
+    return Detached()
+
+
+def loss_detached():
+    from mxnet import gluon
+
+    x, y = _indexed()
+    return {"dataset": gluon.data.ArrayDataset(x, y), "net": lambda: gluon.nn.Dense(2), "loss": _detached_loss,
+            "batch_size": 8}  # fmt: skip

@@ -1,0 +1,92 @@
+"""A --pipeline factory is fenced: an import or call that never returns ends within the command's deadline in one
+line (exit 2); a non-daemon thread, a child process, a double-forked grandchild or a fork it starts does not outlive
+the command, and the command does not hang at its exit."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import run_cli
+
+from gluonbench.errors import GluonbenchError
+from gluonbench.workloads.spec import limit_user_code, load_spec
+
+FACTORIES = Path(__file__).with_name("fenced_factories.py")
+
+
+@pytest.fixture
+def short_limit():
+    limit_user_code(2.0, "a test's limit")
+    yield
+    limit_user_code(None)
+
+
+@pytest.mark.parametrize("func", ["sleeps", "reads_socket"])
+def test_a_factory_that_blocks_is_one_line_within_the_limit(short_limit, func):
+    t0 = time.monotonic()
+    with pytest.raises(GluonbenchError) as err:
+        load_spec(f"{FACTORIES}:{func}")
+    assert time.monotonic() - t0 < 30
+    text = str(err.value)
+    assert "the factory did not return within 2 s (a test's limit)" in text and "\n" not in text
+
+
+def test_a_module_import_that_blocks_is_one_line_within_the_limit(short_limit, tmp_path):
+    (tmp_path / "hangs.py").write_text("import time\ntime.sleep(1e6)\n\ndef make():\n    return {}\n")
+    with pytest.raises(GluonbenchError, match=r"importing hangs\.py did not return within 2 s"):
+        load_spec(f"{tmp_path}/hangs.py:make")
+
+
+def test_no_limit_outside_the_cli_by_default():
+    from gluonbench.workloads.spec import _USER_CODE
+
+    assert _USER_CODE["limit_s"] is None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_check_ends_a_hanging_import_within_budget_plus_grace(tmp_path, no_leaks):
+    t0 = time.monotonic()
+    proc = run_cli("check", "--budget", "10", "--pipeline", f"{FACTORIES}:thread", "--save-baseline",
+                   str(tmp_path / "b.json"), env={"GB_HANG_AT_IMPORT": "1"}, timeout=120)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "importing fenced_factories.py did not return within 20 s" in last and "--budget" in last
+    assert "Traceback" not in proc.stderr and not (tmp_path / "b.json").exists()
+    assert time.monotonic() - t0 < 90
+
+
+@pytest.mark.parametrize("func", ["thread", "child", "grandchild", "fork", "fork_returns"])
+@pytest.mark.parametrize(
+    "command",
+    [("check", "--budget", "10", "--save-baseline", "b.json"), ("diagnose", "--budget", "10", "--workers", "0"),
+     ("sweep", "--workers", "0", "--max-batches", "4", "--out", "runs")],
+    ids=["check", "diagnose", "sweep"],
+)  # fmt: skip
+def test_nothing_a_factory_starts_outlives_the_command(tmp_path, no_leaks, func, command):
+    pidfile = tmp_path / "pids"
+    proc = run_cli(*command, "--pipeline", f"{FACTORIES}:{func}", cwd=tmp_path, env={"GB_PIDFILE": str(pidfile)},
+                   timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    pids = [int(x) for x in pidfile.read_text().split()] if pidfile.exists() else []
+    if func != "thread":
+        assert pids, "the factory did not start anything"
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in pids if _alive(p)], proc.stderr[-2000:]
+    if func == "thread":
+        assert "'user-sleeper'" in proc.stderr
+    if func == "fork_returns":  # the forked child never ran the command: one first line, one result
+        assert proc.stdout.count("baseline saved") <= 1
+    assert os.getpid()  # the test process itself is untouched
