@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli, with_more_budget
 
+from gluonbench.check import render
 from gluonbench.check.gate import Figure, Snapshot, decide, load_baseline
 from gluonbench.errors import GluonbenchError
 
@@ -428,7 +429,12 @@ def test_pipeline_options_reach_the_function_and_a_changed_one_is_noted(baseline
         resolve_pipeline({"dataset": [(1, 2)]}, options={"samples": 64})
     base, now = _snap(baseline, 1.0, 0.01), _snap(baseline, 1.0, 0.01)
     now.options = {"samples": 64}
-    assert "options changed: baseline none, now samples=64" in decide(now, base, 0.05).notes
+    result = decide(now, base, 0.05)
+    assert "options changed: baseline none, now samples=64" in result.notes
+    # every report names the pipeline with its options (the baseline stays tied to the function)
+    assert now.shown == f"{PIPE} (samples=64)" and base.shown == PIPE
+    for text in (render.to_text(result), render.to_markdown(result), render.to_junit(result)):
+        assert f"{PIPE} (samples=64)" in text
     base.options = None  # a baseline saved before options were kept: nothing to compare
     assert not any("options" in n for n in decide(now, base, 0.05).notes)
     # credentials in a URL option never reach the baseline

@@ -278,10 +278,10 @@ def test_a_dataset_that_decodes_in_getitem_reads_preprocessing(no_leaks):
     assert read["kind"] == "cpu_work", read
     assert read["read_bytes_per_sample"] == 0
     assert d.verdict != "disk_io", d.notes
-    if d.verdict != "inconclusive":  # a machine busy enough can leave 20 s inconclusive, never disk I/O
-        assert d.verdict == "preprocessing"
-        assert any("transform_first" in r for r in d.recommendations)
-        assert not any("Copy the data set to local disk" in r for r in d.recommendations)
+    # a machine busy enough can leave 20 s inconclusive, never disk I/O
+    assert d.verdict in ("preprocessing", "inconclusive"), d.notes
+    assert d.verdict == "inconclusive" or any("transform_first" in r for r in d.recommendations), d.recommendations
+    assert not any("Copy the data set to local disk" in r for r in d.recommendations)
     assert {"user_s", "system_s", "read_bytes", "blkio_s", "runq_s", "wall_s"} <= set(d.probes["full"].evidence)
 
 

@@ -142,6 +142,14 @@ class Snapshot:
     with, URL credentials redacted (:func:`options_record`); None in a baseline saved before they were kept"""
 
     @property
+    def shown(self) -> str:
+        """The identity with the options it was built with, as every title and report names it
+        (``mypkg.train:make (classes=5)``); the baseline is tied to :attr:`identity`, a changed option is a note."""
+        from gluonbench.identity import describe
+
+        return describe(self.identity, self.options)
+
+    @property
     def ceiling_samples_per_s(self) -> float:
         s = self.ceiling.s_per_sample
         return 1.0 / s if s > 0 else math.nan

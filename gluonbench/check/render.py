@@ -81,7 +81,7 @@ def to_text(result: CheckResult) -> str:
     """The table a terminal or a CI log shows, then the headline and notes."""
     lines = TextTable().render(table(result)).rstrip("\n").split("\n")
     out = [
-        f"pipeline {result.now.identity}: {_unit_text(result)}",
+        f"pipeline {result.now.shown}: {_unit_text(result)}",
         *lines,
         *([note] if (note := clamp_note(result.rows)) else []),
         "",
@@ -100,7 +100,7 @@ def to_markdown(result: CheckResult) -> str:
         "",
         f"**{result.message}**",
         "",
-        f"Pipeline `{result.now.identity}`; baseline `{result.baseline_path}` ({result.baseline.started_utc}); "
+        f"Pipeline `{result.now.shown}`; baseline `{result.baseline_path}` ({result.baseline.started_utc}); "
         f"max slowdown {threshold_text(result.max_slowdown)}; compared {result.basis} time ({result.basis_reason}).",
         "",
         MarkdownTable().render(table(result)).rstrip("\n"),
@@ -124,7 +124,7 @@ def to_junit(result: CheckResult) -> str:
         time=f"{result.now.elapsed_s:.1f}",
     )
     case = ET.SubElement(
-        suite, "testcase", classname="gluonbench.check", name=result.now.identity, time=f"{result.now.elapsed_s:.1f}"
+        suite, "testcase", classname="gluonbench.check", name=result.now.shown, time=f"{result.now.elapsed_s:.1f}"
     )
     if result.outcome == "regression":
         failure = ET.SubElement(case, "failure", message=result.message, type="regression")
@@ -138,9 +138,7 @@ def to_junit(result: CheckResult) -> str:
 
 def snapshot_text(snap: Snapshot) -> str:
     """What a saved baseline holds, for the terminal."""
-    lines = [
-        f"baseline of {snap.identity}: {snap.rounds} paired rounds in {snap.elapsed_s:.0f} s on {snap.cores} core(s)"
-    ]
+    lines = [f"baseline of {snap.shown}: {snap.rounds} paired rounds in {snap.elapsed_s:.0f} s on {snap.cores} core(s)"]
     t = snap.total
     lines.append(
         f"  full pipeline: {1 / t.s_per_sample:,.0f} samples/s, {t.rel:.3f} x the ruler's wall time "
