@@ -112,6 +112,9 @@ def test_plain_program_layout_and_exit_code(cli, scripts, tmp_path, no_leaks):
     gpus.close()
     html = (prof / "report.html").read_text()
     assert "<svg" in html and "http" not in html.replace("http-equiv", "")  # self-contained: no links out
+    # the report is titled with what ran (the program's command), the folder named below it
+    assert meta["identity"] == f"{sys.executable} {scripts['busy']} 1.5 3"
+    assert f"gluonbench profile: {meta['identity']}" in html and prof.name in html
 
 
 def test_hooks_record_steps_and_data_wait(cli, scripts, tmp_path, no_leaks):

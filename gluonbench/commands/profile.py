@@ -71,6 +71,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     name = args.name
+    identity: str | None = None  # a program is named by its command
     if args.pipeline:
         from gluonbench.config import pipeline_label
         from gluonbench.profiler.pipeline_run import pipeline_command
@@ -91,6 +92,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
             pin_memory=args.pin_memory,
         )
         name = name or f"{pipeline_label(args.pipeline)}-w{args.workers}"
+        from gluonbench.identity import describe
+
+        identity = describe(args.pipeline, pipeline_options(args))
     elif args.pipeline_option:
         raise GluonbenchError("--pipeline-option goes with --pipeline MODULE:FUNCTION; add --pipeline")
     settings = ProfileSettings(
@@ -99,6 +103,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         name=name,
         rules=parse_overrides(args.rule),
         mxnet_profiler=args.mxnet_profiler,
+        identity=identity,
     ).check()
     from gluonbench.api import make_out
 

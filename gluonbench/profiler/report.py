@@ -473,10 +473,15 @@ class ProfileReport(Report):
         return f"# {self.html_title()}\n\n" + tables.render(table)
 
     def html_title(self) -> str:
-        return f"gluonbench profile: {self.profile.root.name}"
+        """What was profiled (the pipeline with its options, or the program's command), else the folder's name."""
+        what = self.profile.meta.get("identity")
+        if not isinstance(what, str) or not what.strip():
+            command = self.profile.meta.get("command")
+            what = " ".join(map(str, command)) if isinstance(command, list) and command else self.profile.root.name
+        return f"gluonbench profile: {what}"
 
     def html_subtitle(self) -> str:
-        return f"{_utc(self.profile.start)} to {_utc(self.profile.end)}"
+        return f"{self.profile.root.name}: {_utc(self.profile.start)} to {_utc(self.profile.end)}"
 
     def html_data(self) -> dict[str, Any]:
         """The rules' findings (the plots are in the body); the whole profile stays in its own files."""

@@ -111,6 +111,9 @@ class ProfileSettings:
     node_id: str = "algo-1"
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)
     mxnet_profiler: bool = False
+    identity: str | None = None
+    """what is profiled, as every report names it (:mod:`gluonbench.identity`): a pipeline with its options; None:
+    the program's command"""
 
     def check(self) -> ProfileSettings:
         if self.interval_ms not in INTERVALS_MS:
@@ -206,7 +209,8 @@ class Profiler:
             self.meta["notes"].append(gpus.note)
         else:
             self.meta["gpu_map"] = gpus.gpu_map  # which physical GPU each gpu(N) of the program is
-        self.meta.update(start=time.time(), command=command, pid=pid)
+        what = self.settings.identity or (" ".join(command) if command else None)
+        self.meta.update(start=time.time(), command=command, pid=pid, identity=what)
         self._write_meta()
         self.monitor = NodeMonitor(pid, self.settings.interval_ms / 1000.0, self._sink, gpus, worker_depth)
         self.monitor.start()
@@ -222,7 +226,10 @@ class Profiler:
                 log.warning("cannot write system metrics under %s: %s", self.output, exc)
 
     def _write_meta(self) -> None:
-        atomic_write_text(self.dir / META, json.dumps(versions.stamp("profile", self.meta), indent=2, sort_keys=True))
+        from gluonbench.validate import redact
+
+        meta = redact(self.meta)  # a command line's NAME=secret and URL credentials are not kept
+        atomic_write_text(self.dir / META, json.dumps(versions.stamp("profile", meta), indent=2, sort_keys=True))
 
     def stop(self, exit_code: int | None, interrupted: bool = False) -> ProfileResult:
         """Stop sampling, flush everything, then run the rules and write the report."""
