@@ -57,12 +57,13 @@ log = logging.getLogger(__name__)
 
 MODES = ("full", "loader_only", "cached_batch")
 """what each run measures in its rounds: the script's step as it is, its loader alone, one reused batch"""
-MEASURE_SHARE = 0.12
+MEASURE_SHARE = 0.15
 """of the budget, the rounds of one run (its start-up and warm-up come on top)"""
 MEASURE_S = (2.5, 20.0)
 """the least and the most seconds of rounds one run gets"""
 SLICE_S = 0.25
-"""the most seconds one mode runs in a round (a switch costs the prefetched steps left out after it)"""
+"""the least seconds one mode runs in a round; more where its steps are slow (a switch costs the prefetched steps
+left out after it)"""
 BATCH_SIZE_NOTE = (
     "not searched in a script: its learning rate, trainer.step(batch_size), a batch_sampler or shapes it assumes "
     "follow the batch size, so changing it under the script would measure another training run; try another batch "
@@ -164,7 +165,7 @@ def _measure(proc: ScriptProcess, info: dict[str, Any], ready: dict[str, Any], b
     records = {m: Record(m, est_step_s=est) for m in MODES}
     min_steps = max(1, int(info.get("num_workers") or 0))
     prefetch = int(info.get("prefetch") or 0)
-    slice_s = min(SLICE_S, budget_s / (2 * len(MODES)))
+    cap = budget_s / (2 * len(MODES))  # at least two rounds
     t0 = perf_counter()
     end = t0 + budget_s
     rounds = 0
@@ -177,7 +178,10 @@ def _measure(proc: ScriptProcess, info: dict[str, Any], ready: dict[str, Any], b
             rec = records[mode]
             k = max(min_steps, math.ceil(plan.block_s / max(rec.est_step_s, 1e-6)))
             rec.block_steps = k
-            schedule.append([mode, slice_s, k, 1 if mode == "cached_batch" else prefetch + 1])
+            skip = 1 if mode == "cached_batch" else prefetch + 1
+            # long enough for the steps left out after the switch to be a small part of the slice
+            slice_s = min(cap, max(SLICE_S, 2 * rec.est_step_s * (skip + k)))
+            schedule.append([mode, slice_s, k, skip])
         assert proc.channel is not None
         proc.channel.send({"op": "round", "n": rounds, "plan": schedule, "left_s": end - perf_counter()})
         grace = max(30.0, 20 * sum(r.est_step_s * r.block_steps for r in records.values()))
