@@ -368,7 +368,10 @@ class _ScriptSearch:
                 return decision.reason
             w = decision.workers
             if w in failed or self.ran(Setting(w)) is not None:
-                return f"{w} workers gave no figure of the loader alone"
+                return (
+                    f"the loader alone gave no figure at {w} workers (no block in its rounds: epochs of few batches "
+                    "end its slices early; a larger budget or longer epochs give it room)"
+                )
             if not self.fits(self.budget_s):
                 self.skipped.append({"what": f"{w} workers", "reason": "budget: " + decision.reason})
                 return "the budget was spent"
