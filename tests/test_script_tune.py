@@ -100,7 +100,8 @@ def test_each_tuned_knob_reaches_the_scripts_loader(tmp_path, no_leaks):
     )
     made = trial.loader
     assert (made["num_workers"], made["thread_pool"], made["prefetch"]) == (2, True, 3), made
-    assert trial.ok and trial.rate("full")[0] > 0
+    # it trained at that setting: its rounds came back (a figure needs more than this 1 s on a busy machine)
+    assert trial.error is None and trial.records["full"].rounds >= 1
 
 
 def test_tune_of_a_script_that_ends_before_training_is_one_line_and_no_folder(tmp_path, no_leaks, capsys):

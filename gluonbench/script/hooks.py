@@ -119,9 +119,11 @@ class Switch(Dataset):
 
     def _mode(self) -> int:
         if self._pid != os.getpid():
-            self._pid = os.getpid()
+            # the map first, then the pid: a loader's threads (thread_pool=True) share this object, and one that
+            # sees the new pid must find the map there already (else None[...] in the script: a TypeError)
             with open(self._flags, "r+b") as f:
                 self._map = mmap.mmap(f.fileno(), SLOTS)
+            self._pid = os.getpid()
         return self._map[self._index]  # type: ignore[index]
 
     def __getitem__(self, idx: int) -> Any:
