@@ -15,6 +15,7 @@ from gluonbench.commands.options import (
     add_json,
     add_knob,
     add_pipeline_args,
+    add_script_args,
     add_seed,
     add_source_args,
     add_synthetic_args,
@@ -35,12 +36,23 @@ TUNE_EXAMPLES = """examples:
   gluonbench tune --batch-sizes 64,128,256               # also other batch sizes (learning-rate note)
   gluonbench tune --source fastfile --uri packed/        # a RecordIO data set packed by gluonbench pack
   gluonbench tune --out results                          # also a run folder with report.html
+  gluonbench tune --budget 120 -- python train.py --epochs 5   # your own script, unmodified: DataLoader(...) to write
+  gluonbench tune --max-workers 8 -- python -m mypkg.train     # a module; at most 8 workers tried
 
 how: the model ceiling (one cached batch stepped) once; the loader alone (no model step) at a few worker
 counts, chosen by a model of how it grows with workers (linearly until the cores, or the read latency,
 saturate; CPU use per worker from psutil); stop once the loader clearly outruns the model; then the full
 pipelines of the top candidates and the current setting in interleaved rounds with 95 % CIs; the cheapest
 (fewest workers, then least memory) within noise or 5 % of the best is recommended.
+
+with -- CMD (your training script, run as written): one fresh process of the script per setting, its training
+DataLoader made with that setting's num_workers, thread_pool, prefetch and pin_memory (the first run: as the
+script wrote it, the baseline); in each, its own training loop is measured in interleaved rounds (the full step,
+the loader alone, one reused batch), then it is stopped. The same model picks the next setting; the cheapest
+within noise of the fastest full step is printed as the DataLoader(...) arguments to write into the script, with
+the samples/s of it and of the script as written, and a run folder is kept (--out, default gluonbench-results/).
+The batch size is not searched there: the script's learning rate and shapes follow it; try another through the
+script's own arguments.
 """
 
 
@@ -59,7 +71,7 @@ def _tune_epilog() -> str:
 CURRENT = "the current setting, the baseline"
 
 
-def add(sub: Any) -> None:
+def add(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "tune",
         help="find the cheapest DataLoader setting that keeps the model fed, in a fraction of a sweep",
@@ -94,11 +106,22 @@ def add(sub: Any) -> None:
         "gluonbench report rebuilds it)",
     )
     add_synthetic_args(p)
+    add_script_args(
+        p,
+        "with -- CMD: your own training script, one fresh process per DataLoader setting (--budget, --max-workers, "
+        "--json and --out apply; --out defaults to gluonbench-results/ there)",
+        "tune",
+    )
     p.set_defaults(func=cmd_tune)
+    return p
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from gluonbench import api
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if cmd:
+        return _tune_script(args, cmd)
     from gluonbench.config import TuneSettings
     from gluonbench.ranges import parse_int_list
 
@@ -163,3 +186,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(f"results: {result.run_dir}")
     load_warning(meter, "tune")
     return 0
+
+
+def _tune_script(args: argparse.Namespace, cmd: list[str]) -> int:
+    """``gluonbench tune [--budget S] -- python train.py ARGS``: the loader knobs searched on the running script."""
+    from gluonbench import api
+    from gluonbench.commands.options import Parser
+    from gluonbench.script.commands import tune_command
+
+    defaults = add(Parser(prog="gluonbench").add_subparsers(parser_class=Parser)).parse_args([])
+    text, rc = tune_command(args, cmd, defaults, _say, api.make_out)
+    print(text, end="")
+    return rc
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.util
+import json
 import os
 import runpy
 import socket
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gluonbench.engine.child import die_with_parent
-from gluonbench.script.channel import DIR_ENV, FD_ENV, FLAGS, LOADER_ENV, TO_END_ENV, WORKERS_ENV, Channel
+from gluonbench.script.channel import DIR_ENV, FD_ENV, FLAGS, KNOBS_ENV, LOADER_ENV, TO_END_ENV, WORKERS_ENV, Channel
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -58,6 +59,8 @@ def main(argv: list[str]) -> None:
     wanted = os.environ.pop(LOADER_ENV, "")
     index, _, count = os.environ.pop(WORKERS_ENV, "").partition(":")
     workers = (int(index), int(count)) if count else None
+    at, _, values = os.environ.pop(KNOBS_ENV, "").partition(":")
+    knobs = (int(at), dict(json.loads(values))) if values else None
     to_end = os.environ.pop(TO_END_ENV, "") == "1"
     channel = Channel(socket.socket(fileno=int(fd))) if fd else None
     if channel is not None:
@@ -68,7 +71,7 @@ def main(argv: list[str]) -> None:
     def hook() -> None:
         from gluonbench.script.hooks import install
 
-        state["driver"] = install(channel, flags, int(wanted) if wanted else None, workers, to_end)
+        state["driver"] = install(channel, flags, int(wanted) if wanted else None, workers, to_end, knobs)
 
     if channel is None and "mxnet" not in sys.modules:
         # only watching (gluonbench profile): the hooks go in once the script imports MXNet itself, so a script

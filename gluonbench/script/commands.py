@@ -130,3 +130,115 @@ def profile_run_as(cmd: list[str]) -> list[str] | None:
         log.info("profiling without the script hooks: %s", exc)
         return None
     return command.boot()
+
+
+TUNE_ALLOWED = ("budget_s", "max_workers", "json", "out", "loader", "start_timeout_s", "cmd", "func", "command")
+"""tune flags that apply to a training command; every other one names what the script itself decides"""
+
+
+def tune_command(
+    args: argparse.Namespace, cmd: list[str], defaults: argparse.Namespace, say: Say, make_out: Callable[[str], Any]
+) -> tuple[str, int]:
+    """``gluonbench tune [--budget S] [--max-workers N] -- python train.py ARGS``: the recommendation as the
+    ``DataLoader(...)`` arguments to write into the script, and a tune run folder (``--out``, default
+    ``gluonbench-results/``). ``defaults``: the tune parser's own defaults (a flag set to another value is refused
+    unless it is one of :data:`TUNE_ALLOWED`)."""
+    import json
+
+    from gluonbench.report import DEFAULT_OUT
+    from gluonbench.report.store import atomic_write_text
+    from gluonbench.script.run import check_inputs
+    from gluonbench.script.tune import BATCH_SIZE_NOTE, check_tune, save_tune, tune_script
+    from gluonbench.validate import redact
+
+    own = vars(defaults)  # the tune's own flags (not the CLI's global ones)
+    given = [k for k, v in vars(args).items() if k in own and k not in TUNE_ALLOWED and v != own[k]]
+    if given:
+        key = given[0]
+        what = (
+            f"the batch size is {BATCH_SIZE_NOTE}"
+            if key in ("batch_size", "batch_sizes")
+            else "the script's own setting is the baseline (run with nothing overridden) and the tune searches "
+            "num_workers, thread_pool, prefetch and pin_memory itself; change the script (or its arguments) for "
+            "anything else"
+            if key in ("workers", "thread_pool", "prefetch", "pin_memory")
+            else "the script runs as written (its data, model, contexts); change the script or its arguments"
+        )
+        raise GluonbenchError(f"{_flag(key)} does not apply to a training command: {what}")
+    out = args.out or DEFAULT_OUT
+    check_tune(args.budget_s, args.max_workers)
+    check_inputs(cmd, args.budget_s, args.loader, args.start_timeout_s)  # bad input: before the first line
+    make_out(out)
+    say(
+        f"tune: running {' '.join(cmd)} once per DataLoader setting (a fresh process each, its training DataLoader "
+        f"made with that setting) within a {args.budget_s:g} s budget; first as written, the baseline"
+    )
+
+    def on_trial(trial: Any) -> None:
+        if trial.error:
+            say(f"tune: {trial.setting.label}: failed: {trial.error}")
+            return
+        parts = [f"{name} {trial.rate(mode)[0]:.0f}" for mode, name in TUNE_MODES]
+        what = "as written: " if trial.role == "baseline" else ""
+        say(
+            f"tune: {what}{trial.setting.label}: samples/s {', '.join(parts)} (run {trial.wall_s:.1f} s, "
+            f"{trial.startup_s:.1f} s of it to its first steps)"
+        )
+
+    tuned = tune_script(
+        cmd,
+        args.budget_s,
+        max_workers=args.max_workers,
+        loader=args.loader,
+        start_timeout_s=args.start_timeout_s,
+        on_trial=on_trial,
+    )
+    result = tuned.result
+    settings = {
+        "budget_s": args.budget_s,
+        "max_workers": args.max_workers,
+        "loader": tuned.loader,
+        "loader_choice": args.loader,
+        "loader_info": tuned.loader_info,
+        "batch_size": result.batch_size,
+        "searched": ["num_workers", "thread_pool", "prefetch", "pin_memory"],
+    }
+    if args.json:
+        atomic_write_text(args.json, json.dumps(redact(result.to_dict()), indent=2))
+    save_tune(result, cmd, out, settings)
+    head = (
+        f"the script as written: {_setting_text(result.current)}: "
+        f"{_samples(result.current_samples_per_s)} (DataLoader #{tuned.loader} of the script, batch size "
+        f"{result.batch_size}, nothing overridden)\n"
+        f"the best setting:      {_setting_text(result.setting)}: {_samples(result.samples_per_s)}{_fastest(result)}\n\n"
+    )
+    text = head + result.to_text()
+    if args.json:
+        text += f"json: {args.json}\n"
+    return text + f"results: {result.run_dir}\n", 0
+
+
+TUNE_MODES = (("full", "full step"), ("loader_only", "loader alone"), ("cached_batch", "one reused batch"))
+
+
+def _setting_text(setting: dict[str, Any]) -> str:
+    from gluonbench.tune.model import Setting
+
+    return Setting.from_dict(setting).label
+
+
+def _samples(rate: float) -> str:
+    return f"{rate:.0f} samples/s" if rate == rate else "n/a"
+
+
+def _fastest(result: Any) -> str:
+    """Where the recommendation is not the fastest run: the cheapest within noise of it, said with the fastest."""
+    b = result.batch_sizes[0] if result.batch_sizes else None
+    runs = [c for c in (b.confirmed if b else []) if isinstance(c.get("samples_per_s"), float)]
+    top = max(runs, key=lambda c: c["samples_per_s"], default=None)
+    if top is None or top["label"] == _setting_text(result.setting):
+        return " (the fastest run)"
+    return (
+        f" (the cheapest of {len(b.within_noise)} within noise or 5 % of the fastest run, {top['label']}: "
+        f"{_samples(top['samples_per_s'])})"
+    )

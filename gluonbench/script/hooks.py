@@ -119,9 +119,11 @@ class Switch(Dataset):
 
     def _mode(self) -> int:
         if self._pid != os.getpid():
-            self._pid = os.getpid()
+            # the map first, then the pid: a loader's threads (thread_pool=True) share this object, and one that
+            # sees the new pid must find the map there already (else None[...] in the script: a TypeError)
             with open(self._flags, "r+b") as f:
                 self._map = mmap.mmap(f.fileno(), SLOTS)
+            self._pid = os.getpid()
         return self._map[self._index]  # type: ignore[index]
 
     def __getitem__(self, idx: int) -> Any:
@@ -171,6 +173,7 @@ class Slice:
     skip0: int
     skip: int = 0
     t0: float = 0.0
+    """when the slice's first counted step began (0: not yet); an epoch shorter than ``round_s`` does not restart it"""
     block: list[tuple[float, int, float]] = field(default_factory=list)
     blocks: list[list[tuple[float, int, float]]] = field(default_factory=list)
 
@@ -239,6 +242,7 @@ class Driver:
             "num_workers": int(getattr(loader, "_num_workers", 0)),
             "prefetch": int(getattr(loader, "_prefetch", 0)),
             "thread_pool": bool(getattr(loader, "_thread_pool", False)),
+            "pin_memory": bool(getattr(loader, "_pin_memory", False)),
             "transform": bool(isinstance(ds, Switch) and ds.transforms),
             "switch": isinstance(ds, Switch),
             "batch_size": int(getattr(sampler, "_batch_size", 0) or 0),
@@ -299,7 +303,7 @@ class Driver:
                 dt = perf_counter() - t0
                 if s.skip > 0:
                     s.skip -= 1
-                    if s.skip == 0:
+                    if s.skip == 0 and not s.t0:
                         s.t0 = perf_counter()
                     continue
                 s.block.append((dt, _samples(last, fallback), dt))
@@ -418,7 +422,7 @@ class Driver:
             return
         if s.skip > 0:
             s.skip -= 1
-            if s.skip == 0:
+            if s.skip == 0 and not s.t0:  # once: a new epoch's skip does not restart the slice's clock
                 s.t0 = perf_counter()
             return
         s.block.append((seconds, samples, wait))
@@ -541,8 +545,27 @@ class Feed:
         return self.driver.next_batch(self)
 
 
-NUM_WORKERS_AT = 7
-"""``num_workers``'s place among DataLoader's positional arguments after ``self``"""
+KNOB_AT = {"num_workers": 7, "pin_memory": 8, "prefetch": 10, "thread_pool": 11}
+"""each overridable knob's place among DataLoader's positional arguments after ``self`` (MXNet 1.9's signature:
+dataset, batch_size, shuffle, sampler, last_batch, batch_sampler, batchify_fn, num_workers, pin_memory,
+pin_device_id, prefetch, thread_pool, ...). ``batch_size`` is not among them: a script's learning rate, its
+``trainer.step(batch_size)``, a ``batch_sampler`` or shapes it assumes depend on it, so it is never overridden."""
+
+
+def override(args: tuple[Any, ...], kwargs: dict[str, Any], knobs: dict[str, Any]) -> tuple[Any, ...]:
+    """``args`` and ``kwargs`` (in place) of a ``DataLoader(...)`` call with ``knobs`` set, wherever the script passed
+    them (positionally or by name); the new ``args``."""
+    unknown = set(knobs) - set(KNOB_AT)
+    if unknown:
+        raise ValueError(f"not an overridable DataLoader knob: {', '.join(sorted(unknown))}")
+    out = list(args)
+    for name, value in knobs.items():
+        at = KNOB_AT[name]
+        if len(out) > at:
+            out[at] = value
+        else:
+            kwargs[name] = value
+    return tuple(out)
 
 
 def install(
@@ -551,11 +574,13 @@ def install(
     wanted: int | None,
     workers: tuple[int, int] | None = None,
     to_end: bool = False,
+    knobs: tuple[int, dict[str, Any]] | None = None,
 ) -> Driver:
     """Patch ``gluon.data.DataLoader`` and ``gluon.Trainer`` in this process; the driver that the hooks report to.
 
     ``workers``: ``(N, W)`` makes the N-th DataLoader with ``num_workers=W``, as if the script said so (MXNet
-    then picks its batchify and prefetch defaults for W itself). ``to_end``: every training step is counted and
+    then picks its batchify and prefetch defaults for W itself). ``knobs``: ``(N, {knob: value})`` makes the N-th
+    DataLoader with those knobs (:data:`KNOB_AT`: num_workers, thread_pool, prefetch, pin_memory). ``to_end``: every training step is counted and
     the run's totals are sent when the script ends (:meth:`Driver.finish`), nothing is swapped or waited for.
     """
     driver = Driver(channel, flags, wanted, to_end)
@@ -571,10 +596,9 @@ def install(
             elif "dataset" in kwargs:
                 kwargs["dataset"] = Switch(kwargs["dataset"], flags, index)
         if workers is not None and index == workers[0]:
-            if len(args) > NUM_WORKERS_AT:
-                args = (*args[:NUM_WORKERS_AT], workers[1], *args[NUM_WORKERS_AT + 1 :])
-            else:
-                kwargs["num_workers"] = workers[1]
+            args = override(args, kwargs, {"num_workers": workers[1]})
+        if knobs is not None and index == knobs[0]:
+            args = override(args, kwargs, knobs[1])
         real_init(self, *args, **kwargs)
         self._gluonbench_index = index
         driver.loaders[index] = weakref.ref(self)  # never keeps a loader (its workers) alive

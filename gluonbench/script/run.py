@@ -10,6 +10,7 @@ shared-memory segments they made when gluonbench itself is killed. On a normal e
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -45,7 +46,16 @@ from gluonbench.scratch import (
     owned_tempdir,
     shm_entries,
 )
-from gluonbench.script.channel import DIR_ENV, FD_ENV, FLAGS, LOADER_ENV, TO_END_ENV, WORKERS_ENV, Channel
+from gluonbench.script.channel import (
+    DIR_ENV,
+    FD_ENV,
+    FLAGS,
+    KNOBS_ENV,
+    LOADER_ENV,
+    TO_END_ENV,
+    WORKERS_ENV,
+    Channel,
+)
 from gluonbench.script.hooks import SLOTS
 
 log = logging.getLogger(__name__)
@@ -185,6 +195,8 @@ class ScriptProcess:
     loader: int | None = None
     workers: tuple[int, int] | None = None
     """``(N, W)``: the N-th DataLoader the script makes gets ``num_workers=W``"""
+    knobs: tuple[int, dict[str, Any]] | None = None
+    """``(N, {knob: value})``: the N-th DataLoader the script makes gets these loader knobs (gluonbench tune)"""
     to_end: bool = False
     """count every training step and report the run's figures when the script ends by itself"""
     proc: subprocess.Popen | None = None
@@ -209,6 +221,7 @@ class ScriptProcess:
                 DIR_ENV: str(self.folder),
                 LOADER_ENV: "" if self.loader is None else str(self.loader),
                 WORKERS_ENV: "" if self.workers is None else f"{self.workers[0]}:{self.workers[1]}",
+                KNOBS_ENV: "" if self.knobs is None else f"{self.knobs[0]}:{json.dumps(self.knobs[1])}",
                 TO_END_ENV: "1" if self.to_end else "",
                 MARKER_ENV: self.token,
                 "PYTHONUNBUFFERED": "1",

@@ -224,6 +224,18 @@ def worker_grid(max_workers: int, cores: int) -> list[int]:
     return sorted({w for w in (*DEFAULT_GRID, cores, 2 * cores) if 0 <= w <= max_workers})
 
 
+def cheapest_near_best(points: Sequence[Point], ceiling: float, near: float = NEAR_BEST) -> int:
+    """The fewest workers whose predicted full-pipeline rate (:func:`pipeline_rate` of its loader-only point) is within
+    ``near`` of the best predicted: where the search tries the thread pool (0 without points)."""
+    ranked = sorted(points, key=lambda p: -pipeline_rate(p.samples_per_s, ceiling, p.workers))
+    if not ranked:
+        return 0
+    top = pipeline_rate(ranked[0].samples_per_s, ceiling, ranked[0].workers)
+    return min(
+        (p.workers for p in ranked if pipeline_rate(p.samples_per_s, ceiling, p.workers) >= near * top), default=0
+    )
+
+
 @dataclass(frozen=True)
 class Decision:
     """What the search does next: measure ``workers`` (None: stop) and why."""

@@ -39,6 +39,7 @@ from gluonbench.tune.model import (
     Point,
     Setting,
     candidates,
+    cheapest_near_best,
     choose,
     epoch_rate,
     fit,
@@ -509,21 +510,7 @@ def tune(
             stop = search.search(ceiling)
             model = fit([p for p in search.points if p.workers not in search.failed], cores)
             _note_skips(search, model, ceiling, max_workers, cores, on_gpu)
-            ranked = sorted(search.points, key=lambda p: -pipeline_rate(p.samples_per_s, ceiling, p.workers))
-            best_w = (
-                min(
-                    (
-                        p.workers
-                        for p in ranked
-                        if pipeline_rate(p.samples_per_s, ceiling, p.workers)
-                        >= 0.95 * pipeline_rate(ranked[0].samples_per_s, ceiling, ranked[0].workers)
-                    ),
-                    default=0,
-                )
-                if ranked
-                else 0
-            )
-            threads = search.threads(ceiling, best_w)
+            threads = search.threads(ceiling, cheapest_near_best(search.points, ceiling))
             cands = candidates(search.points, ceiling, current, threads=threads, on_gpu=on_gpu)
             confirmed = search.confirm(cands)
             if not confirmed:
