@@ -459,7 +459,9 @@ def check(
 ) -> Any:
     """``gluonbench check``: save a baseline of ``pipeline`` (``save=``) or judge it against one (``baseline=``).
 
-    See :func:`gluonbench.check.run_check` for ``pipeline`` and ``kwargs``. Checking also writes the
+    See :func:`gluonbench.check.run_check` for ``pipeline`` and ``kwargs``; with ``script=["python", "train.py",
+    ...]`` (and ``loader``, ``start_timeout_s``) the user's training command is checked as written instead
+    (:func:`gluonbench.script.check.check_script`). Checking also writes the
     result as JSON (``json_path``), JUnit XML (``junit_path``) and appends a Markdown summary to
     ``summary_path`` (``$GITHUB_STEP_SUMMARY``); those paths are checked before anything is measured.
     Returns the :class:`~gluonbench.check.CheckResult` (its ``exit_code``: 0 pass, 1 regression,
@@ -477,15 +479,30 @@ def check(
             check_writable_file(path, what)
     if summary_path is not None:
         check_append_file(summary_path, "GITHUB_STEP_SUMMARY")
-    result = run_check(
-        pipeline,
-        baseline=baseline,
-        save=save,
-        max_slowdown=max_slowdown,
-        budget_s=budget_s,
-        on_progress=on_progress,
-        **kwargs,
-    )
+    if kwargs.get("script") is not None:  # the user's training command, as written
+        from gluonbench.script.check import check_script
+
+        result = check_script(
+            kwargs["script"],
+            baseline,
+            save,
+            kwargs.get("against"),
+            max_slowdown,
+            budget_s,
+            kwargs.get("loader"),
+            kwargs.get("start_timeout_s", 120.0),
+            on_progress,
+        )
+    else:
+        result = run_check(
+            pipeline,
+            baseline=baseline,
+            save=save,
+            max_slowdown=max_slowdown,
+            budget_s=budget_s,
+            on_progress=on_progress,
+            **kwargs,
+        )
     if save is not None:
         if json_path is not None:
             atomic_write_text(json_path, json.dumps(redact(result.to_dict()), indent=1) + "\n")

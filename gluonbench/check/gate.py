@@ -274,13 +274,44 @@ def minus(a: Mapping[int, float], b: Mapping[int, float]) -> dict[int, float]:
     return {r: a[r] - b[r] for r in a if r in b}
 
 
+def stage_figures(
+    rec: Mapping[str, Any], rw: Mapping[int, float], rc: Mapping[int, float], no_copy: bool
+) -> dict[str, Figure]:
+    """Each stage's figure from the probes' per-round records ``rec`` (a probe not measured stands for the one before
+    it in the chain), relative to the reference's rounds ``rw``/``rc``: a stage is the difference of the probes
+    before and after its removal; ``compute`` is the last probe. ``no_copy``: the copy to the device is not a
+    separate stage here."""
+    from gluonbench.diagnosis.probes import CHAIN
+
+    wall: dict[str, dict[int, float]] = {}
+    cpu: dict[str, dict[int, float]] = {}
+    previous = None
+    for p in CHAIN:
+        source = p.name if p.name in rec else previous
+        wall[p.name], cpu[p.name] = dict(rec[source].per_round), dict(rec[source].cpu_per_round)
+        previous = source
+    stages: dict[str, Figure] = {}
+    for before, probe in itertools.pairwise(CHAIN):
+        if probe.substage and (probe.substage != "copy" or not no_copy):
+            stages[probe.substage] = relative_figure(
+                minus(wall[before.name], wall[probe.name]),
+                minus(cpu[before.name], cpu[probe.name]),
+                rw,
+                rc,
+                STAGE_MIN_ROUNDS,
+            )
+    last = CHAIN[-1].name
+    stages["compute"] = relative_figure(wall[last], cpu[last], rw, rc, STAGE_MIN_ROUNDS)
+    return {k: stages[k] for k in STAGE_ORDER if k in stages}
+
+
 def measure_snapshot(
     target: Target, budget_s: float = DEFAULT_BUDGET_S, on_progress: Callable[[float, float], None] | None = None
 ) -> Snapshot:
     """Measure ``target``'s probes and the ruler in interleaved rounds for the whole budget."""
     from gluonbench.contexts import ctx_text
     from gluonbench.diagnosis.measure import measure_first_batch
-    from gluonbench.diagnosis.probes import CHAIN, PROBES, Context
+    from gluonbench.diagnosis.probes import PROBES, Context
     from gluonbench.engine.measure import Rounds, measure
     from gluonbench.env import environment, utc_now
 
@@ -318,27 +349,7 @@ def measure_snapshot(
     rw, rc = rec[RULER].per_round, rec[RULER].cpu_per_round
     background = _background([r.system for r in (*g.values(), *rec.values())])
 
-    # each chain probe's per-round figures; a skipped probe is the one before it
-    wall: dict[str, dict[int, float]] = {}
-    cpu: dict[str, dict[int, float]] = {}
-    previous = None
-    for p in CHAIN:
-        source = p.name if p.name in rec else previous
-        wall[p.name], cpu[p.name] = dict(rec[source].per_round), dict(rec[source].cpu_per_round)
-        previous = source
-    stages: dict[str, Figure] = {}
-    for before, probe in itertools.pairwise(CHAIN):
-        if probe.substage and (probe.substage != "copy" or "device_batch" not in skipped):
-            stages[probe.substage] = relative_figure(
-                minus(wall[before.name], wall[probe.name]),
-                minus(cpu[before.name], cpu[probe.name]),
-                rw,
-                rc,
-                STAGE_MIN_ROUNDS,
-            )
-    last = CHAIN[-1].name
-    stages["compute"] = relative_figure(wall[last], cpu[last], rw, rc, STAGE_MIN_ROUNDS)
-    ordered = {k: stages[k] for k in STAGE_ORDER if k in stages}
+    ordered = stage_figures(rec, rw, rc, "device_batch" in skipped)
     ruler = relative_figure(g[RULER].per_round, g[RULER].cpu_per_round, g[RULER].per_round, g[RULER].cpu_per_round)
     return Snapshot(
         identity=target.identity,

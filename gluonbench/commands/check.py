@@ -11,9 +11,11 @@ from gluonbench.commands.options import (
     add_ctx,
     add_json,
     add_knob,
+    add_script_args,
     pipeline_options,
 )
 from gluonbench.console import Progress
+from gluonbench.errors import GluonbenchError
 
 CHECK_EXAMPLES = """examples:
   gluonbench check --workload mnist --save-baseline baseline.json       # on main: measure, save
@@ -24,6 +26,8 @@ CHECK_EXAMPLES = """examples:
       --save-baseline images.json
   gluonbench check --workload synthetic --set cpu_ms=1 --save-baseline synth.json --budget 90
   gluonbench check --pipeline ci/pipeline.py:make --against origin/main   # base branch and working tree side by side
+  gluonbench check --save-baseline train.json -- python train.py --epochs 50   # your training script, as written
+  gluonbench check --baseline train.json --budget 90 -- python train.py --epochs 50
 
 what is measured: the pipeline's probes (full, preprocessing / reading / loader swapped out, the loader
   alone) beside a fixed reference pipeline, the *ruler* (the seed's CNN step fed through a CPU-bound
@@ -36,6 +40,9 @@ exit codes: 0 pass (not slower beyond --max-slowdown, 95 % confidence), 1 regres
   Pipeline, a Workload, or a dict with dataset (required), transform, decode, net, loss, batch_size, num_workers.
   Its options (--pipeline-option; --set for a --workload) are kept in the baseline; a check with other options
   says so. --set beside --pipeline is refused.
+-- CMD: your training script, unmodified: its training DataLoader's batches go through the same probes inside it
+  (as diagnose -- CMD), the ruler runs between its rounds; a baseline is tied to the command as written. Its
+  probes are timed by wall clock only.
 with $GITHUB_STEP_SUMMARY set, a Markdown summary is appended to it.
 """
 
@@ -76,7 +83,15 @@ def add(sub: Any) -> None:
     p.add_argument("--data-dir", help="where the workload's data are")
     add_json(p, "the result")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a regression fails, inconclusive is skipped)")
+    add_script_args(p, "with -- CMD: your own training script, run as written (the probes act inside it)", "check")
     p.set_defaults(func=cmd_check)
+    _DEFAULTS.update({a.dest: a.default for a in p._actions if a.dest in SCRIPT_REFUSES})
+
+
+SCRIPT_REFUSES = ("pipeline", "workload", "overrides", "pipeline_option", "batch_size", "workers", "ctx", "data_dir")
+"""options that name or shape a pipeline: a training command is checked as written"""
+_DEFAULTS: dict[str, Any] = {}
+"""their defaults (an option left at its default is not refused)"""
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -92,6 +107,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         SimpleNamespace(pipeline=args.pipeline, pipeline_options=pipe_options, workload="pipeline", options=overrides)
     )
     options = pipe_options if args.pipeline else overrides
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    script: dict[str, Any] = {}
+    if cmd:
+        given = [k for k in SCRIPT_REFUSES if getattr(args, k, None) != _DEFAULTS.get(k)]
+        if given:
+            flag = {"workload": "--dataset", "overrides": "--set", "workers": "--workers"}.get(
+                given[0], "--" + given[0].replace("_", "-")
+            )
+            raise GluonbenchError(
+                f"{flag} does not apply to a training command: the script's own DataLoader, batch size and "
+                "contexts are checked as written; change them in the script (or its arguments)"
+            )
+        script = {"script": cmd, "loader": args.loader, "start_timeout_s": args.start_timeout_s}
+    elif args.loader is not None:
+        raise GluonbenchError("--loader goes with a training command: add -- python train.py ARGS")
     progress = Progress("check", args.budget_s, "s", timed=True)
     try:
         result = api.check(
@@ -110,6 +140,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             junit_path=args.junit,
             summary_path=os.environ.get("GITHUB_STEP_SUMMARY") or None,
             on_progress=progress.advance,
+            **script,
         )
     finally:
         progress.close()

@@ -466,8 +466,14 @@ def _rounds(
     thresholds: Thresholds,
     startup_s: float,
     on_progress: Callable[[float, float], None] | None,
+    after_round: Callable[[int, dict[str, Record]], None] | None = None,
+    stop_early: bool = True,
 ) -> ProbeSet:
-    """The interleaved rounds, as :class:`~gluonbench.engine.measure.Rounds` runs them, sent to the script."""
+    """The interleaved rounds, as :class:`~gluonbench.engine.measure.Rounds` runs them, sent to the script.
+
+    ``after_round(n, records)`` runs after round ``n`` came back (``records``: each probe's, so far), while the
+    script waits for the next one (``check`` measures its ruler there); without ``stop_early`` the rounds go on to the budget's end (a fixed amount of
+    evidence, as ``check`` measures)."""
     plan = Rounds(
         budget_s=budget_s, rel_ci=thresholds.rel_ci, min_blocks=thresholds.min_blocks, converge_on=frozenset()
     )
@@ -515,13 +521,15 @@ def _rounds(
                 rec = records[name]
                 if rec.blocks:
                     rec.est_step_s = median(rec.blocks) * batch_size
+        if after_round is not None:
+            after_round(rounds, records)
         elapsed = perf_counter() - t0
         probes = _probe_set(records, skipped, batch_size, elapsed, rounds, startup_s)
         if on_progress is not None:
             on_progress(elapsed, budget_s)
         ok = verdict_settled(probes, thresholds)
         settled_s = (settled_s if settled_s is not None else elapsed) if ok else None
-        if ok and plan.converged(records) and verdict_finished(probes, thresholds):
+        if stop_early and ok and plan.converged(records) and verdict_finished(probes, thresholds):
             stop_reason = "converged"
             break
     probes.stop_reason, probes.settled_s = stop_reason, settled_s

@@ -1,0 +1,199 @@
+"""``gluonbench check [--baseline B | --save-baseline B] -- python train.py ARGS``: the CI gate on the user's script.
+
+The script runs as written, with the hooks (as ``diagnose -- CMD``): its training DataLoader's batches go through
+the probes in interleaved rounds (the full pipeline, the transform, ``dataset[i]`` and the whole loader swapped
+out in turn, and the loader alone), for the whole budget, with no early stop: a fixed amount of evidence, as
+``check --pipeline`` measures. After every round, while the script waits for the next, gluonbench measures its
+ruler (the fixed reference pipeline of :mod:`gluonbench.check.ruler`) in its own process, so every figure is
+relative to the ruler in the same round: a slower runner or a noisy neighbour is not a regression. The result
+is the same :class:`~gluonbench.check.gate.Snapshot` a ``--pipeline`` check makes, judged by the same rule.
+
+A script's probes are timed inside it by wall clock only: their CPU figures are their wall figures (and the
+ruler's too), so a comparison across core counts compares wall time relative to the ruler, and says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+from gluonbench.analysis.stats import median
+from gluonbench.check.gate import (
+    RULER,
+    CheckResult,
+    Figure,
+    Snapshot,
+    check_budget,
+    cores_here,
+    relative_figure,
+    stage_figures,
+)
+from gluonbench.diagnosis.verdict import Thresholds
+from gluonbench.engine.measure import Record
+from gluonbench.errors import GluonbenchError
+from gluonbench.names import arg
+from gluonbench.script.run import ScriptProcess, _rounds, check_inputs, until_training
+from gluonbench.validate import redact_text
+
+log = logging.getLogger(__name__)
+
+RULER_BLOCK_S = 1.2
+"""seconds the ruler is measured after each of the script's rounds (about half of it its measure's own start and
+warm-up: a shorter one times no block at all)"""
+WALL_ONLY_NOTE = (
+    "the script's probes are timed by wall clock inside it: its CPU figures are its wall figures, relative to the "
+    "ruler's wall time"
+)
+
+
+def script_identity(cmd: list[str], loader: int | None = None) -> str:
+    """What a script's baseline is tied to: the command as written (the interpreter by its name, credentials in it
+    redacted), and the loader picked with ``--loader``."""
+    command = check_inputs(cmd, 60.0, loader, 60.0)
+    text = redact_text(" ".join(command.words()))
+    return f"{text} (loader {loader})" if loader is not None else text
+
+
+def measure_script(
+    cmd: list[str],
+    budget_s: float,
+    *,
+    loader: int | None = None,
+    start_timeout_s: float = 120.0,
+    on_progress: Callable[[float, float], None] | None = None,
+) -> Snapshot:
+    """Measure the user's training command beside the ruler for ``budget_s`` seconds (see the module docstring)."""
+    from gluonbench._mx import mx
+    from gluonbench.check.ruler import ruler_pipeline
+    from gluonbench.engine.measure import Rounds, measure
+    from gluonbench.env import environment, utc_now
+
+    budget_s = check_budget(budget_s)
+    command = check_inputs(cmd, budget_s, loader, start_timeout_s)
+    identity = script_identity(cmd, loader)
+    started = utc_now()
+    ruler = ruler_pipeline(mx.cpu()).open()
+    rw: dict[int, float] = {}
+    kept: dict[str, dict[str, Record]] = {}
+
+    def ruler_round(n: int, records: dict[str, Record]) -> None:
+        kept["records"] = records
+        plan = Rounds(budget_s=RULER_BLOCK_S, round_s=0.0, warmup_steps=1, monitor_interval=0.05)
+        m = measure({RULER: ruler}, plan, done=lambda _m: False)
+        values = list(m.records[RULER].per_round.values())
+        if values:
+            rw[n] = median(values)
+
+    proc = ScriptProcess(command, loader)
+    t_launch = perf_counter()
+    try:
+        proc.start()
+        found, ready = until_training(proc, start_timeout_s)
+        info = found.get("loader") or {}
+        probes = _rounds(
+            proc,
+            info,
+            ready,
+            budget_s,
+            Thresholds(),
+            perf_counter() - t_launch,
+            on_progress,
+            after_round=ruler_round,
+            stop_early=False,
+        )
+    finally:
+        proc.stop()
+        ruler.close()
+    records = kept.get("records") or {}
+    if "full" not in records or not records["full"].per_round:
+        raise GluonbenchError(
+            f"no round of the script came back within the budget {budget_s:g} s: raise --budget (e.g. --budget "
+            f"{max(60, int(2 * budget_s))})"
+        )
+    for rec in records.values():
+        rec.cpu_per_round = dict(rec.per_round)  # wall clock only inside the script (module docstring)
+    contexts = found.get("contexts") or []
+    ceiling = records.get("loader_only")
+    return Snapshot(
+        identity=identity,
+        pipeline={
+            "script": identity,
+            "loader": f"DataLoader #{info.get('index')} of the script: {info.get('dataset')}, "
+            f"{info.get('num_workers')} worker(s), batchify {info.get('batchify')}",
+            "step": f"the script's own (gluon.Trainer on {', '.join(contexts) or '?'})",
+        },
+        setting={
+            "batch_size": int(ready.get("samples") or info.get("batch_size") or 1),
+            "num_workers": int(info.get("num_workers", 0)),
+            "ctx": ", ".join(contexts) or "cpu",
+            "timed": "wall",
+        },
+        cores=cores_here(),
+        total=relative_figure(records["full"].per_round, records["full"].per_round, rw, rw),
+        stages=stage_figures(records, rw, rw, True),
+        ceiling=_figure(ceiling, rw),
+        ruler=relative_figure(rw, rw, rw, rw),
+        budget_s=budget_s,
+        elapsed_s=probes.elapsed_s,
+        rounds=probes.rounds,
+        env=environment(),
+        started_utc=started,
+        background=None,
+    )
+
+
+def _figure(rec: Record | None, rw: dict[int, float]) -> Figure:
+    if rec is None:
+        return Figure()
+    from gluonbench.check.gate import STAGE_MIN_ROUNDS
+
+    return relative_figure(rec.per_round, rec.per_round, rw, rw, STAGE_MIN_ROUNDS)
+
+
+def cores_note(snap: Any) -> str | None:
+    """The note a script's check adds to its result (its figures are wall time)."""
+    return WALL_ONLY_NOTE if (snap.setting or {}).get("timed") == "wall" else None
+
+
+def check_script(
+    script: list[str],
+    baseline: str | Path | None,
+    save: str | Path | None,
+    against: str | Path | None,
+    max_slowdown: float | str,
+    budget_s: float,
+    loader: int | None,
+    start_timeout_s: float,
+    on_progress: Callable[[float, float], None] | None,
+) -> CheckResult | Snapshot:
+    """``check -- python train.py ARGS`` against a ``baseline``, or saving one to ``save`` (exactly one): the
+    :class:`~gluonbench.check.CheckResult` or the saved :class:`~gluonbench.check.Snapshot`, as
+    :func:`gluonbench.check.run_check` gives for a pipeline. Bad input raises before the script starts."""
+    from gluonbench.check import decide, load_baseline, parse_fraction, save_baseline
+    from gluonbench.report.store import check_writable_file
+
+    if against is not None:
+        raise GluonbenchError(
+            f"{arg('against')} takes a --pipeline factory; for a training command use {arg('baseline')} FILE "
+            f"(saved on the base branch with {arg('save', '--save-baseline')})"
+        )
+    if sum(x is not None for x in (baseline, save)) != 1:
+        raise GluonbenchError(f"give one of {arg('baseline')} FILE or {arg('save', '--save-baseline')} FILE")
+    threshold = parse_fraction(max_slowdown)
+    budget_s = check_budget(budget_s)
+    check_inputs(script, budget_s, loader, start_timeout_s)
+    identity = script_identity(script, loader)
+    base = load_baseline(baseline, identity) if baseline is not None else None
+    if save is not None:
+        check_writable_file(save, "--save-baseline")
+    snap = measure_script(script, budget_s, loader=loader, start_timeout_s=start_timeout_s, on_progress=on_progress)
+    if save is not None:
+        save_baseline(snap, save)
+        return snap
+    assert base is not None
+    result = decide(snap, base, threshold, str(baseline))
+    result.notes.append(WALL_ONLY_NOTE)
+    return result

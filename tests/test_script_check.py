@@ -1,0 +1,116 @@
+"""``gluonbench check -- python train.py ARGS``: the CI gate on the user's unmodified training script.
+
+The default suite keeps one short end-to-end pair (a baseline saved, the same script checked against it) and the
+bad inputs, which are refused before the script starts; the slow set adds a real slowdown caught."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import assert_one_clear_line, run_cli
+from test_script import _script
+
+# a training script of the usual shape: argparse, a transform_first transform that costs CPU, momentum SGD with a
+# schedule, an evaluation pass; $SLOWER_TRANSFORM multiplies the transform's work (the same command, slower code)
+TRAIN = """
+import argparse
+import os
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon, nd
+
+p = argparse.ArgumentParser()
+p.add_argument("--epochs", type=int, default=1000)
+p.add_argument("--batch-size", type=int, default=32)
+args = p.parse_args()
+work = 3 * int(os.environ.get("SLOWER_TRANSFORM", "1"))
+
+
+def augment(image):
+    x = image.astype("float32")
+    for _ in range(work):
+        x = np.roll(x, 1, axis=0) * 0.5 + np.flip(x, axis=1) * 0.5
+    return nd.array(x.reshape(1, 16, 16) / 255.0)
+
+
+rng = np.random.RandomState(0)
+images = rng.randint(0, 256, size=(1024, 16, 16)).astype("uint8")
+labels = rng.randint(0, 4, size=1024).astype("float32")
+train = gluon.data.ArrayDataset(images, labels).transform_first(augment)
+loader = gluon.data.DataLoader(train, batch_size=args.batch_size, shuffle=True, last_batch="discard")
+net = gluon.nn.HybridSequential()
+net.add(gluon.nn.Conv2D(8, 3, activation="relu"), gluon.nn.Flatten(), gluon.nn.Dense(4))
+net.initialize(mx.init.Xavier())
+net.hybridize()
+schedule = mx.lr_scheduler.FactorScheduler(step=100, factor=0.9, base_lr=0.05)
+trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.9, "lr_scheduler": schedule})
+loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+for epoch in range(args.epochs):
+    for data, label in loader:
+        with autograd.record():
+            loss = loss_fn(net(data), label)
+        loss.backward()
+        trainer.step(data.shape[0])
+    correct = sum(float((net(x).argmax(axis=1) == y).sum().asscalar()) for x, y in loader)
+"""
+
+
+def _check(*args, env=None, timeout=400):
+    return run_cli("check", "--budget", "20", *args, env=env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A baseline of the script, saved once for the module."""
+    folder = tmp_path_factory.mktemp("script-check")
+    script = _script(folder, TRAIN)
+    baseline = folder / "train-baseline.json"
+    proc = _check("--save-baseline", str(baseline), "--", "python", script)
+    assert proc.returncode == 0, proc.stderr
+    assert "baseline saved" in proc.stdout
+    return script, baseline
+
+
+def test_a_script_checked_against_its_own_baseline_is_not_a_regression(saved, tmp_path, no_leaks):
+    script, baseline = saved
+    doc = json.loads(baseline.read_text())
+    assert doc["identity"] == f"python {script}"  # the command as written: the baseline is tied to it
+    assert doc["setting"]["timed"] == "wall" and doc["rounds"] >= 6
+    assert doc["total"]["rel"] > 0 and {"preprocessing", "compute"} <= set(doc["stages"])
+    out = tmp_path / "check.json"
+    proc = _check("--baseline", str(baseline), "--max-slowdown", "50%", "--json", str(out), "--", "python", script)
+    # unchanged code: a pass, or on a machine too busy for 20 s inconclusive; never a regression
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+    assert f"pipeline python {script}" in proc.stdout and "timed by wall clock" in proc.stdout
+    result = json.loads(out.read_text())
+    assert result["outcome"] in ("pass", "inconclusive")
+
+
+def test_bad_input_of_a_script_check_is_one_line_before_the_script_starts(saved, tmp_path):
+    script, baseline = saved
+    assert_one_clear_line(
+        _check("--baseline", str(baseline), "--workers", "2", "--", "python", script),
+        "--workers does not apply to a training command",
+    )
+    assert_one_clear_line(
+        _check("--against", "HEAD", "--", "python", script), "--against takes a --pipeline factory", "--baseline"
+    )
+    assert_one_clear_line(
+        _check("--baseline", str(baseline), "--", "python", script, "--epochs", "3"),
+        "is for pipeline",
+        "--save-baseline",
+    )
+    assert_one_clear_line(_check("--save-baseline", str(tmp_path / "b.json"), "--", "bash", "x.sh"), "not a Python")
+    assert_one_clear_line(_check("--baseline", str(baseline), "--loader", "2"), "--loader goes with a training command")
+    assert not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.slow
+def test_a_slower_transform_in_the_same_script_is_a_regression_naming_preprocessing(saved, no_leaks):
+    script, baseline = saved
+    env = {"SLOWER_TRANSFORM": "8"}
+    proc = run_cli("check", "--budget", "60", "--baseline", str(baseline), "--", "python", script, env=env, timeout=400)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "REGRESSION" in proc.stdout and "preprocessing" in proc.stdout
