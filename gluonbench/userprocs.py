@@ -109,22 +109,29 @@ class UserLeftovers:
         hold the exit for good), one warning names it and the process exits now with ``rc``."""
         if not self.owns_process:
             return rc
-        left = [
-            t
-            for t in threading.enumerate()
-            if t.is_alive() and not t.daemon and t is not threading.main_thread() and t not in self._threads_before
-        ]
-        if not left:
-            return rc
-        log.warning(
-            "thread(s) %s started during the command were still running at its end; gluonbench exits without "
-            "waiting for them (make them daemon threads, or stop and join them in the spec's close)",
-            ", ".join(repr(t.name) for t in left[:5]),
-        )
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        logging.shutdown()
-        os._exit(rc)
+        return exit_despite_threads(rc, self._threads_before)
+
+
+def exit_despite_threads(rc: int, before: set[threading.Thread]) -> int:
+    """``rc``, or where a non-daemon thread started since ``before`` still runs (user code's: it would hold this
+    process's exit for good), one warning naming it and an exit of the process now with ``rc``. Only for a process
+    gluonbench owns (the command line, a sweep's run)."""
+    left = [
+        t
+        for t in threading.enumerate()
+        if t.is_alive() and not t.daemon and t is not threading.main_thread() and t not in before
+    ]
+    if not left:
+        return rc
+    log.warning(
+        "thread(s) %s started during the command were still running at its end; gluonbench exits without "
+        "waiting for them (make them daemon threads, or stop and join them in the spec's close)",
+        ", ".join(repr(t.name) for t in left[:5]),
+    )
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    logging.shutdown()
+    os._exit(rc)

@@ -82,12 +82,20 @@ def seed_pipeline_diagnosis(mnist_dir):
     net = seed_net()
     # a busy machine may leave a probe without a block in 6 s: retry with a doubled budget (the contract
     # below is about the result's shape, not about how fast the machine is)
+    from gluonbench.engine.deadline import BudgetExceededError
+
+    def run(budget: float):
+        try:
+            return gluonbench.diagnose(
+                w.train, w.transform, net, batch_size=64, num_workers=2, ctx="cpu", budget_s=budget
+            )
+        except BudgetExceededError:  # one step past the budget + grace: the machine is that busy; as advised,
+            if budget >= 24:  # raise the budget (the last one's error fails the test)
+                raise
+            return None
+
     d = with_more_budget(
-        lambda budget: gluonbench.diagnose(
-            w.train, w.transform, net, batch_size=64, num_workers=2, ctx="cpu", budget_s=budget
-        ),
-        (6, 12, 24),
-        lambda d: all(p.blocks for p in d.probes.values() if p.same_as is None),
+        run, (6, 12, 24), lambda d: d is not None and all(p.blocks for p in d.probes.values() if p.same_as is None)
     )
     return d, net
 

@@ -77,8 +77,14 @@ def test_measure_epochs_runs_every_batch_and_closes_its_workers(small, no_leaks)
 
 
 def test_measure_rounds_interleaves_pipelines_until_the_budget(small, no_leaks):
-    m = measure(
-        {"a": small, "b": small.without_preprocessing()}, Rounds(budget_s=4.0, round_s=0.2, min_blocks=3, rel_ci=1e-6)
+    # a busy machine can spend most of 4 s starting the loaders: then twice the budget, as the advice goes
+    m = with_more_budget(
+        lambda budget: measure(
+            {"a": small, "b": small.without_preprocessing()},
+            Rounds(budget_s=budget, round_s=0.2, min_blocks=3, rel_ci=1e-6),
+        ),
+        (4.0, 8.0, 16.0),
+        lambda m: m.rounds >= 2 and all(len(r.blocks) >= 3 for r in m.records.values()),
     )
     assert set(m.records) == {"a", "b"} and m.rounds >= 2
     for rec in m.records.values():
@@ -259,7 +265,9 @@ def test_seed_mnist_at_zero_workers_reads_nothing_and_names_cpu_compute(mnist_di
             w.train, w.transform, batch_size=64, num_workers=0, ctx="cpu", budget_s=budget
         ),
         (10, 20, 40),
-        lambda d: d.stages["read"] <= 0.05 or d.stage_ci["read"][0] <= 0.01,
+        lambda d: (
+            math.isclose(sum(d.stages.values()), 1.0) and (d.stages["read"] <= 0.05 or d.stage_ci["read"][0] <= 0.01)
+        ),
     )
     assert d.stages["read"] <= 0.05 or d.stage_ci["read"][0] <= 0.01, (d.stages, d.stage_ci)
     assert d.stages["copy"] == 0 and d.probes["device_batch"].same_as == "cached_batch"

@@ -60,23 +60,33 @@ def test_check_ends_a_hanging_import_within_budget_plus_grace(tmp_path, no_leaks
                    str(tmp_path / "b.json"), env={"GB_HANG_AT_IMPORT": "1"}, timeout=120)  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
-    assert "importing fenced_factories.py did not return within 20 s" in last and "--budget" in last
+    assert "importing fenced_factories.py did not return within 40 s" in last and "--budget" in last
     assert "Traceback" not in proc.stderr and not (tmp_path / "b.json").exists()
-    assert time.monotonic() - t0 < 90
+    assert time.monotonic() - t0 < 110
 
 
-@pytest.mark.parametrize("func", ["thread", "child", "grandchild", "fork", "fork_returns"])
+COMMANDS = {
+    "check": ("check", "--budget", "10", "--save-baseline", "b.json"),
+    "diagnose": ("diagnose", "--budget", "10", "--workers", "0"),
+    "sweep": ("sweep", "--workers", "0", "--max-batches", "4", "--out", "runs"),
+}
+FUNCS = ["thread", "child", "grandchild", "fork", "fork_returns"]
+DEFAULT = {("diagnose", f) for f in FUNCS} | {("check", "thread"), ("sweep", "thread"), ("sweep", "fork")}
+"""the cases the default suite runs (every kind of leftover in one command, each command once); the rest are slow"""
+
+
 @pytest.mark.parametrize(
-    "command",
-    [("check", "--budget", "10", "--save-baseline", "b.json"), ("diagnose", "--budget", "10", "--workers", "0"),
-     ("sweep", "--workers", "0", "--max-batches", "4", "--out", "runs")],
-    ids=["check", "diagnose", "sweep"],
+    ("command", "func"),
+    [pytest.param(c, f, marks=() if (c, f) in DEFAULT else pytest.mark.slow, id=f"{c}-{f}")
+     for c in COMMANDS for f in FUNCS],
 )  # fmt: skip
 def test_nothing_a_factory_starts_outlives_the_command(tmp_path, no_leaks, func, command):
     pidfile = tmp_path / "pids"
-    proc = run_cli(*command, "--pipeline", f"{FACTORIES}:{func}", cwd=tmp_path, env={"GB_PIDFILE": str(pidfile)},
-                   timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = run_cli(*COMMANDS[command], "--pipeline", f"{FACTORIES}:{func}", cwd=tmp_path,
+                   env={"GB_PIDFILE": str(pidfile)}, timeout=300)  # fmt: skip
+    # check refuses to save a baseline of too few rounds (a busy machine fits fewer in 10 s): an answer, not a fault
+    too_few = command == "check" and proc.returncode == 2 and "paired rounds" in proc.stderr
+    assert proc.returncode == 0 or too_few, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     pids = [int(x) for x in pidfile.read_text().split()] if pidfile.exists() else []
     if func != "thread":

@@ -69,4 +69,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    import threading
+
+    from gluonbench.userprocs import exit_despite_threads
+
+    _before = set(threading.enumerate())
+    sys.exit(exit_despite_threads(main(sys.argv[1:]), _before))  # as gluonbench.sweeprun.child

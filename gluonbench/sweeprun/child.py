@@ -83,4 +83,10 @@ def main(argv: list[str], diagnose: DiagnoseRun | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    import threading
+
+    from gluonbench.userprocs import exit_despite_threads
+
+    _before = set(threading.enumerate())
+    # a factory's non-daemon thread would hold this run's exit (and the sweep waiting for it) for good
+    sys.exit(exit_despite_threads(main(sys.argv[1:]), _before))
