@@ -204,21 +204,23 @@ def worker_fault():
             "net": lambda: gluon.nn.Dense(2), "batch_size": 8}  # fmt: skip
 
 
-_LATE = {"at": float("inf")}
+_LATE = {"left": -1}
 
 
 def _late_transform(data, label):
-    if time.monotonic() > _LATE["at"]:
-        raise ValueError("the source went away")
+    if not _in_loader_worker():  # the main process only (0 workers): a fault the loader's pool never sees
+        _LATE["left"] -= 1
+        if _LATE["left"] < 0:
+            raise ValueError("the source went away")
     return data, label
 
 
-def late_fault(after_s=8.0):
-    """A transform that fails every item from ``after_s`` seconds after the factory was called (in every process:
-    the loader's workers are forked after it): what was measured before that is there to be kept."""
+def late_fault(after_items=2000):
+    """A transform that fails every item in the main process once it has transformed ``after_items`` there (as a
+    source that goes away mid-run): what was measured before that is there to be kept."""
     from mxnet import gluon
 
-    _LATE["at"] = time.monotonic() + float(after_s)
+    _LATE["left"] = int(after_items)
     x, y = _indexed()
     return {"dataset": gluon.data.ArrayDataset(x, y), "transform": _late_transform,
             "net": lambda: gluon.nn.Dense(2), "batch_size": 8}  # fmt: skip
