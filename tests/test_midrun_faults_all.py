@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import PLAN_LINE, run_cli
 
 from gluonbench.engine.deadline import PipelineFaultError, pipeline_fault
 
@@ -37,8 +37,9 @@ def _command(command: str, func: str, tmp_path: Path) -> list[str]:
 
 
 def _error_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.startswith("gluonbench: error:")]
-    assert len(lines) == 1, stderr[-3000:]
+    """The one line on stderr (after a long command's plan line)."""
+    lines = [line for line in stderr.splitlines() if line.strip() and not PLAN_LINE.match(line)]
+    assert len(lines) == 1 and lines[0].startswith("gluonbench: error:"), stderr[-3000:]
     return lines[0]
 
 

@@ -44,6 +44,7 @@ import sys
 import threading
 import time
 import tomllib
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -56,6 +57,12 @@ from gluonbench.names import arg, example
 from gluonbench.workloads.base import Workload, register
 
 log = logging.getLogger(__name__)
+
+# MXNet's default batchify of items of different shapes: numpy warns (two lines on stderr) before the KeyError it
+# leads to, which gluonbench says in one line (check_first_batch before measuring, pipeline_fault mid-run)
+warnings.filterwarnings(
+    "ignore", message="Creating an ndarray from ragged nested sequences", module=r"mxnet\.gluon\.data\.dataloader"
+)
 
 MAX_INFO = 100
 """the most entries a spec's ``info`` may have (it is stored with every run)"""
