@@ -6,6 +6,7 @@ the command keeps partial results (tune's evidence, sweep's finished runs)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,24 @@ def test_only_the_users_code_is_a_pipeline_fault():
     assert pipeline_fault(KeyError(type(None))) is None
     ragged = pipeline_fault(KeyError("<class 'numpy.object_'>"))
     assert ragged is not None and ragged.stage == "loader (batchify)"
+
+
+def test_check_against_names_the_stage_a_side_failed_in(tmp_path, no_leaks):
+    """``check --against``: each side runs in its own process; the side whose transform fails mid-run ends with the
+    one line, and the parent says which side, not a traceback's last line."""
+    import shutil
+    import subprocess
+
+    root = tmp_path / "project"
+    (root / "ci").mkdir(parents=True)
+    shutil.copy(FACTORIES, root / "ci" / "pipe.py")
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.org")  # fmt: skip
+    for args in (["init", "-q"], ["add", "ci/pipe.py"], ["commit", "-qm", "base"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, env=env, capture_output=True)
+    proc = run_cli("check", "--pipeline", "ci/pipe.py:late_fault", "--against", "HEAD", "--budget", "15", cwd=root,
+                   timeout=300)  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("gluonbench: error: the ") and " side (" in last and "Error: the pipeline" not in last, last
+    assert "failed mid-run in transform (preprocess) (ValueError: the source went away)" in last, last
