@@ -82,6 +82,8 @@ class Case:
     """run through ``bash -c``: ``{cmd}`` in it is replaced by the command (``ulimit -n 20; exec {cmd} >&-``)"""
     quiet: bool = False
     """stderr is closed: handled means the documented exit code and nothing printed (nothing can be)"""
+    keeps: str = ""
+    """a name in the case folder the command keeps by design (a sweep's run folder with its failed run recorded)"""
 
 
 @dataclass
@@ -575,9 +577,40 @@ R4_STREAM_COMMANDS = {
 }
 
 
+FENCED = str(REPO / "tests" / "fenced_factories.py")
+R4_MIDRUN = {  # a factory of tests/fenced_factories.py -> what the one line names
+    "transform_raises": "transform (preprocess)",
+    "shapes_differ": "loader (batchify)",
+    "forward_raises": "step (forward/backward/update)",
+    "loss_detached": "not connected to the graph",
+    "param_unused": "gets no gradient",
+}
+R4_MIDRUN_COMMANDS = {
+    "sweep": ["sweep", "--workers", "0,1", "--max-batches", "40", "--out", "{case}/out"],
+    "tune": ["tune", "--budget", "10"],
+    "check": ["check", "--budget", "10", "--save-baseline", "{case}/b.json"],
+    "diagnose": ["diagnose", "--budget", "10", "--workers", "0"],
+}
+
+
+def midrun_cases() -> list[Case]:
+    """A --pipeline that fails after its first batch passed the check, or whose loss is not connected to the graph:
+    one line naming the stage, exit 2, in every command; a sweep records the failed run (exit 1) and keeps it."""
+    cases = []
+    for func, needle in R4_MIDRUN.items():
+        before = func in ("loss_detached", "param_unused")  # refused before measuring, in every command
+        for command, args in R4_MIDRUN_COMMANDS.items():
+            sweep_run = command == "sweep" and not before
+            cases.append(Case(f"r41:midrun:{func}:{command}", [*args, "--pipeline", f"{FENCED}:{func}"], needle,
+                              code=1 if sweep_run else 2,
+                              keeps="out" if sweep_run else "gluonbench-results" if command in ("tune", "diagnose")
+                              and not before else ""))  # fmt: skip
+    return cases
+
+
 def round4_cases() -> list[Case]:
     """Rows of issue 41's round 4: at least 150 real commands on real bad inputs."""
-    cases = []
+    cases = midrun_cases()
     for name, (_edit, needle) in R4_BASELINES.items():
         cases.append(Case(f"r41:baseline:{name}", R4_CHECK, needle, setup=f"r4-baseline:{name}"))
     for target, (args, _what) in R4_SPECIAL_TARGETS.items():
@@ -935,6 +968,8 @@ def run_case(case: Case, fx: dict[str, Path], work: Path, silent: str, timeout: 
     if case.kill_after_workers or case.kill_when:
         left = [p for p in left if not p.startswith("out")]  # the sweep's results folder is kept, as documented
         left = [p for p in left if p != "grandchild.pid"]  # written by the profiled program itself
+    if case.keeps:
+        left = [p for p in left if not p.startswith(case.keeps)]
     if left:
         why.append(f"left behind: {', '.join(left[:3])}")
     alive = _ours(case.id)

@@ -178,3 +178,71 @@ def loss_detached():
     x, y = _indexed()
     return {"dataset": gluon.data.ArrayDataset(x, y), "net": lambda: gluon.nn.Dense(2), "loss": _detached_loss,
             "batch_size": 8}  # fmt: skip
+
+
+# -- more faults for every command (tests/test_midrun_faults_all.py) ------------------------------------------------
+
+
+def _in_loader_worker() -> bool:
+    import multiprocessing
+
+    return multiprocessing.current_process().name != "MainProcess"
+
+
+def _worker_transform(data, label):
+    if _in_loader_worker() and int(data[0]) in MIDRUN:
+        raise ValueError(f"bad sample {int(data[0])} in a worker")
+    return data, label
+
+
+def worker_fault():
+    """A transform that fails in the loader's worker processes only: a run at 0 workers is measured."""
+    from mxnet import gluon
+
+    x, y = _indexed()
+    return {"dataset": gluon.data.ArrayDataset(x, y), "transform": _worker_transform,
+            "net": lambda: gluon.nn.Dense(2), "batch_size": 8}  # fmt: skip
+
+
+_LATE = {"left": -1}
+
+
+def _late_transform(data, label):
+    if not _in_loader_worker():  # the main process only (0 workers): a fault the loader's pool never sees
+        _LATE["left"] -= 1
+        if _LATE["left"] < 0:
+            raise ValueError("the source went away")
+    return data, label
+
+
+def late_fault(after_items=2000):
+    """A transform that fails every item in the main process once it has transformed ``after_items`` there (as a
+    source that goes away mid-run): what was measured before that is there to be kept."""
+    from mxnet import gluon
+
+    _LATE["left"] = int(after_items)
+    x, y = _indexed()
+    return {"dataset": gluon.data.ArrayDataset(x, y), "transform": _late_transform,
+            "net": lambda: gluon.nn.Dense(2), "batch_size": 8}  # fmt: skip
+
+
+def _unused_block_net():
+    from mxnet import gluon
+
+    class Unused(gluon.nn.Block):
+        def __init__(self):
+            super().__init__()
+            self.dense = gluon.nn.Dense(2)
+            self.spare = gluon.nn.Dense(2, in_units=8)  # never called: its parameters get no gradient
+
+        def forward(self, x):
+            return self.dense(x)
+
+    return Unused()
+
+
+def param_unused():
+    from mxnet import gluon
+
+    x, y = _indexed()
+    return {"dataset": gluon.data.ArrayDataset(x, y), "net": _unused_block_net, "batch_size": 8}

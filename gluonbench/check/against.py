@@ -211,7 +211,10 @@ class Side:
         return json.loads(line)
 
     def _died(self, what: str) -> str:
-        code = self.proc.poll()
+        try:
+            code: int | None = self.proc.wait(timeout=5)  # its output ended: it is exiting
+        except subprocess.TimeoutExpired:
+            code = None
         tail = ""
         try:
             text = self.log_path.read_text(errors="replace").strip().splitlines()

@@ -94,6 +94,14 @@ def main() -> int:
     )
     try:
         _run(inp, out, {"full": pipeline}, built, float(setting.get("round_s", 0.0)))
+    except Exception as exc:  # the user's code failed mid-run: its one line is the log's last, which the parent shows
+        from gluonbench.errors import GluonbenchError
+
+        if not isinstance(exc, GluonbenchError):
+            raise
+        logging.getLogger(__name__).info("the side failed", exc_info=exc)
+        print(exc, file=sys.stderr, flush=True)
+        return 1
     finally:
         target.close()
     return 0

@@ -34,6 +34,7 @@ from gluonbench.workloads.spec import (
     PipelineSpec,
     check_factory_options,
     check_first_batch,
+    check_first_step,
     check_learning_rate,
     dataset_size,
     fenced_user_code,
@@ -242,7 +243,8 @@ def _from_spec(spec: PipelineSpec, identity: str, setting: dict[str, Any], ctx: 
     if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1 or bs > n:
         raise GluonbenchError(f"pipeline {identity}: batch_size must be a whole number in 1..{n} (got {bs!r})")
     # the loader's first batch: any item the transform and the batchify turn into (data, label) arrays
-    check_first_batch(spec.dataset, spec.decode, spec.transform, bs, spec.batchify_fn, f"pipeline {identity}")
+    first = check_first_batch(spec.dataset, spec.decode, spec.transform, bs, spec.batchify_fn, f"pipeline {identity}")
+    check_first_step(spec, f"pipeline {identity}", first)  # a loss not connected to the graph: one line, here
     try:
         net = spec.make_net()  # a Block, or the function that builds one
     except GluonbenchError:

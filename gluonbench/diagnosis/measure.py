@@ -16,7 +16,7 @@ from typing import Any
 
 from gluonbench.analysis.stats import median, median_ci
 from gluonbench.diagnosis.probes import NAMES, PROBES, Context
-from gluonbench.engine.deadline import BudgetExceededError
+from gluonbench.engine.deadline import BudgetExceededError, pipeline_fault
 from gluonbench.engine.measure import Measurement, Record, Rounds, measure
 from gluonbench.pipeline import Pipeline
 
@@ -230,7 +230,13 @@ def measure_first_batch(pipeline: Pipeline) -> tuple[Any, Any]:
     )
     running = single.open()
     try:
-        data, label = next(iter(running.epoch(0)))[:2]
+        try:
+            data, label = next(iter(running.epoch(0)))[:2]
+        except Exception as exc:  # a shuffled first batch may hold an item the check before measuring did not try
+            fault = pipeline_fault(exc)
+            if fault is None:
+                raise
+            raise fault from exc
         data, label = data.as_in_context(mx.cpu()), label.as_in_context(mx.cpu())
         data.wait_to_read()
         label.wait_to_read()

@@ -33,7 +33,7 @@ from gluonbench.diagnosis.verdict import (
     probe_gains,
     read_evidence,
 )
-from gluonbench.engine.deadline import BudgetExceededError, with_deadline
+from gluonbench.engine.deadline import BudgetExceededError, PipelineFaultError, with_deadline
 from gluonbench.engine.measure import Rounds
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
@@ -346,15 +346,22 @@ def _stalled(exc: BudgetExceededError, reading_of: Callable[[ProbeSet, float], D
         log.info("the rounds before the stall could not be read as a diagnosis: %r", err)
         return None
     rounds = count(probes.rounds, "complete round")
+    failed = isinstance(exc, PipelineFaultError)  # the pipeline's code raised, rather than blocked
     d.notes.append(
-        f"the pipeline stalled in {exc.stage} in round {probes.rounds + 1}: these figures are from the {rounds} "
-        f"before it ({probes.elapsed_s:.1f} s of rounds), and the stall itself is not in them"
+        f"the pipeline {'failed' if failed else 'stalled'} in {exc.stage} in round {probes.rounds + 1}: these figures "
+        f"are from the {rounds} before it ({probes.elapsed_s:.1f} s of rounds), and the "
+        f"{'failure' if failed else 'stall'} itself is not in them"
     )
     fix = Recommendation(
         "inconclusive" if d.verdict == "inconclusive" else d.verdict,
         "fix",
-        f"The pipeline stalled in {exc.stage} in round {probes.rounds + 1} and never came back within the budget "
-        f"and its grace: fix that stage, then diagnose again; the figures above are the {rounds} before it.",
+        (
+            f"In round {probes.rounds + 1}, {exc}"
+            if failed
+            else f"The pipeline stalled in {exc.stage} in round {probes.rounds + 1} and never came back within the "
+            "budget and its grace: fix that stage"
+        )
+        + f", then diagnose again; the figures above are the {rounds} before it.",
     )
     # an inconclusive reading's advice (a larger budget) does not help a stage that blocks: the stall's fix replaces it
     kept = [] if d.verdict == "inconclusive" else [Recommendation(**r) for r in d.advice]

@@ -28,6 +28,7 @@ import functools
 import inspect
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -103,6 +104,11 @@ def stalled_stage(frame: FrameType | None) -> str:
     while frame is not None and len(names) < 200:
         names.append(frame.f_code.co_name)
         frame = frame.f_back
+    return _stage_of(names)
+
+
+def _stage_of(names: list[str]) -> str:
+    """The stage of the innermost recognisable function of ``names`` (innermost first)."""
     for name in names:
         for known, stage in _STAGE_BY_NAME:
             if name in known or any(name.endswith(k) for k in known if k.startswith("_")):
@@ -118,23 +124,102 @@ _FIXES = {
     "step (forward/backward/update)": "fix the net or the loss for that batch",
 }
 
+_REMOTE_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
+
+
+def _frames(exc: BaseException) -> list[tuple[str, str]]:
+    """``(file, function)`` of each frame ``exc`` passed through, innermost first; for an exception a loader worker
+    raised (re-raised here by multiprocessing, the worker's traceback as text in its cause), the worker's frames
+    first."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code.co_filename, tb.tb_frame.f_code.co_name))
+        tb = tb.tb_next
+    frames.reverse()
+    remote = getattr(exc.__cause__, "tb", None)  # multiprocessing.pool's RemoteTraceback
+    if isinstance(remote, str):
+        frames = [(f, n) for f, n in reversed(_REMOTE_FRAME.findall(remote))] + frames
+    return frames
+
+
+@functools.lru_cache(maxsize=1)
+def _library_roots() -> tuple[str, ...]:
+    """Folders whose code is not the user's: gluonbench, Python's standard library, installed packages (MXNet)."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    roots = {os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep}
+    roots |= {os.path.abspath(paths[k]) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    return tuple(sorted(roots))
+
+
+def _users(filename: str) -> bool:
+    """True for a frame of the user's code: a file outside gluonbench, the standard library and installed packages."""
+    if filename.startswith("<") or "site-packages" in filename or "dist-packages" in filename:
+        return False
+    return not os.path.abspath(filename).startswith(_library_roots())
+
+
+class PipelineFaultError(BudgetExceededError):
+    """The user's pipeline code raised mid-run (:func:`pipeline_fault`): one line naming the stage and the fix.
+
+    Like a stall, it ends the measurement early, and what was measured before it travels with it
+    (``measurement``: the complete rounds before the fault; ``partial``: the command's result built from them), so
+    every path that keeps a stall's measurements keeps these too.
+    """
+
+
+def pipeline_fault(exc: BaseException, what: str = "the pipeline") -> PipelineFaultError | None:
+    """``exc`` as the one line of :func:`midrun_error` when it is the user's pipeline code failing mid-run, else None
+    (gluonbench's own errors, a loader whose workers died, memory, an interrupt: left as they are).
+
+    The user's code is recognised by a frame of it on the traceback (a loader worker's included), or by MXNet's
+    errors for what user code gave it: items of different shapes (its batchify's ``KeyError: numpy.object_``) and a
+    loss not connected to the graph.
+    """
+    if isinstance(exc, GluonbenchError | MemoryError) or not isinstance(exc, Exception):
+        return None
+    from gluonbench.workloads.spec import loss_fault
+
+    known = _ragged(exc) or loss_fault(exc) is not None
+    if not known and not any(_users(f) for f, _ in _frames(exc)):
+        return None
+    line, stage = _midrun(exc, what)
+    log.info("%s", line, exc_info=exc)  # -v: where exactly
+    return PipelineFaultError(line, stage)
+
+
+def _ragged(exc: BaseException) -> bool:
+    """MXNet's default batchify of arrays of different shapes (it makes an object array it has no type for)."""
+    return isinstance(exc, KeyError) and "numpy.object_" in str(exc)
+
 
 def midrun_error(exc: BaseException, what: str) -> GluonbenchError:
     """The one line for user code that raised mid-run, after the first batch passed the check before measuring:
-    the stage it raised in (found on its traceback, as :func:`stalled_stage` finds a stall's) and the fix."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    stage = stalled_stage(tb.tb_frame if tb is not None else None)
-    if isinstance(exc, KeyError) and "numpy.object_" in str(exc):  # MXNet's batchify of arrays of mixed shapes
+    the stage it raised in (found on its traceback, a loader worker's included, as :func:`stalled_stage` finds a
+    stall's) and the fix."""
+    return GluonbenchError(_midrun(exc, what)[0])
+
+
+def _midrun(exc: BaseException, what: str) -> tuple[str, str]:
+    """:func:`midrun_error`'s line and the stage it names."""
+    from gluonbench.workloads.spec import loss_fault
+
+    loss = loss_fault(exc)
+    if loss is not None:
+        return f"{what} failed mid-run in the loss ({loss[0]}): {loss[1]}", "loss"
+    stage = _stage_of([name for _, name in _frames(exc)])
+    if _ragged(exc):
         stage, detail = "loader (batchify)", "items of different shapes in one batch"
     else:
         detail = f"{type(exc).__name__}: {exc}"[:200]
     fix = _FIXES.get(stage, "run it with 0 workers and -v to see where")
-    return GluonbenchError(
+    line = (
         f"{what} failed mid-run in {stage} ({detail}); the first batch passed the check, so a later item or step "
         f"fails: {fix}"
     )
+    return line, stage
 
 
 def frame_trail(frame: FrameType | None, depth: int = 8) -> str:

@@ -47,7 +47,7 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.analysis.stats import median, median_ci
-from gluonbench.engine.deadline import BudgetExceededError
+from gluonbench.engine.deadline import BudgetExceededError, pipeline_fault
 from gluonbench.engine.loop import StepTimes, run_steps
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor import SystemMonitor, SystemSummary, TreeUsage, merge_summaries, tree_usage
@@ -151,8 +151,9 @@ class Measurement:
     records: dict[str, Record]
     elapsed_s: float = 0.0
     stop_reason: str = "done"
-    """``done`` (Epochs), ``converged``, ``budget`` or ``stalled in <stage>`` (Rounds; the last only on a
-    :class:`~gluonbench.engine.deadline.BudgetExceededError`, which carries this measurement)"""
+    """``done`` (Epochs), ``converged``, ``budget``, ``stalled in <stage>`` or ``failed in <stage>`` (Rounds; the last
+    two only on a :class:`~gluonbench.engine.deadline.BudgetExceededError` or its
+    :class:`~gluonbench.engine.deadline.PipelineFaultError`, which carry this measurement)"""
     rounds: int = 0
     startup_s: float = 0.0
     settled_s: float | None = None
@@ -349,6 +350,14 @@ class Rounds:
             measurement.stop_reason, measurement.settled_s = f"stalled in {exc.stage}", settled_s
             exc.measurement = measurement
             raise
+        except Exception as exc:
+            fault = pipeline_fault(exc)  # the user's code raised mid-run: one line, the complete rounds kept with it
+            if fault is None:
+                raise
+            _cut(records, kept, rounds)
+            measurement.stop_reason, measurement.settled_s = f"failed in {fault.stage}", settled_s
+            fault.measurement = measurement
+            raise fault from exc
         measurement.stop_reason, measurement.settled_s = stop_reason, settled_s
         measurement.elapsed_s = perf_counter() - t_start
         log.info("%d rounds in %.1f s, stopped on %s", rounds, measurement.elapsed_s, stop_reason)
@@ -485,9 +494,12 @@ def measure(
         from gluonbench.engine.watchdog import shm_full_message
 
         why = shm_full_message(exc)
-        if why is None:
+        if why is not None:
+            raise GluonbenchError(why) from exc  # one line naming /dev/shm and the fixes, not a reset connection
+        fault = pipeline_fault(exc)  # the user's code raised mid-run (a transform, dataset[i], the net): one line
+        if fault is None:
             raise
-        raise GluonbenchError(why) from exc  # one line naming /dev/shm and the fixes, not a reset connection
+        raise fault from exc
     finally:
         for r in ours:
             r.close()

@@ -142,6 +142,11 @@ def checked_step(step: Any, net: Any) -> Callable[[Any, Any], Any]:
             out = step(data, label)
             out.wait_to_read()
         except Exception as exc:
+            from gluonbench.workloads.spec import loss_error
+
+            wrong = loss_error(exc, "the model step failed on its first batch")  # a loss not connected to the graph
+            if wrong is not None:
+                raise wrong from exc
             first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
             raise GluonbenchError(
                 f"the model step failed on a batch of shape {tuple(data.shape)} ({first}); "

@@ -346,10 +346,14 @@ def train_or_fail(spec: RunSpec, diagnose: DiagnoseRun | None = None) -> tuple[R
     try:
         return train_and_eval(spec, diagnose=diagnose), 0
     except BaseException as exc:
+        from gluonbench.engine.deadline import PipelineFaultError
         from gluonbench.engine.watchdog import shm_full_message
 
         traceback.print_exc()
-        why = shm_full_message(exc) or f"{type(exc).__name__}: {exc}"  # a full /dev/shm, not a reset connection
+        # a full /dev/shm, not a reset connection; the user's code failing mid-run: its one line (stage and fix)
+        why = shm_full_message(exc) or (
+            str(exc) if isinstance(exc, PipelineFaultError) else f"{type(exc).__name__}: {exc}"
+        )
         failed = RunResult(spec=spec.to_dict(), status="failed", error=why[:500], finished_utc=utc_now())
         return failed, 1
 

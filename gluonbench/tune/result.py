@@ -464,6 +464,8 @@ class StalledTune:
     """the tune's label (a workload's or pipeline's name)"""
     status: str = "stalled"
     """always ``stalled``: what tells this file from a finished tune's"""
+    event: str = "stall"
+    """what stopped it: ``stall`` (a stage blocked past the deadline) or ``failure`` (the pipeline's code raised)"""
 
     @property
     def measured(self) -> int:
@@ -475,16 +477,17 @@ class StalledTune:
 
     def to_text(self) -> str:
         """What was measured before the stall, and why it is not a recommendation."""
+        stalled, failed = (self.event, "failed") if self.event == "failure" else ("stall", "stalled")
         lines = [
-            f"tune stopped: the pipeline stalled in {self.stage} after {self.elapsed_s:.1f} s of a {self.budget_s:g} s "
-            "budget; no recommendation: the search stalled before its confirmation compared the settings in one "
+            f"tune stopped: the pipeline {failed} in {self.stage} after {self.elapsed_s:.1f} s of a {self.budget_s:g} s "
+            f"budget; no recommendation: the search {failed} before its confirmation compared the settings in one "
             "measurement",
-            f"kept: {count(self.measured, 'measurement')} from before the stall (the stall itself is not in the "
-            "figures); fix the stalled stage, then tune again",
+            f"kept: {count(self.measured, 'measurement')} from before the {stalled} (the {stalled} itself is not in the "
+            f"figures); fix the {failed} stage, then tune again",
         ]
         for b in self.batch_sizes:
             lines.append(
-                f"batch {b.batch_size} (finished before the stall): {Setting.from_dict(b.setting).label} "
+                f"batch {b.batch_size} (finished before the {stalled}): {Setting.from_dict(b.setting).label} "
                 f"{_rate(b.samples_per_s, b.ci)}, confirmed"
             )
         lines += evidence_lines(self.evidence)

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from time import perf_counter
 from typing import Any
 
-from gluonbench.engine.deadline import BudgetExceededError, grace_s, with_deadline
+from gluonbench.engine.deadline import BudgetExceededError, PipelineFaultError, grace_s, with_deadline
 from gluonbench.engine.measure import Measurement, Record, Rounds, measure
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg, example
@@ -594,6 +594,7 @@ def tune(
                 ctx="cpu" if not on_gpu else f"gpu:{ctx.device_id}",
                 started_utc=started,
                 label=label,
+                event="failure" if isinstance(exc, PipelineFaultError) else "stall",
             )
         except Exception as err:  # the stall's one line must still come out
             log.info("the evidence before the stall could not be kept: %r", err)

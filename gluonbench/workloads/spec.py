@@ -38,11 +38,13 @@ import importlib.util
 import logging
 import math
 import os
+import re
 import signal
 import sys
 import threading
 import time
 import tomllib
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -55,6 +57,12 @@ from gluonbench.names import arg, example
 from gluonbench.workloads.base import Workload, register
 
 log = logging.getLogger(__name__)
+
+# MXNet's default batchify of items of different shapes: numpy warns (two lines on stderr) before the KeyError it
+# leads to, which gluonbench says in one line (check_first_batch before measuring, pipeline_fault mid-run)
+warnings.filterwarnings(
+    "ignore", message="Creating an ndarray from ragged nested sequences", module=r"mxnet\.gluon\.data\.dataloader"
+)
 
 MAX_INFO = 100
 """the most entries a spec's ``info`` may have (it is stored with every run)"""
@@ -367,6 +375,86 @@ def _check_batch(batch: Any, what: str, fix: str) -> None:
             f"{what}: the loader's first batch has data of shape {shapes[0]} but label of shape {shapes[1]}; "
             f"both need the batch as their first dimension: {fix}"
         )
+
+
+_NOT_IN_GRAPH = "not in a computational graph"
+"""MXNet's ``backward`` of a loss with no recorded path back to the net"""
+_STALE_GRAD = re.compile(r"Gradient of Parameter `([^`]+)`.*has not been updated by backward", re.S)
+"""MXNet's ``Trainer.step`` when a parameter got no gradient from ``backward``"""
+
+
+def loss_fault(exc: BaseException, name: str = "") -> tuple[str, str] | None:
+    """What is wrong with the loss (``name``: its class) and its fix, when ``exc`` is MXNet's error for a loss not
+    connected to the net (backward finds no recorded graph, or a parameter got no gradient); None for any other
+    error."""
+    text = str(exc)
+    loss = f"the loss {name}" if name else "the loss"
+    if _NOT_IN_GRAPH in text and "differentiate" in text:
+        return (
+            f"{loss} is not connected to the graph: its value does not depend on the net's output, so backward has "
+            "nothing to differentiate (a loss that returns a constant, or reads only the label)",
+            "make the loss a function of the net's output, its first argument (e.g. "
+            "gluon.loss.SoftmaxCrossEntropyLoss())",
+        )
+    stale = _STALE_GRAD.search(text)
+    if stale is not None:
+        return (
+            f"the net's parameter {stale.group(1)} gets no gradient from {loss}, which does not depend on it (a "
+            "block the forward never uses, or a loss that ignores the net's output)",
+            "make the loss a function of the net's output and use every block in forward (or set grad_req='null' on "
+            "the parameters left out)",
+        )
+    return None
+
+
+def loss_error(exc: BaseException, what: str, name: str = "") -> GluonbenchError | None:
+    """The one line for a loss not connected to the graph (:func:`loss_fault`), naming it and the fix; else None."""
+    found = loss_fault(exc, name)
+    return None if found is None else GluonbenchError(f"{what}: {found[0]}; {found[1]}")
+
+
+def check_first_step(spec: PipelineSpec, what: str = "the pipeline", batch: tuple[Any, Any] | None = None) -> None:
+    """One training step of a fresh net on the checked first batch, on the CPU, as the measured step runs it (forward
+    and loss recorded, backward, an SGD update): a loss not connected to the graph (:func:`loss_fault`) is one line
+    here, before anything is measured. Only where ``net`` builds a fresh net (a function): a Block the spec holds is
+    the run's own and is left untouched; any other failure is left to the run, which names its stage. ``batch``: the
+    first batch :func:`check_first_batch` made (None: made here).
+    """
+    from gluonbench._mx import autograd, gluon, mx
+
+    if spec.batches is not None or spec.dataset is None or isinstance(spec.net, gluon.Block):
+        return
+    loss: Any = None
+    try:
+        data, label = batch or check_first_batch(
+            spec.dataset, spec.decode, spec.transform, spec.batch_size, spec.batchify_fn, what
+        )
+        net, loss = spec.make_net(), spec.make_loss()
+        if not isinstance(net, gluon.Block) or not callable(loss):
+            return  # said by the run's own checks
+        data, label = (mx.nd.array(x) if not hasattr(x, "as_in_context") else x for x in (data, label))
+        for p in net.collect_params().values():
+            if p._data is None and not p._deferred_init:  # not set up by the factory: as the run initialises it
+                p.initialize(None, ctx=mx.cpu(), default_init=mx.init.Xavier(magnitude=2.24))
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.0})
+        with autograd.record():
+            value = loss(net(data.as_in_context(mx.cpu())), label.as_in_context(mx.cpu()))
+        value.backward()
+        unused = [name for name, p in net.collect_params().items() if p._data is None]
+        if unused:  # still no shape after a forward pass: a block the forward never calls
+            raise GluonbenchError(
+                f"{what}: the net's parameter {unused[0]} is never used by its forward, so it gets no gradient and "
+                "cannot be trained; use every block in forward, or leave the unused ones out of the net"
+            )
+        trainer.step(int(data.shape[0]))
+        mx.nd.waitall()
+    except GluonbenchError:
+        raise
+    except Exception as exc:
+        wrong = loss_error(exc, what, type(loss).__name__ if loss is not None else "")
+        if wrong is not None:
+            raise wrong from None
+        log.info("%s: the check's training step on the first batch failed (%r); the run will say where", what, exc)
 
 
 def _build(part: Any) -> Any:
@@ -765,6 +853,8 @@ def check_pipeline(
         _KEPT.update(key=key, spec=spec)
     if reused is not None:  # checked and warned about already
         return _sizes(spec, keep)
+    with fenced_user_code(f"{arg('pipeline')} {target}", ["the first training step"]):
+        check_first_step(spec, f"{arg('pipeline')} {target}")
     for note in unmet({"pin_memory": pin_memory}, on_gpu=str(ctx or "").startswith("gpu")):
         log.warning("%s: it is set but has no effect here", note)
     own = {**spec.loader_setting(), "ctx": spec.ctx}
