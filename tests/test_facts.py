@@ -251,7 +251,7 @@ def test_a_stage_time_below_zero_is_shown_as_zero_with_the_noise_named():
     ]
     result = SimpleNamespace(
         rows=rows,
-        now=SimpleNamespace(identity="p", elapsed_s=1.0),
+        now=SimpleNamespace(identity="p", shown="p", elapsed_s=1.0),
         baseline=SimpleNamespace(started_utc="t"),
         baseline_path="b.json",
         reference="ruler",

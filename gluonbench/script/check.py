@@ -35,7 +35,7 @@ from gluonbench.diagnosis.verdict import Thresholds
 from gluonbench.engine.measure import Record
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
-from gluonbench.script.run import ScriptProcess, _rounds, check_inputs, until_training
+from gluonbench.script.run import ScriptProcess, check_inputs, probe_rounds, until_training
 from gluonbench.validate import redact_text
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ def measure_script(
         proc.start()
         found, ready = until_training(proc, start_timeout_s)
         info = found.get("loader") or {}
-        probes = _rounds(
+        probes = probe_rounds(
             proc,
             info,
             ready,

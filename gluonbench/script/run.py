@@ -330,7 +330,7 @@ def _probe_set(
     return ProbeSet(probes, elapsed, "", rounds, startup)
 
 
-def _take(rec: Record, blocks: list[list[list[float]]], number: int) -> None:
+def take_blocks(rec: Record, blocks: list[list[list[float]]], number: int) -> None:
     """Add one round's blocks (each a list of ``[seconds, samples, wait]`` steps) to ``rec``."""
     total, samples = 0.0, 0
     for block in blocks:
@@ -428,7 +428,7 @@ def diagnose_script(
     try:
         found, ready = until_training(proc, start_timeout_s)
         info = found.get("loader") or {}
-        probes = _rounds(proc, info, ready, float(budget_s), thresholds, perf_counter() - t_launch, on_progress)
+        probes = probe_rounds(proc, info, ready, float(budget_s), thresholds, perf_counter() - t_launch, on_progress)
     finally:
         proc.stop()
     contexts = found.get("contexts") or []
@@ -458,7 +458,7 @@ def diagnose_script(
     return d
 
 
-def _rounds(
+def probe_rounds(
     proc: ScriptProcess,
     info: dict[str, Any],
     ready: dict[str, Any],
@@ -517,7 +517,7 @@ def _rounds(
                 records[name].systems.append(SystemSummary(**system))
         for name, blocks in (message.get("results") or {}).items():
             if name in records:
-                _take(records[name], blocks, rounds)
+                take_blocks(records[name], blocks, rounds)
                 rec = records[name]
                 if rec.blocks:
                     rec.est_step_s = median(rec.blocks) * batch_size

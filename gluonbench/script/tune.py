@@ -35,8 +35,8 @@ from gluonbench.script.run import (
     ScriptCommand,
     ScriptEndedError,
     ScriptProcess,
-    _take,
     check_inputs,
+    take_blocks,
     until_training,
     wait_for,
 )
@@ -199,7 +199,7 @@ def _measure(proc: ScriptProcess, info: dict[str, Any], ready: dict[str, Any], b
                 records[mode].systems.append(SystemSummary(**system))
         for mode, blocks in (message.get("results") or {}).items():
             if mode in records:
-                _take(records[mode], blocks, rounds)
+                take_blocks(records[mode], blocks, rounds)
                 rec = records[mode]
                 if rec.blocks:
                     rec.est_step_s = sorted(rec.blocks)[len(rec.blocks) // 2] * batch_size
