@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=60.0, help="each diagnosis's --budget in seconds (default 60)")
     p.add_argument("--rounds", type=int, default=8, help="rounds of the script's own timer (default 8)")
     p.add_argument("--only", choices=sorted(CASES), action="append", help="only this case (repeatable)")
-    p.add_argument("--out", type=Path, default=None, help="a folder for script_agreement.json and .md")
+    p.add_argument("--out", type=Path, default=None, help="a folder for script_agreement-<UTC>.json")
     a = p.parse_args(argv)
     conditions = [c.strip() for c in a.conditions.split(",") if c.strip()]
     if not conditions or set(conditions) - {"quiet", "busy"} or a.diagnoses < 1 or a.budget <= 0 or a.rounds < 3:
@@ -163,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
             "counted": counted,
             "settle_target_s": SETTLE_TARGET_S,
         }
-        atomic_write_text(a.out / "script_agreement.json", json.dumps(doc, indent=2) + "\n")
+        path = a.out / f"script_agreement-{started:%Y%m%dT%H%M%SZ}.json"
+        atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
+        print(f"wrote {path}")
     return 0
 
 
