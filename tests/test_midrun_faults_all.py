@@ -64,6 +64,7 @@ def test_every_command_names_the_stage_of_a_pipeline_fault(tmp_path, no_leaks, c
         assert not (tmp_path / "b.json").exists()  # nothing half-measured saved as a baseline
 
 
+@pytest.mark.slow  # whether a setting's evidence is complete before the 2,000th item depends on the machine's pace
 def test_tune_keeps_the_evidence_measured_before_the_fault(tmp_path, no_leaks):
     """The transform fails every item once 2,000 have gone through it (0 workers: the first phase or the
     confirmation): the settings measured before are kept in --json and the run folder, as after a stall, and the one
