@@ -41,9 +41,9 @@ def seed_steps(data_dir: str | None, seconds: float, max_steps: int) -> tuple[li
     from gluonbench.workloads.mnist import mnist
 
     w = mnist(data_dir, download=False)
-    loader = gluon.data.DataLoader(w.train.transform(w.transform), 64, shuffle=True, num_workers=0)
+    loader = gluon.data.DataLoader(w.dataset.transform(w.transform), 64, shuffle=True, num_workers=0)
     net = w.make_net()
-    net.initialize(w.init(), ctx=mx.cpu())
+    net.initialize(w.initializer(), ctx=mx.cpu())
     step = ModelStep(net, w.make_loss(), gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1}))
     steps: list[float] = []
     t_end = time.perf_counter() + seconds

@@ -25,7 +25,7 @@ def main() -> None:
         net = w.make_net()
         net.collect_params().initialize(w.initializer(), ctx=ctx)
         step = ModelStep(net, w.make_loss(), gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1}))
-        loader = gluon.data.DataLoader(w.train.transform(w.transform), 64, shuffle=True, num_workers=0)
+        loader = gluon.data.DataLoader(w.dataset.transform(w.transform), 64, shuffle=True, num_workers=0)
         s = run_steps(loader, ctx, step, max_steps=150).split()
         print(
             f"{label} {ctx} wait {s.wait_s:.2f} copy {s.copy_s:.3f} compute {s.compute_s:.2f} total {s.total_s:.2f} "

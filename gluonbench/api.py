@@ -139,7 +139,7 @@ def _measured_pipeline(settings: Any) -> Iterator[dict[str, Any]]:
             "data_dir": settings.data_dir,
             "download": settings.download,
             "options": options,
-            "workload": None if spec is None else spec.to_workload(),
+            "workload": spec,
             "label": settings.identity(),
             "thread_pool": settings.thread_pool,
             "pin_memory": settings.pin_memory,

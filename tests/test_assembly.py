@@ -128,9 +128,6 @@ def test_a_pipe_mode_spec_is_a_stream_source(no_leaks):
     assert closed == [], "closing the running pipeline leaves its source to its owner"
     p.source.close()
     assert closed == [1]
-    w = spec.to_workload()  # the record a run trains: the stream, its info and close travel with it
-    assert w.train is None and w.train_batches is spec.batches and w.info["mode"] == "pipe" and w.close is spec.close
-    assert w.to_spec().batches is spec.batches
 
 
 @pytest.mark.parametrize(
@@ -197,11 +194,11 @@ def test_imagefolder_and_seed004_are_spec_factories(jpeg_dir, tmp_path, no_leaks
 def test_build_pipeline_takes_only_specs(spec):
     from gluonbench.workloads import get_workload
 
-    w = spec.to_workload()
-    with pytest.raises(GluonbenchError, match=r"needs a PipelineSpec.*Workload.to_spec\(\)"):
-        build_pipeline(w)
-    assert build_pipeline(w.to_spec()).dataset is spec.dataset
-    assert get_workload("synthetic", samples=64).to_spec().name == "synthetic"
+    with pytest.raises(GluonbenchError, match=r"needs a PipelineSpec.*get_workload\(NAME\)"):
+        build_pipeline([spec])
+    assert build_pipeline(spec).dataset is spec.dataset
+    registered = get_workload("synthetic", samples=64)
+    assert isinstance(registered, PipelineSpec) and registered.name == "synthetic"
 
 
 # -- contexts ---------------------------------------------------------------------------------------
@@ -240,7 +237,7 @@ def test_a_run_on_cpu_1_copies_its_batches_there(spec, no_leaks):
             return self.dense(x)
 
     tiny = PipelineSpec(dataset=spec.dataset, test_dataset=spec.dataset, net=Spy, name="spy")
-    result = train_and_eval(RunSpec(ctx="cpu:1", workers=0, batch_size=8, max_batches=3), tiny.to_workload())
+    result = train_and_eval(RunSpec(ctx="cpu:1", workers=0, batch_size=8, max_batches=3), tiny)
     assert result.status == "ok" and result.steady["steps"] == 2
     assert seen and set(seen) == {mx.cpu(1)}, "training and evaluation batches were copied to cpu(1)"
 

@@ -96,7 +96,7 @@ def test_each_kind_trains_through_the_sweep_run_and_check(items, kind: str) -> N
 
     result = train_and_eval(
         RunSpec(workload="pipeline", workers=0, batch_size=8, epochs=1, max_batches=3),
-        workload=items.make(kind).to_workload(),
+        workload=items.make(kind),
     )
     assert result.train_s > 0
     target = resolve_pipeline(items.make(kind), batch_size=8)

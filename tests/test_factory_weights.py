@@ -92,7 +92,7 @@ def test_a_short_sweep_run_keeps_the_frozen_layer(caplog: pytest.LogCaptureFixtu
     with quiet(caplog):
         result = train_and_eval(
             RunSpec(workload="pipeline", workers=0, batch_size=8, epochs=1, max_batches=4),
-            workload=spec_of(net).to_workload(),
+            workload=spec_of(net),
         )
     assert result.train_s > 0
     assert_kept(net, frozen_only=True)
@@ -104,7 +104,7 @@ def test_diagnose_and_tune_build_path_keeps_weights(caplog: pytest.LogCaptureFix
     from gluonbench.workloads.base import opened_workload
 
     net = pretrained_net()
-    with quiet(caplog), opened_workload("pipeline", mx.cpu(), workload=spec_of(net).to_workload()) as (_, opened):
+    with quiet(caplog), opened_workload("pipeline", mx.cpu(), workload=spec_of(net)) as (_, opened):
         assert opened is net
         saved = prepare_net(opened, mx.cpu())
         assert_kept(opened)

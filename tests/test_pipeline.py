@@ -262,7 +262,7 @@ def test_seed_mnist_at_zero_workers_reads_nothing_and_names_cpu_compute(mnist_di
     # rounds and the load moves between them: measure again with twice the budget (10, 20, 40 s) before failing
     d = with_more_budget(
         lambda budget: gluonbench.diagnose(
-            w.train, w.transform, batch_size=64, num_workers=0, ctx="cpu", budget_s=budget
+            w.dataset, w.transform, batch_size=64, num_workers=0, ctx="cpu", budget_s=budget
         ),
         (10, 20, 40),
         lambda d: (

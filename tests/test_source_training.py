@@ -61,7 +61,7 @@ def test_diagnose_over_a_source(cli, s3_packed, s3_endpoint, packed_dir, tmp_pat
     out = tmp_path / "d.json"
     proc = cli(
         "diagnose", "--source", "fastfile", "--uri", s3_packed, "--endpoint-url", s3_endpoint,
-        "--batch-size", "8", "--budget", "8", "--json", str(out),
+        "--batch-size", "8", "--budget", "15", "--json", str(out),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     d = json.loads(out.read_text())

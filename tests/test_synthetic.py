@@ -20,24 +20,24 @@ def test_files_are_written_once_and_read_for_real(tmp_path):
     folder = tmp_path / "synthetic" / SyntheticKnobs(samples=128, record_kb=8).folder_name()
     files = sorted((folder / "train").glob("*.rec"))
     assert len(files) == 128 and all(f.stat().st_size == 8192 for f in files)
-    assert len(w.train) == 128 and len(w.test) == 64
+    assert len(w.dataset) == 128 and len(w.test_dataset) == 64
     mtime = files[0].stat().st_mtime_ns
     get_workload("synthetic", data_dir=tmp_path, samples=128, record_kb=8)
     assert files[0].stat().st_mtime_ns == mtime, "an existing data set is reused, not rewritten"
     # a sample is the file's bytes: change the file and the sample changes
-    x, y = w.train[3]
+    x, y = w.dataset[3]
     assert x.shape == (28, 28, 1) and x.dtype == np.uint8 and 0 <= int(y) < 10
     data = bytearray(files[3].read_bytes())
     data[0] = (data[0] + 1) % 256
     files[3].write_bytes(bytes(data))
-    assert w.train[3][0][0, 0, 0] == data[0]
+    assert w.dataset[3][0][0, 0, 0] == data[0]
 
 
 def test_images_carry_their_label(tmp_path):
     w = get_workload("synthetic", data_dir=tmp_path, samples=200)
     rows = {}
     for i in range(200):
-        x, y = w.train[i]
+        x, y = w.dataset[i]
         rows.setdefault(int(y), set()).add(int(np.argmax(x[:, :, 0].mean(axis=1))))
     assert all(len(r) == 1 for r in rows.values()), "one bright band row per class"
     assert len({next(iter(r)) for r in rows.values()}) == len(rows), "different rows for different classes"
@@ -47,13 +47,13 @@ def test_read_latency_is_waited(tmp_path):
     w = get_workload("synthetic", data_dir=tmp_path, samples=64, read_ms=5)
     t0 = time.perf_counter()
     for i in range(10):
-        w.train[i]
+        w.dataset[i]
     assert time.perf_counter() - t0 >= 0.05
 
 
 def test_cpu_work_is_real_and_calibrated(tmp_path):
     w = get_workload("synthetic", data_dir=tmp_path, samples=64, cpu_ms=4)
-    x, y = w.train[0]
+    x, y = w.dataset[0]
     t0 = time.thread_time()
     out, label = w.transform(x, y)
     cpu = time.thread_time() - t0
@@ -150,7 +150,7 @@ def test_factory_is_a_pipeline_spec_through_the_one_assembly(tmp_path):
     assert isinstance(spec, PipelineSpec) and spec.name == "synthetic" and len(spec.dataset) == 64
     w = get_workload("synthetic", data_dir=tmp_path, samples=64, cpu_ms=1)
     x_spec, _ = spec.transform(*spec.dataset[5])
-    x_work, _ = w.transform(*w.train[5])
+    x_work, _ = w.transform(*w.dataset[5])
     assert np.array_equal(x_spec, x_work), "the registered workload is the factory's spec"
     pipe = build_pipeline(spec, num_workers=0, batch_size=16)
     assert pipe.loader.batch_size == 16 and pipe.dataset is spec.dataset

@@ -113,7 +113,7 @@ def test_dataset_returns_raw_bytes_and_decode_and_preset_are_separate_stages(jpe
 
     w = imagefolder(data_dir=str(jpeg_dir), model="resnet18_v1", image_size=32, preset="imagenet")
     try:
-        data, label = w.train[3]
+        data, label = w.dataset[3]
         assert isinstance(data, bytes) and data[:2] == b"\xff\xd8", "dataset[i] is the encoded JPEG, not pixels"
         assert isinstance(w.decode, Decode) and isinstance(w.transform, Preset)
         img, lab = w.decode(data, label)
@@ -127,7 +127,7 @@ def test_dataset_returns_raw_bytes_and_decode_and_preset_are_separate_stages(jpe
     registered = get_workload("imagefolder", data_dir=str(jpeg_dir), image_size=32, preset="cifar")
     try:
         assert isinstance(registered.decode, Decode) and isinstance(registered.transform, Preset)
-        x, _ = registered.transform(*registered.decode(*registered.train[0]))
+        x, _ = registered.transform(*registered.decode(*registered.dataset[0]))
         assert x.shape == (3, 32, 32)
     finally:
         registered.close()

@@ -22,12 +22,12 @@ def test_one_open_one_pipe_check_one_raw_dataset(jpeg_dir):
     for name in ("source", "imagefolder"):
         w = get_workload(name, uri=str(jpeg_dir), mode="fastfile")
         try:
-            kind = type(w.train)
+            kind = type(w.dataset)
             assert (kind.__module__, kind.__qualname__) == (
                 SourceDataset.__module__,
                 "_dataset_class.<locals>._SourceDataset",
             )
-            data, _ = w.train[0]
+            data, _ = w.dataset[0]
             assert isinstance(data, bytes) and data[:2] == b"\xff\xd8", "the read stage hands on the raw JPEG"
         finally:
             w.close()

@@ -6,7 +6,7 @@ In a project's own test suite::
         gluonbench_check(make_pipeline, baseline="tests/baselines/loader.json")
 
 ``make_pipeline`` is anything :func:`gluonbench.check.resolve_pipeline` accepts (a function returning a
-dict with ``dataset``/``transform``/..., a Pipeline, a Workload; a workload name; ``MODULE:FUNC``).
+dict with ``dataset``/``transform``/..., a PipelineSpec, a Pipeline; a workload name; ``MODULE:FUNC``).
 The test fails on a regression (naming the stage), is skipped with the reason when the check is
 inconclusive, and passes otherwise. ``against="origin/main"`` instead of ``baseline=`` measures REF's code beside
 the working tree's in the same test (``gluonbench check --against``; the pipeline is named as ``MODULE:FUNC`` or

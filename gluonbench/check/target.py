@@ -7,8 +7,8 @@
 * ``MODULE:FUNC`` or ``path/to/file.py:FUNC``: a function called with ``options`` as its keyword arguments
   (``--pipeline-option KEY=VALUE``; none by default), returning any of the things below;
 * from Python, a callable (called the same way) returning any of the things below, or one of them directly:
-  a :class:`~gluonbench.pipeline.Pipeline`, a :class:`~gluonbench.PipelineSpec`, a
-  :class:`~gluonbench.workloads.Workload` (its ``to_spec()``), or a mapping with ``dataset`` (required),
+  a :class:`~gluonbench.pipeline.Pipeline`, a :class:`~gluonbench.PipelineSpec`, or a mapping with ``dataset``
+  (required),
   ``transform``, ``decode``, ``net``, ``loss``, ``batch_size``, ``num_workers`` (made a spec).
 
 Everything but a ready Pipeline is checked as a :class:`~gluonbench.PipelineSpec` and assembled by
@@ -90,7 +90,7 @@ def resolve_pipeline(
     mapping's) own, else 64; a given one decides, with one warning where the spec says another. Raises
     GluonbenchError on anything else."""
     from gluonbench.contexts import resolve_ctx
-    from gluonbench.workloads import Workload, workload_names
+    from gluonbench.workloads import workload_names
 
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise GluonbenchError(f"batch_size must be a whole number >= 1 (got {batch_size!r})")
@@ -126,8 +126,8 @@ def resolve_pipeline(
         from gluonbench.workloads import get_workload
 
         w = get_workload(what, data_dir=data_dir, download=False, **dict(options or {}))
-        return _from_object(w, identity or f"workload:{what}", batch_size, num_workers, ctx, closers)
-    if isinstance(what, Pipeline | PipelineSpec | Workload | Mapping):
+        return _from_object(w, identity or f"workload:{what}", batch_size, num_workers, ctx, closers, registered=True)
+    if isinstance(what, Pipeline | PipelineSpec | Mapping):
         if kwargs:
             raise GluonbenchError(
                 f"options {sorted(kwargs)} go to a workload name or a pipeline function; this {type(what).__name__} "
@@ -140,7 +140,7 @@ def resolve_pipeline(
         )
     raise GluonbenchError(
         f"cannot check a {type(what).__name__}: give a workload name, MODULE:FUNC, a Pipeline, a PipelineSpec, "
-        "a Workload, a mapping with 'dataset', or a function returning one"
+        "a mapping with 'dataset', or a function returning one"
     )
 
 
@@ -157,15 +157,21 @@ def _call(fn: Callable[..., Any], name: str, kwargs: dict[str, Any]) -> Any:
         raise GluonbenchError(f"pipeline {name}: calling it failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _from_object(obj: Any, identity: str, batch_size: int | None, num_workers: int, ctx: Any, closers: list) -> Target:
-    from gluonbench.workloads import Workload
-
+def _from_object(
+    obj: Any,
+    identity: str,
+    batch_size: int | None,
+    num_workers: int,
+    ctx: Any,
+    closers: list,
+    registered: bool = False,
+) -> Target:
     if isinstance(obj, Pipeline):
         if obj.swapped:
             raise GluonbenchError(f"pipeline {identity}: it has swapped stages ({obj.swapped}); give the real one")
         return Target(obj, identity, closers)
-    if isinstance(obj, Workload):  # a registered workload: its spec, at the check's loader setting
-        spec = obj.to_spec()
+    if registered:  # a registered workload's spec, at the check's loader setting
+        spec = obj
         setting = {"batch_size": batch_size or knob_default("batch_size"), "num_workers": num_workers}
     elif isinstance(obj, PipelineSpec):  # a --pipeline factory's spec: its loader setting first, but a given batch
         spec = obj
@@ -184,8 +190,8 @@ def _from_object(obj: Any, identity: str, batch_size: int | None, num_workers: i
         spec, setting = _spec_of_mapping(obj, identity, batch_size, num_workers)
     else:
         raise GluonbenchError(
-            f"pipeline {identity} returned a {type(obj).__name__}; return a Pipeline, a PipelineSpec, a Workload or "
-            f"a mapping with keys {', '.join(MAPPING_KEYS)}"
+            f"pipeline {identity} returned a {type(obj).__name__}; return a Pipeline, a PipelineSpec or a "
+            f"mapping with keys {', '.join(MAPPING_KEYS)}"
         )
     if spec.close is not None:
         closers.append(spec.close)

@@ -37,7 +37,7 @@ exit codes: 0 pass (not slower beyond --max-slowdown, 95 % confidence), 1 regres
   preprocessing, read, loader, copy, compute), 2 bad input, 3 inconclusive (too noisy for the budget;
   the message says what --budget would settle it).
 --pipeline MODULE:FUNC / path/to/file.py:FUNC: FUNC(**pipeline options) returns a gluonbench PipelineSpec, a
-  Pipeline, a Workload, or a dict with dataset (required), transform, decode, net, loss, batch_size, num_workers.
+  Pipeline, or a dict with dataset (required), transform, decode, net, loss, batch_size, num_workers.
   Its options (--pipeline-option; --set for a --workload) are kept in the baseline; a check with other options
   says so. --set beside --pipeline is refused.
 -- CMD: your training script, unmodified: its training DataLoader's batches go through the same probes inside it

@@ -507,7 +507,7 @@ def diagnose_workload(
         name, ctx, data_dir=data_dir, download=download, options=options, workload=workload, stream_hint=hint
     ) as (w, net):
         return diagnose(
-            w.train,
+            w.dataset,
             w.transform,
             net,
             w.make_loss(),

@@ -1,8 +1,8 @@
 """:func:`build_pipeline`: the one place a training pipeline is assembled from its parts.
 
 Sweep runs, diagnosis probes, the tuner, profiles, checks and data-parallel runs all turn what is trained
-(a :class:`gluonbench.PipelineSpec`, or a dict of its fields; a registered workload is a spec too,
-``Workload.to_spec()``) into the :class:`~gluonbench.pipeline.Pipeline` that
+(a :class:`gluonbench.PipelineSpec`, or a dict of its fields; a registered workload is a spec too)
+into the :class:`~gluonbench.pipeline.Pipeline` that
 :func:`gluonbench.engine.measure.measure` runs here, with the loader knobs of :data:`gluonbench.knobs.KNOBS`.
 """
 
@@ -43,7 +43,7 @@ def build_pipeline(
     if not isinstance(spec, PipelineSpec):
         raise GluonbenchError(
             f"build_pipeline needs a PipelineSpec or a dict of its fields (got {type(spec).__name__}); "
-            "a registered workload gives one with Workload.to_spec()"
+            "a registered workload gives one with gluonbench.workloads.get_workload(NAME)"
         )
     setting = check_loader({k: v for k, v in knobs.items() if v is not None})  # None: not given
     setting = {**spec.loader_setting(), **setting}

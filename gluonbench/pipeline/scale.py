@@ -338,7 +338,7 @@ class ScaleOut:
         return {}
 
     def check_stream(self, source: dict[str, Any]) -> None:
-        """Record a streamed workload's shard (``source``: its ``Workload.info``), as :meth:`shard` does for a
+        """Record a streamed workload's shard (``source``: its ``PipelineSpec.info``), as :meth:`shard` does for a
         data set. A stream without a shard is an outside producer's (``channel_dir``), which shards by itself."""
         if self.num_workers == 1 or source.get("shard_count") is None:
             return

@@ -135,7 +135,7 @@ class RunResult:
 
 
 def workload_pipeline(workload: Any, spec: RunSpec, ctx: Any, step: Any = None, batch_size: int | None = None) -> Any:
-    """The training pipeline of ``workload`` (a Workload, i.e. its ``to_spec()``, or a PipelineSpec) at ``spec``'s
+    """The training pipeline of ``workload`` (a :class:`~gluonbench.PipelineSpec`) at ``spec``'s
     loader setting (:func:`gluonbench.pipeline.build_pipeline`).
 
     ``batch_size`` overrides the spec's for the loader (data parallel: per device times devices).
@@ -148,7 +148,7 @@ def workload_pipeline(workload: Any, spec: RunSpec, ctx: Any, step: Any = None, 
 
         step = emulated_step(spec.emulate_step_ms, size)
     return build_pipeline(
-        workload.to_spec() if hasattr(workload, "to_spec") else workload,
+        workload,
         ctx=ctx,
         step=step,
         batch_size=size,
@@ -257,13 +257,13 @@ def _train_and_eval(
         else:
             scale.check_stream(workload.info)  # a stream was sharded at its source (workload_options)
         t0 = perf_counter()
-        if workload.test is not None:
+        if workload.test_dataset is not None:
             # the seed builds both loaders up front; the test loader does not shuffle
             # the evaluation pass is the same pipeline: the test set read, no shuffle, the step swapped for
             # the accuracy step on the evaluation context; run by measure() like the training
             evaluation = EvalStep(net)
             test = (
-                replace(pipeline, dataset=workload.test, ctx=scale.eval_ctx, step=evaluation)
+                replace(pipeline, dataset=workload.test_dataset, ctx=scale.eval_ctx, step=evaluation)
                 .with_loader(shuffle=False, num_workers=eval_workers, batch_size=spec.batch_size)
                 .open()
             )
@@ -277,7 +277,7 @@ def _train_and_eval(
         train_start = perf_counter()
         # a stalled loader (e.g. /dev/shm too small for the workers) fails the run in seconds
         dog = StallWatchdog(spec.workers, spec.thread_pool).start()
-        watch = dog.watch if workload.train_batches is None else None
+        watch = dog.watch if workload.batches is None else None
         if observe is not None:
             watch = observe if watch is None else (lambda batches, w=watch: observe(w(batches)))
         schedule = Epochs(spec.epochs, spec.max_batches, on_step=after_step, wrap=watch)

@@ -786,7 +786,7 @@ def tune_workload(
     ) as (w, net):
         loss = None if emulated else w.make_loss()
         result = tune(
-            w.train,
+            w.dataset,
             w.transform,
             net,
             loss,

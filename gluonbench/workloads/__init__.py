@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from gluonbench.workloads.base import Workload, get_workload, register, workload_names
+from gluonbench.workloads.base import get_workload, register, workload_names
 
-__all__ = ["Workload", "get_workload", "register", "workload_names"]
+__all__ = ["get_workload", "register", "workload_names"]

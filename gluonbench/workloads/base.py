@@ -1,11 +1,10 @@
-"""The :class:`Workload` record and the registry of named workloads."""
+"""The registry of named workloads (each a factory returning a :class:`~gluonbench.PipelineSpec`)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
@@ -14,73 +13,8 @@ from gluonbench.names import arg
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Workload:
-    """Everything a run trains: the stages before the loader and the model step.
-
-    ``train``/``test`` are raw gluon Datasets (reading happens in ``__getitem__``);
-    ``transform`` is the per-sample preprocessing applied in the loader workers
-    (``dataset.transform(fn)``); ``make_net`` builds an uninitialised Block;
-    ``make_loss`` builds the loss Block. ``decode`` (optional) turns a raw record
-    (e.g. JPEG bytes) into an array before ``transform``: it runs in the loader
-    too, and counts as preprocessing, never as reading.
-
-    A streamed source (Pipe mode) has no indexable ``train``: it sets
-    ``train_batches(batch_size, workers, epoch)``, an iterable of ``(data, label)``
-    batches per epoch, used instead of a DataLoader. ``test`` may be None (no
-    evaluation). ``info`` is stored with each run (e.g. the source's start-up);
-    ``close`` releases what the factory opened (caches, producer processes).
-    """
-
-    name: str
-    train: Any
-    test: Any | None
-    transform: Callable[[Any, Any], tuple[Any, Any]] | None
-    make_net: Callable[[], Any]
-    make_loss: Callable[[], Any]
-    classes: int
-    init: Callable[[], Any] | None = None
-    learning_rate: float = 0.1
-    train_batches: Callable[[int, int, int], Any] | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-    close: Callable[[], None] | None = None
-    decode: Callable[[Any, Any], tuple[Any, Any]] | None = None
-    """per-sample decode of the raw record, applied in the loader before ``transform``"""
-    batchify_fn: Callable[[list[Any]], Any] | None = None
-    """the loader's batchify: a batch's items -> ``(data, label)`` arrays (None: MXNet's default)"""
-
-    def to_spec(self) -> Any:
-        """This workload as the :class:`~gluonbench.PipelineSpec` that :func:`gluonbench.build_pipeline` assembles
-        (its source, decode, transform, net, loss and test set; the loader setting is the run's)."""
-        from gluonbench.workloads.spec import PipelineSpec
-
-        return PipelineSpec(
-            dataset=self.train,
-            batches=self.train_batches,
-            net=self.make_net,
-            loss=self.make_loss,
-            transform=self.transform,
-            decode=self.decode,
-            batchify_fn=self.batchify_fn,
-            test_dataset=self.test,
-            classes=self.classes or None,
-            learning_rate=self.learning_rate,
-            init=None if self.init is None else self.init(),
-            info=dict(self.info),
-            close=self.close,
-            name=self.name,
-        )
-
-    def initializer(self) -> Any:
-        """The net's initializer: the workload's own, else the seed's Xavier (magnitude 2.24)."""
-        if self.init is not None:
-            return self.init()
-        from gluonbench.workloads.mnist import seed_init
-
-        return seed_init()
-
-
-WorkloadFactory = Callable[..., Workload]
+WorkloadFactory = Callable[..., Any]
+"""a registered workload's factory: keyword options -> a :class:`~gluonbench.PipelineSpec`"""
 _REGISTRY: dict[str, WorkloadFactory] = {}
 
 
@@ -97,8 +31,8 @@ def workload_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_workload(name: str, **options: Any) -> Workload:
-    """Build the named workload; ``options`` are the factory's keyword arguments."""
+def get_workload(name: str, **options: Any) -> Any:
+    """The named workload's :class:`~gluonbench.PipelineSpec`; ``options`` are the factory's keyword arguments."""
     _load_builtin()
     try:
         factory = _REGISTRY[name]
@@ -186,7 +120,7 @@ def opened_workload(
     owned = workload is None
     w = workload or get_workload(name, data_dir=data_dir, download=download, **(options or {}))
     try:
-        if w.train is None:
+        if w.dataset is None:
             raise GluonbenchError(f"{name}: the data arrive as a stream (Pipe mode), {stream_hint}")
         net = None
         if with_net:

@@ -22,10 +22,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gluonbench.workloads.base import Workload
 from gluonbench.workloads.user_cases import BUILDERS, Built
+
+if TYPE_CHECKING:
+    from gluonbench.workloads.spec import PipelineSpec
 
 
 @dataclass(frozen=True)
@@ -264,16 +266,16 @@ def _net(case: Case, classes: int, default: Any):
     return default()
 
 
-def pretransform(w: Workload, limit: int = 8192):
+def pretransform(w: PipelineSpec, limit: int = 8192):
     """The first ``limit`` training samples through the transform, as an in-memory ArrayDataset."""
     import numpy as np
 
     from gluonbench._mx import gluon
 
-    n = min(limit, len(w.train))
+    n = min(limit, len(w.dataset))
     xs, ys = [], []
     for i in range(n):
-        x, y = w.transform(*w.train[i])
+        x, y = w.transform(*w.dataset[i])
         xs.append(x.asnumpy() if hasattr(x, "asnumpy") else np.asarray(x))
         ys.append(np.float32(y))
     return gluon.data.ArrayDataset(np.stack(xs), np.asarray(ys, dtype=np.float32))
@@ -318,8 +320,8 @@ def _build_workload(case: Case, dirs: Mapping[str, str | Path] | None) -> dict[s
         }
     data_dir = (dirs or {}).get(case.workload)
     w = get_workload(case.workload, data_dir=data_dir, download=False, **case.options)
-    dataset, transform = (pretransform(w), None) if case.pretransformed else (w.train, w.transform)
-    net = _net(case, w.classes, w.make_net)
+    dataset, transform = (pretransform(w), None) if case.pretransformed else (w.dataset, w.transform)
+    net = _net(case, w.classes or 10, w.make_net)
     return {
         "dataset": dataset,
         "transform": transform,

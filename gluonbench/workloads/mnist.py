@@ -8,7 +8,7 @@ import numpy as np
 
 from gluonbench.data import vision
 from gluonbench.errors import GluonbenchError
-from gluonbench.workloads.base import Workload, register
+from gluonbench.workloads.base import register
 from gluonbench.workloads.spec import PipelineSpec
 
 
@@ -67,10 +67,10 @@ def make(name: str = "mnist", data_dir: str | Path | None = None, download: bool
 
 
 @register("mnist")
-def mnist(data_dir: str | Path | None = None, download: bool = True) -> Workload:
-    return make("mnist", data_dir, download).to_workload()
+def mnist(data_dir: str | Path | None = None, download: bool = True) -> PipelineSpec:
+    return make("mnist", data_dir, download)
 
 
 @register("fashion-mnist")
-def fashion_mnist(data_dir: str | Path | None = None, download: bool = True) -> Workload:
-    return make("fashion-mnist", data_dir, download).to_workload()
+def fashion_mnist(data_dir: str | Path | None = None, download: bool = True) -> PipelineSpec:
+    return make("fashion-mnist", data_dir, download)

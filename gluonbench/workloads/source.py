@@ -43,7 +43,7 @@ from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.names import arg
 from gluonbench.sources import MODES, make_source
 from gluonbench.sources.base import DataSet
-from gluonbench.workloads.base import Workload, register
+from gluonbench.workloads.base import register
 from gluonbench.workloads.mnist import seed_init, seed_loss, seed_net, seed_transform
 from gluonbench.workloads.spec import PipelineSpec
 
@@ -340,9 +340,9 @@ def make(
 
 
 @register("source")
-def source_workload(**options: Any) -> Workload:
+def source_workload(**options: Any) -> PipelineSpec:
     """The ``source`` workload: :func:`make`'s spec (``--source MODE --uri URI``)."""
-    return make(**options).to_workload()
+    return make(**options)
 
 
 def _manifest_classes(source: Any) -> int | None:

@@ -54,7 +54,7 @@ from gluonbench.contexts import check_ctx
 from gluonbench.errors import GluonbenchError
 from gluonbench.knobs import check_loader, knob_default
 from gluonbench.names import arg, example
-from gluonbench.workloads.base import Workload, register
+from gluonbench.workloads.base import register
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +145,14 @@ class PipelineSpec:
     def make_net(self) -> Any:
         return _build(self.net)
 
+    def initializer(self) -> Any:
+        """The net's initializer: the spec's ``init``, else the seed's Xavier (magnitude 2.24)."""
+        if self.init is not None:
+            return self.init
+        from gluonbench.workloads.mnist import seed_init
+
+        return seed_init()
+
     def make_loss(self) -> Any:
         if self.loss is None:
             from gluonbench._mx import gluon
@@ -204,27 +212,6 @@ class PipelineSpec:
             raise GluonbenchError(f"{what}: info has {len(self.info)} entries; keep it to {MAX_INFO} at most")
         if self.close is not None and not callable(self.close):
             raise GluonbenchError(f"{what}: close must be a function of no argument (got {type(self.close).__name__})")
-
-    def to_workload(self) -> Workload:
-        """This pipeline as the :class:`Workload` record a sweep run trains."""
-        init = self.init
-        return Workload(
-            name=self.name,
-            train=self.dataset,
-            test=self.test_dataset,
-            transform=self.transform,
-            decode=self.decode,
-            make_net=self.make_net,
-            make_loss=self.make_loss,
-            classes=int(self.classes or 0),
-            init=None if init is None else (lambda: init),
-            learning_rate=float(self.learning_rate),
-            train_batches=self.batches,
-            # the same dict, not a copy: a source counts what it read into it (records_read) while training
-            info=self.info if isinstance(self.info, dict) else dict(self.info or {}),
-            close=self.close,
-            batchify_fn=self.batchify_fn,
-        )
 
 
 def check_learning_rate(lr: Any, what: str) -> float:
@@ -897,11 +884,11 @@ def pipeline_workload(
     pipeline: str | None = None,
     pipeline_options: Mapping[str, Any] | None = None,
     **unused: Any,
-) -> Workload:
+) -> PipelineSpec:
     """The workload of a user's pipeline factory (``--pipeline MODULE:FUNCTION``); imported in each run."""
     if not pipeline:
         raise GluonbenchError(
             "the pipeline workload needs "
             + example("pipeline='MODULE:FUNCTION' (e.g. 'mypkg.train:make')", "--pipeline mypkg.train:make")
         )
-    return load_spec(pipeline, pipeline_options).to_workload()
+    return load_spec(pipeline, pipeline_options)

@@ -42,7 +42,7 @@ import numpy as np
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
-from gluonbench.workloads.base import Workload, register
+from gluonbench.workloads.base import register
 from gluonbench.workloads.spec import PipelineSpec
 
 log = logging.getLogger(__name__)
@@ -338,9 +338,9 @@ make.checks_options = True  # type: ignore[attr-defined]  # unknown options are 
 
 
 @register("synthetic")
-def synthetic(data_dir: str | Path | None = None, download: bool = True, **options: Any) -> Workload:
+def synthetic(data_dir: str | Path | None = None, download: bool = True, **options: Any) -> PipelineSpec:
     """The synthetic workload: :func:`make`'s spec; ``options`` are :class:`SyntheticKnobs` fields."""
-    return make(data_dir, **options).to_workload()
+    return make(data_dir, **options)
 
 
 def _loss():

@@ -12,8 +12,8 @@ Three registered workloads:
 Stages, kept apart so a diagnosis can attribute them:
 
 * ``dataset[i]`` returns the *raw* sample: the encoded image bytes and the label (reading only);
-* ``Workload.decode`` (:class:`Decode`): ``mx.image.imdecode`` to an RGB ``HWC`` uint8 NDArray;
-* ``Workload.transform`` (:class:`Preset`): the standard training transforms of Gluon and
+* ``PipelineSpec.decode`` (:class:`Decode`): ``mx.image.imdecode`` to an RGB ``HWC`` uint8 NDArray;
+* ``PipelineSpec.transform`` (:class:`Preset`): the standard training transforms of Gluon and
   gluoncv (``imagenet``: RandomResizedCrop, flip, colour jitter, lighting, ToTensor, Normalize;
   ``cifar``: pad-and-crop, flip, ToTensor, Normalize; ``none``: resize and ToTensor only), applied
   per sample in the loader, as users write them with ``gluon.data.vision.transforms``.
@@ -38,7 +38,7 @@ from typing import Any
 
 from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.names import arg
-from gluonbench.workloads.base import Workload, register
+from gluonbench.workloads.base import register
 from gluonbench.workloads.source import SourceDataset, open_input, require_packed, stream_batches, tally_records
 from gluonbench.workloads.spec import PipelineSpec
 
@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 
 PRESETS = ("imagenet", "cifar", "none")
 VISION_KEYS = ("model", "classes", "image_size", "preset", "layout")
-"""Workload options that only vision workloads take."""
+"""Options that only the vision workloads take."""
 VISION_WORKLOADS = ("imagefolder", "seed004")
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
@@ -415,9 +415,9 @@ def make_imagefolder(
 
 
 @register("imagefolder")
-def imagefolder(**options: Any) -> Workload:
+def imagefolder(**options: Any) -> PipelineSpec:
     """The ``imagefolder`` workload: :func:`make_imagefolder`'s spec."""
-    return make_imagefolder(**options).to_workload()
+    return make_imagefolder(**options)
 
 
 def _stream_classes(source: Any, classes: int | None) -> list[str]:
@@ -537,9 +537,9 @@ def make_seed004(
 
 
 @register("seed004")
-def seed004(**options: Any) -> Workload:
+def seed004(**options: Any) -> PipelineSpec:
     """The ``seed004`` workload: :func:`make_seed004`'s spec."""
-    return make_seed004(**options).to_workload()
+    return make_seed004(**options)
 
 
 # -- checks before a sweep or diagnosis ----------------------------------------------------------------
