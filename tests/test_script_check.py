@@ -95,9 +95,6 @@ def test_bad_input_of_a_script_check_is_one_line_before_the_script_starts(saved,
         "--workers does not apply to a training command",
     )
     assert_one_clear_line(
-        _check("--against", "HEAD", "--", "python", script), "--against takes a --pipeline factory", "--baseline"
-    )
-    assert_one_clear_line(
         _check("--baseline", str(baseline), "--", "python", script, "--epochs", "3"),
         "is for pipeline",
         "--save-baseline",

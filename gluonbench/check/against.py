@@ -163,6 +163,11 @@ def map_target(target: str, candidate: Path, tree: Tree) -> str:
     return f"{mapped}:{func}"
 
 
+def tree_paths(tree: Tree) -> list[str]:
+    """The folders a side's code is imported from, first on its ``PYTHONPATH``: the tree's root and its ``src/``."""
+    return [str(tree.root)] + ([str(tree.root / "src")] if (tree.root / "src").is_dir() else [])
+
+
 class Side:
     """A running :mod:`gluonbench.check.side` process: its own process group, JSON lines both ways."""
 
@@ -170,7 +175,7 @@ class Side:
         from gluonbench.scratch import die_with_parent
 
         self.name, self.tree = name, tree
-        paths = [str(tree.root)] + ([str(tree.root / "src")] if (tree.root / "src").is_dir() else [])
+        paths = tree_paths(tree)
         env = dict(
             os.environ, PYTHONPATH=os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         )
@@ -339,7 +344,7 @@ def check_against(
             "workload), imported in each tree; pass the name, not an object"
         )
     here = Path(cwd or os.getcwd()).resolve()
-    candidate_root = repo_root(here) if not Path(ref).expanduser().is_dir() else _root_or_here(here)
+    candidate_root = repo_root(here) if not Path(ref).expanduser().is_dir() else root_or_here(here)
     tree = baseline_tree(ref, candidate_root)
     trees = {"baseline": tree, "candidate": Tree(candidate_root, "working tree")}
     setting = {
@@ -376,7 +381,8 @@ def check_against(
     return out
 
 
-def _root_or_here(here: Path) -> Path:
+def root_or_here(here: Path) -> Path:
+    """The git repository ``here`` is in, else ``here`` (a baseline given as another checkout's folder)."""
     proc = _git(here, "rev-parse", "--show-toplevel")
     return Path(proc.stdout.strip()) if proc.returncode == 0 else here
 

@@ -564,6 +564,8 @@ def _log_half(value: float, ci: tuple[float, float]) -> float:
 
 
 def _choose_basis(now: Snapshot, base: Snapshot) -> tuple[str, str]:
+    if "wall" in ((now.setting or {}).get("timed"), (base.setting or {}).get("timed")):
+        return "wall", "the script's steps are timed by wall clock inside it (no CPU figure of its own)"
     if now.cores != base.cores:
         return "cpu", (
             f"the baseline ran on {base.cores} core(s), this check on {now.cores}: wall time does not normalise "

@@ -28,6 +28,7 @@ CHECK_EXAMPLES = """examples:
   gluonbench check --pipeline ci/pipeline.py:make --against origin/main   # base branch and working tree side by side
   gluonbench check --save-baseline train.json -- python train.py --epochs 50   # your training script, as written
   gluonbench check --baseline train.json --budget 90 -- python train.py --epochs 50
+  gluonbench check --against origin/main --budget 60 -- python train.py --epochs 50   # REF's script beside yours
 
 what is measured: the pipeline's probes (full, preprocessing / reading / loader swapped out, the loader
   alone) beside a fixed reference pipeline, the *ruler* (the seed's CNN step fed through a CPU-bound
@@ -42,7 +43,8 @@ exit codes: 0 pass (not slower beyond --max-slowdown, 95 % confidence), 1 regres
   says so. --set beside --pipeline is refused.
 -- CMD: your training script, unmodified: its training DataLoader's batches go through the same probes inside it
   (as diagnose -- CMD), the ruler runs between its rounds; a baseline is tied to the command as written. Its
-  probes are timed by wall clock only.
+  probes are timed by wall clock only. With --against REF, REF's copy of the script runs beside it instead of
+  the ruler, the two taking turns.
 with $GITHUB_STEP_SUMMARY set, a Markdown summary is appended to it.
 """
 

@@ -176,9 +176,17 @@ def check_script(
     from gluonbench.report.store import check_writable_file
 
     if against is not None:
-        raise GluonbenchError(
-            f"{arg('against')} takes a --pipeline factory; for a training command use {arg('baseline')} FILE "
-            f"(saved on the base branch with {arg('save', '--save-baseline')})"
+        from gluonbench.script.against import check_script_against
+
+        return check_script_against(
+            script,
+            str(against),
+            max_slowdown=max_slowdown,
+            budget_s=budget_s,
+            loader=loader,
+            start_timeout_s=start_timeout_s,
+            identity=script_identity(script, loader),
+            on_progress=on_progress,
         )
     if sum(x is not None for x in (baseline, save)) != 1:
         raise GluonbenchError(f"give one of {arg('baseline')} FILE or {arg('save', '--save-baseline')} FILE")

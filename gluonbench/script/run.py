@@ -199,6 +199,8 @@ class ScriptProcess:
     """``(N, {knob: value})``: the N-th DataLoader the script makes gets these loader knobs (gluonbench tune)"""
     to_end: bool = False
     """count every training step and report the run's figures when the script ends by itself"""
+    pythonpath: tuple[str, ...] = ()
+    """folders put first on the script's ``PYTHONPATH`` (``check --against``: the baseline's tree)"""
     proc: subprocess.Popen | None = None
     channel: Channel | None = None
     folder: Path | None = None
@@ -227,6 +229,8 @@ class ScriptProcess:
                 "PYTHONUNBUFFERED": "1",
             },
         )
+        if self.pythonpath:
+            env["PYTHONPATH"] = os.pathsep.join([*self.pythonpath, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         self.shm_before = shm_entries()
         since = time.time() - 1.0
         try:
@@ -458,6 +462,65 @@ def diagnose_script(
     return d
 
 
+class ScriptRounds:
+    """One running script's side of the interleaved rounds: its probes' records, and :meth:`run` to send it one
+    round and read the blocks back (:func:`probe_rounds` drives one script; ``check --against`` two, in turn)."""
+
+    def __init__(
+        self, proc: ScriptProcess, info: dict[str, Any], ready: dict[str, Any], budget_s: float, thresholds: Thresholds
+    ) -> None:
+        self.proc, self.budget_s = proc, budget_s
+        self.plan = Rounds(
+            budget_s=budget_s, rel_ci=thresholds.rel_ci, min_blocks=thresholds.min_blocks, converge_on=frozenset()
+        )
+        self.names, self.skipped = _probe_names(bool(info.get("transform")))
+        self.batch_size = max(int(ready.get("samples") or 1), 1)
+        self.records = {n: Record(n, est_step_s=float(ready.get("step_s") or 0.01)) for n in self.names}
+        self.min_steps = max(1, int(info.get("num_workers", 0)))
+        self.prefetch = int(info.get("prefetch", 0))
+        self.slice_s = min(self.plan.round_seconds(), budget_s / (2 * len(self.names)))
+
+    def run(self, number: int, budget_end: float, only: str | None = None) -> bool:
+        """Round ``number``: each probe's block (``only``: that probe's alone), the order shifted by the round;
+        False when the round did not come back within the budget and its grace (the complete rounds give the
+        figures); the first one raises."""
+        shift = number % len(self.names)
+        schedule = []
+        for name in [only] if only is not None else self.names[shift:] + self.names[:shift]:
+            rec = self.records[name]
+            k = max(self.min_steps, math.ceil(self.plan.block_s / max(rec.est_step_s, 1e-6)))
+            rec.block_steps = k
+            skip = 1 if name == "cached_batch" else self.prefetch + 1
+            schedule.append([name, self.slice_s, k, skip])
+        self.proc.channel.send(  # type: ignore[union-attr]
+            {"op": "round", "n": number, "plan": schedule, "left_s": budget_end - perf_counter()}
+        )
+        grace = max(30.0, 20 * sum(r.est_step_s * r.block_steps for r in self.records.values()))
+        try:
+            message = wait_for(self.proc, "round", max(budget_end - perf_counter(), 0.0) + grace)
+        except TimeoutError:
+            if number == 1:
+                raise ScriptEndedError(
+                    f"the script's first round did not end within the budget and {grace:.0f} s more: its training "
+                    "steps stalled (or each takes longer than the budget); give a larger --budget"
+                ) from None
+            return False
+        for name, system in (message.get("systems") or {}).items():
+            if name in self.records:
+                self.records[name].systems.append(SystemSummary(**system))
+        for name, blocks in (message.get("results") or {}).items():
+            if name in self.records:
+                take_blocks(self.records[name], blocks, number)
+                rec = self.records[name]
+                if rec.blocks:
+                    rec.est_step_s = median(rec.blocks) * self.batch_size
+        return True
+
+    def probe_set(self, elapsed: float, rounds: int, startup_s: float) -> ProbeSet:
+        """The records so far as the diagnosis's :class:`ProbeSet`."""
+        return _probe_set(self.records, self.skipped, self.batch_size, elapsed, rounds, startup_s)
+
+
 def probe_rounds(
     proc: ScriptProcess,
     info: dict[str, Any],
@@ -472,64 +535,28 @@ def probe_rounds(
     """The interleaved rounds, as :class:`~gluonbench.engine.measure.Rounds` runs them, sent to the script.
 
     ``after_round(n, records)`` runs after round ``n`` came back (``records``: each probe's, so far), while the
-    script waits for the next one (``check`` measures its ruler there); without ``stop_early`` the rounds go on to the budget's end (a fixed amount of
-    evidence, as ``check`` measures)."""
-    plan = Rounds(
-        budget_s=budget_s, rel_ci=thresholds.rel_ci, min_blocks=thresholds.min_blocks, converge_on=frozenset()
-    )
-    names, skipped = _probe_names(bool(info.get("transform")))
-    batch_size = max(int(ready.get("samples") or 1), 1)
-    records = {n: Record(n, est_step_s=float(ready.get("step_s") or 0.01)) for n in names}
-    workers = int(info.get("num_workers", 0))
-    prefetch = int(info.get("prefetch", 0))
-    min_steps = max(1, workers)
+    script waits for the next one (``check`` measures its ruler there); without ``stop_early`` the rounds go on to
+    the budget's end (a fixed amount of evidence, as ``check`` measures)."""
+    side = ScriptRounds(proc, info, ready, budget_s, thresholds)
     t0 = perf_counter()
     budget_end = t0 + budget_s
-    slice_s = min(plan.round_seconds(), budget_s / (2 * len(names)))
     rounds, settled_s, stop_reason = 0, None, "budget"
-    probes = _probe_set(records, skipped, batch_size, 0.0, 0, startup_s)
+    probes = side.probe_set(0.0, 0, startup_s)
     while perf_counter() < budget_end:
         rounds += 1
-        shift = rounds % len(names)
-        order = names[shift:] + names[:shift]
-        schedule = []
-        for name in order:
-            rec = records[name]
-            k = max(min_steps, math.ceil(plan.block_s / max(rec.est_step_s, 1e-6)))
-            rec.block_steps = k
-            skip = 1 if name == "cached_batch" else prefetch + 1
-            schedule.append([name, slice_s, k, skip])
-        proc.channel.send({"op": "round", "n": rounds, "plan": schedule, "left_s": budget_end - perf_counter()})  # type: ignore[union-attr]
-        grace = max(30.0, 20 * sum(r.est_step_s * r.block_steps for r in records.values()))
-        try:
-            message = wait_for(proc, "round", max(budget_end - perf_counter(), 0.0) + grace)
-        except TimeoutError:
-            if rounds == 1:
-                raise ScriptEndedError(
-                    f"the script's first round did not end within the budget and {grace:.0f} s more: its training "
-                    "steps stalled (or each takes longer than the budget); give a larger --budget"
-                ) from None
-            rounds -= 1  # the round did not come back in time: the complete ones give the figures
+        if not side.run(rounds, budget_end):
+            rounds -= 1
             stop_reason = "stalled in the script"
             break
-        for name, system in (message.get("systems") or {}).items():
-            if name in records:
-                records[name].systems.append(SystemSummary(**system))
-        for name, blocks in (message.get("results") or {}).items():
-            if name in records:
-                take_blocks(records[name], blocks, rounds)
-                rec = records[name]
-                if rec.blocks:
-                    rec.est_step_s = median(rec.blocks) * batch_size
         if after_round is not None:
-            after_round(rounds, records)
+            after_round(rounds, side.records)
         elapsed = perf_counter() - t0
-        probes = _probe_set(records, skipped, batch_size, elapsed, rounds, startup_s)
+        probes = side.probe_set(elapsed, rounds, startup_s)
         if on_progress is not None:
             on_progress(elapsed, budget_s)
         ok = verdict_settled(probes, thresholds)
         settled_s = (settled_s if settled_s is not None else elapsed) if ok else None
-        if stop_early and ok and plan.converged(records) and verdict_finished(probes, thresholds):
+        if stop_early and ok and side.plan.converged(side.records) and verdict_finished(probes, thresholds):
             stop_reason = "converged"
             break
     probes.stop_reason, probes.settled_s = stop_reason, settled_s
