@@ -22,8 +22,11 @@ Installed by :mod:`gluonbench.script.boot` before the script's first line (never
 The batch is timed after ``mx.nd.waitall()`` (the seed's barrier, as :mod:`gluonbench.engine.loop` does), in
 every mode, the replayed batch of ``cached_batch`` included: the next batch is fetched while the previous step
 computes, then the barrier ends that step. A batch from another loader (an evaluation pass), the end of an
-epoch, or a loader-only slice breaks the step in progress and the block it was in: that time is never counted. After a mode switch the first ``prefetch + 1`` steps are left out
-(they were prefetched in the mode before).
+epoch, or a loader-only slice breaks the step in progress and the block it was in: that time is never counted.
+After a mode switch with loader workers, the first ``prefetch + 1`` steps are left out (their batches were
+prefetched in the mode before); with none, the plan says (``skip``): the first step computes the batch handed out
+at the switch (the model's work is the same in every mode) and fetches the next one in the new mode, so a slice
+of steps longer than itself counts it.
 """
 
 from __future__ import annotations
@@ -500,6 +503,8 @@ class Driver:
             return
         probe, round_s, k, skip = self.plan.pop(0)
         self.slice = Slice(probe, float(round_s), max(1, int(k)), int(skip), skip=int(skip))
+        if not skip:  # nothing to leave out: the slice's clock starts now
+            self.slice.t0 = perf_counter()
         # psutil evidence of this process tree (the script and its loader workers) over the slice, as Rounds keeps
         self.monitor = SystemMonitor(interval=0.5, memory_due=self.memory_due, edges_only=True).start()
         self.set_mode(probe)

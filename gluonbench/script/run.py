@@ -476,7 +476,8 @@ class ScriptRounds:
         self.names, self.skipped = _probe_names(bool(info.get("transform")))
         self.batch_size = max(int(ready.get("samples") or 1), 1)
         self.records = {n: Record(n, est_step_s=float(ready.get("step_s") or 0.01)) for n in self.names}
-        self.min_steps = max(1, int(info.get("num_workers", 0)))
+        self.workers = int(info.get("num_workers", 0))
+        self.min_steps = max(1, self.workers)
         self.prefetch = int(info.get("prefetch", 0))
         self.slice_s = min(self.plan.round_seconds(), budget_s / (2 * len(self.names)))
 
@@ -490,7 +491,14 @@ class ScriptRounds:
             rec = self.records[name]
             k = max(self.min_steps, math.ceil(self.plan.block_s / max(rec.est_step_s, 1e-6)))
             rec.block_steps = k
-            skip = 1 if name == "cached_batch" else self.prefetch + 1
+            # after a switch, the batches a worker queue made in the other mode are left out. With no worker the
+            # first step (the batch handed out at the switch computed, the next one fetched in the new mode) is in
+            # the new mode; it is left out still where a step is short (what runs after a slow mode's idle wait is
+            # noisier), and counted where one step outlasts the slice (leaving it out would double the slice's cost)
+            if self.workers == 0:
+                skip = 0 if rec.est_step_s > self.slice_s else 1
+            else:
+                skip = 1 if name == "cached_batch" else self.prefetch + 1
             schedule.append([name, self.slice_s, k, skip])
         self.proc.channel.send(  # type: ignore[union-attr]
             {"op": "round", "n": number, "plan": schedule, "left_s": budget_end - perf_counter()}
