@@ -451,7 +451,7 @@ class ScriptTune:
 
 
 def tune_script(
-    cmd: list[str],
+    cmd: list[str] | ScriptCommand,
     budget_s: float = 60.0,
     *,
     max_workers: int | None = None,
@@ -467,10 +467,12 @@ def tune_script(
     ``DataLoader(...)`` arguments to write into the script; every setting in it was run. ``max_workers``: the most
     workers tried (default ``max(16, 4 x cores)``). ``loader``: the N-th DataLoader the script makes (default: the
     first whose batches are followed by a Trainer update). A script that cannot be run so raises one
-    :class:`~gluonbench.errors.GluonbenchError` line before or during its baseline run.
+    :class:`~gluonbench.errors.GluonbenchError` line before or during its baseline run. ``cmd``: the command as
+    given, or the :class:`~gluonbench.script.run.ScriptCommand` that :func:`~gluonbench.script.run.check_inputs`
+    made of it.
     """
     check_tune(budget_s, max_workers)
-    command = check_inputs(cmd, budget_s, loader, start_timeout_s)
+    command = check_inputs(cmd, budget_s, loader, start_timeout_s, "tune")
     cores = usable_cores()
     max_workers = max(16, 4 * cores) if max_workers is None else max_workers
     started = utc_now()
