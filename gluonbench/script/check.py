@@ -35,7 +35,7 @@ from gluonbench.diagnosis.verdict import Thresholds
 from gluonbench.engine.measure import Record
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
-from gluonbench.script.run import ScriptProcess, check_inputs, probe_rounds, until_training
+from gluonbench.script.run import ScriptCommand, ScriptProcess, check_inputs, probe_rounds, until_training
 from gluonbench.validate import redact_text
 
 log = logging.getLogger(__name__)
@@ -49,31 +49,32 @@ WALL_ONLY_NOTE = (
 )
 
 
-def script_identity(cmd: list[str], loader: int | None = None) -> str:
+def script_identity(command: ScriptCommand, loader: int | None = None) -> str:
     """What a script's baseline is tied to: the command as written (the interpreter by its name, credentials in it
     redacted), and the loader picked with ``--loader``."""
-    command = check_inputs(cmd, 60.0, loader, 60.0)
     text = redact_text(" ".join(command.words()))
     return f"{text} (loader {loader})" if loader is not None else text
 
 
 def measure_script(
-    cmd: list[str],
+    cmd: list[str] | ScriptCommand,
     budget_s: float,
     *,
     loader: int | None = None,
     start_timeout_s: float = 120.0,
     on_progress: Callable[[float, float], None] | None = None,
 ) -> Snapshot:
-    """Measure the user's training command beside the ruler for ``budget_s`` seconds (see the module docstring)."""
+    """Measure the user's training command beside the ruler for ``budget_s`` seconds (see the module docstring).
+    ``cmd``: the command as given, or the :class:`~gluonbench.script.run.ScriptCommand` that
+    :func:`~gluonbench.script.run.check_inputs` made of it (not checked again)."""
     from gluonbench._mx import mx
     from gluonbench.check.ruler import ruler_pipeline
     from gluonbench.engine.measure import Rounds, measure
     from gluonbench.env import environment, utc_now
 
     budget_s = check_budget(budget_s)
-    command = check_inputs(cmd, budget_s, loader, start_timeout_s)
-    identity = script_identity(cmd, loader)
+    command = check_inputs(cmd, budget_s, loader, start_timeout_s, "check")
+    identity = script_identity(command, loader)
     started = utc_now()
     ruler = ruler_pipeline(mx.cpu()).open()
     rw: dict[int, float] = {}
@@ -184,12 +185,11 @@ def check_script(
         raise GluonbenchError(f"give one of {arg('baseline')} FILE or {arg('save', '--save-baseline')} FILE")
     threshold = parse_fraction(max_slowdown)
     budget_s = check_budget(budget_s)
-    check_inputs(script, budget_s, loader, start_timeout_s)
-    identity = script_identity(script, loader)
-    base = load_baseline(baseline, identity) if baseline is not None else None
+    command = check_inputs(script, budget_s, loader, start_timeout_s, "check")  # once: the ScriptCommand goes on
+    base = load_baseline(baseline, script_identity(command, loader)) if baseline is not None else None
     if save is not None:
         check_writable_file(save, "--save-baseline")
-    snap = measure_script(script, budget_s, loader=loader, start_timeout_s=start_timeout_s, on_progress=on_progress)
+    snap = measure_script(command, budget_s, loader=loader, start_timeout_s=start_timeout_s, on_progress=on_progress)
     if save is not None:
         save_baseline(snap, save)
         return snap
