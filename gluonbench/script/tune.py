@@ -505,27 +505,13 @@ def tune_script(
     )
     batch_size = int(base.loader.get("batch_size") or 0)
     model = fit(search.points(), cores)
-    result_batch = BatchSizeResult(
-        batch_size=batch_size,
-        setting=winner.setting.to_dict(),
-        samples_per_s=winner.samples_per_s,
-        ci=winner.ci,
-        within_noise=[c.setting.label for c in tied],
-        confirmed=[
-            {
-                "setting": t.setting.to_dict(),
-                "label": t.setting.label,
-                "samples_per_s": t.rate("full")[0],
-                "ci": list(t.rate("full")[1]),
-                "ceiling_gain": _ceiling_gain(t),
-                "role": t.role,
-            }
-            for t in measured
-        ],
-        current_samples_per_s=base_rate,
-        current_ci=base_ci,
-        ceiling_samples_per_s=c_rate,
-        ceiling_ci=c_ci,
+    result_batch = BatchSizeResult.chosen(
+        batch_size,
+        winner,
+        tied,
+        [(c, _ceiling_gain(t), {"role": t.role}) for c, t in zip(confirmed, measured, strict=True)],
+        current=(base_rate, base_ci),
+        ceiling=(c_rate, c_ci),
         stop_reason=stop,
         model=model.to_dict(),
         phase_s={"runs": sum(t.wall_s for t in search.trials)},
