@@ -322,9 +322,11 @@ class ScriptFlags:
 
     @property
     def defaulted(self) -> tuple[str, ...]:
+        """The flags that do not apply and were left at their defaults (nothing to say about them)."""
         return tuple(k for k in self.apart if k not in self.given)
 
     def flag(self, key: str) -> str:
+        """The flag of settings key ``key`` as the user writes it."""
         return self.flags.get(key) or "--" + key.replace("_", "-")
 
     def line(self, why: str) -> str:
