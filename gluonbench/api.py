@@ -227,17 +227,20 @@ def _save_diagnosis_folder(out: str | Path, name: str, settings: dict[str, Any],
 
 def check_script(
     cmd: list[str], budget_s: float, out: str | Path | None, loader: int | None = None, start_timeout_s: float = 120.0
-) -> None:
-    """What :func:`diagnose_script` checks before it starts the script (the command, its interpreter, ``out``)."""
+) -> Any:
+    """What :func:`diagnose_script` checks before it starts the script (the command, its interpreter, ``out``);
+    returns the checked :class:`~gluonbench.script.run.ScriptCommand`, which :func:`diagnose_script` takes as
+    ``cmd`` without checking it again."""
     from gluonbench.script.run import check_inputs
 
-    check_inputs(cmd, budget_s, loader, start_timeout_s)
+    command = check_inputs(cmd, budget_s, loader, start_timeout_s, "diagnose")
     if out is not None:
         make_out(out)
+    return command
 
 
 def diagnose_script(
-    cmd: list[str],
+    cmd: Any,
     budget_s: float = 60.0,
     *,
     out: str | Path | None = None,
@@ -249,6 +252,7 @@ def diagnose_script(
 ) -> tuple[Path | None, Diagnosis]:
     """Diagnose the user's own training command, unmodified (``gluonbench diagnose -- python train.py ARGS``).
 
+    ``cmd``: the command as given (a list of words), or what :func:`check_script` returned for it.
     The probes run inside the script's process (:func:`gluonbench.script.run.diagnose_script`); the diagnosis
     is saved as :func:`run_diagnosis` saves one: ``json_path``, and with ``out`` a run folder
     ``OUT/<UTC>-diagnose-script-<name>/`` that ``gluonbench report`` rebuilds.
@@ -265,7 +269,8 @@ def diagnose_script(
     if out is None:
         return None, d
     name = "".join(c if c.isalnum() or c in "-_" else "-" for c in Path(d.label).stem)[:48] or "script"
-    settings = {"command": list(cmd), "budget_s": budget_s, "loader": loader, "thresholds": d.thresholds}
+    words = list(getattr(cmd, "argv", cmd))
+    settings = {"command": words, "budget_s": budget_s, "loader": loader, "thresholds": d.thresholds}
     return _save_diagnosis_folder(out, f"diagnose-script-{name}", {"settings": settings}, d, "ok"), d
 
 

@@ -111,3 +111,29 @@ def test_a_slower_transform_in_the_same_script_is_a_regression_naming_preprocess
     proc = run_cli("check", "--budget", "60", "--baseline", str(baseline), "--", "python", script, env=env, timeout=400)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "REGRESSION" in proc.stdout and "preprocessing" in proc.stdout
+
+
+def test_a_script_check_checks_the_command_once_and_measures_the_checked_command(tmp_path, monkeypatch):
+    """The command and its interpreter (a process started) are checked once; the ScriptCommand that check made is
+    what is measured and what the baseline is tied to."""
+    import gluonbench.script.check as script_check
+    import gluonbench.script.run as run
+    from gluonbench.script.run import ScriptCommand
+
+    calls: list[ScriptCommand] = []
+    real = run.check_interpreter
+    monkeypatch.setattr(run, "check_interpreter", lambda command: (calls.append(command), real(command))[1])
+    measured: list = []
+
+    def measure(cmd, budget_s, **kwargs):
+        measured.append(run.check_inputs(cmd, budget_s, kwargs["loader"], kwargs["start_timeout_s"]))
+        raise KeyboardInterrupt  # the measurement itself is the end-to-end tests' part
+
+    monkeypatch.setattr(script_check, "measure_script", measure)
+    script = _script(tmp_path, TRAIN)
+    with pytest.raises(KeyboardInterrupt):
+        script_check.check_script(
+            ["python", script], None, tmp_path / "b.json", None, "5%", 20, None, 60, on_progress=None
+        )
+    assert len(calls) == 1 and measured == calls, (calls, measured)
+    assert script_check.script_identity(calls[0]) == f"python {script}"

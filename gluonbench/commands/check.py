@@ -13,9 +13,9 @@ from gluonbench.commands.options import (
     add_knob,
     add_script_args,
     pipeline_options,
+    script_flags,
 )
 from gluonbench.console import Progress
-from gluonbench.errors import GluonbenchError
 
 CHECK_EXAMPLES = """examples:
   gluonbench check --workload mnist --save-baseline baseline.json       # on main: measure, save
@@ -49,7 +49,7 @@ with $GITHUB_STEP_SUMMARY set, a Markdown summary is appended to it.
 """
 
 
-def add(sub: Any) -> None:
+def add(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "check",
         help="CI gate: measure a pipeline beside a ruler; save a baseline or fail on a slowdown",
@@ -87,13 +87,12 @@ def add(sub: Any) -> None:
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a regression fails, inconclusive is skipped)")
     add_script_args(p, "with -- CMD: your own training script, run as written (the probes act inside it)", "check")
     p.set_defaults(func=cmd_check)
-    _DEFAULTS.update({a.dest: a.default for a in p._actions if a.dest in SCRIPT_REFUSES})
+    return p
 
 
-SCRIPT_REFUSES = ("pipeline", "workload", "overrides", "pipeline_option", "batch_size", "workers", "ctx", "data_dir")
-"""options that name or shape a pipeline: a training command is checked as written"""
-_DEFAULTS: dict[str, Any] = {}
-"""their defaults (an option left at its default is not refused)"""
+SCRIPT_APPLIES = ("baseline", "save_baseline", "against", "max_slowdown", "budget_s", "json", "junit")
+"""check's flags that apply to a training command; the others name or shape a pipeline: a script is checked as
+written"""
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -109,21 +108,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         SimpleNamespace(pipeline=args.pipeline, pipeline_options=pipe_options, workload="pipeline", options=overrides)
     )
     options = pipe_options if args.pipeline else overrides
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    flags = script_flags(args, add, SCRIPT_APPLIES)
+    flags.refuse(
+        "the script's own DataLoader, batch size and contexts are checked as written; change them in the script "
+        "(or its arguments)"
+    )
     script: dict[str, Any] = {}
-    if cmd:
-        given = [k for k in SCRIPT_REFUSES if getattr(args, k, None) != _DEFAULTS.get(k)]
-        if given:
-            flag = {"workload": "--dataset", "overrides": "--set", "workers": "--workers"}.get(
-                given[0], "--" + given[0].replace("_", "-")
-            )
-            raise GluonbenchError(
-                f"{flag} does not apply to a training command: the script's own DataLoader, batch size and "
-                "contexts are checked as written; change them in the script (or its arguments)"
-            )
-        script = {"script": cmd, "loader": args.loader, "start_timeout_s": args.start_timeout_s}
-    elif args.loader is not None:
-        raise GluonbenchError("--loader goes with a training command: add -- python train.py ARGS")
+    if flags.cmd:
+        script = {"script": flags.cmd, "loader": args.loader, "start_timeout_s": args.start_timeout_s}
     progress = Progress("check", args.budget_s, "s", timed=True)
     try:
         result = api.check(

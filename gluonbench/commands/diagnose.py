@@ -8,7 +8,6 @@ from typing import Any
 
 from gluonbench.commands.common import load_warning, print_stalled, start_budgeted, what_runs
 from gluonbench.commands.options import (
-    Parser,
     add_budget,
     add_ctx,
     add_dataset_args,
@@ -21,6 +20,7 @@ from gluonbench.commands.options import (
     add_synthetic_args,
     add_vision_args,
     pipeline_options,
+    script_flags,
     source_from_args,
     source_workload,
     synthetic_options,
@@ -123,13 +123,13 @@ def add(sub: Any) -> argparse.ArgumentParser:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from gluonbench.config import DiagnoseSettings, parse_thresholds
 
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if cmd:
-        return _diagnose_script(args, cmd)
-    if args.loader is not None:
-        raise GluonbenchError(
-            "--loader N goes with a training command: gluonbench diagnose --loader 2 -- python train.py"
-        )
+    flags = script_flags(args, add, SCRIPT_APPLIES)
+    flags.refuse(
+        "the script's own DataLoader, batch size and contexts are diagnosed as written; change them in the script "
+        "(or its arguments)"
+    )
+    if flags.cmd:
+        return _diagnose_script(args, flags.cmd)
     from gluonbench.monitor.load import LoadMeter
     from gluonbench.workloads.vision_zoo import resolve_workload
 
@@ -200,7 +200,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
-SCRIPT_IGNORES = ("workload", "data_dir", "workers", "batch_size", "ctx", "thread_pool", "pin_memory", "pipeline")
+SCRIPT_APPLIES = ("budget_s", "json", "out", "thresholds")
+"""diagnose's flags that apply to a training command; the others name or shape a pipeline the script decides"""
 
 
 def _diagnose_script(args: argparse.Namespace, cmd: list[str]) -> int:
@@ -210,18 +211,8 @@ def _diagnose_script(args: argparse.Namespace, cmd: list[str]) -> int:
     from gluonbench.console import Progress, duration
     from gluonbench.diagnosis.report import to_text
 
-    defaults = add(Parser(prog="gluonbench").add_subparsers(parser_class=Parser)).parse_args([])
-    given = [k for k in SCRIPT_IGNORES if getattr(args, k, None) != getattr(defaults, k, None)]
-    if given:
-        flag = "--dataset" if given[0] == "workload" else "--" + given[0].replace("_", "-")
-        raise GluonbenchError(
-            f"{flag} does not apply to a training command: the script's own DataLoader, batch size and contexts "
-            "are diagnosed as written; change them in the script (or its arguments)"
-        )
     thresholds = parse_thresholds(args.thresholds)
-    api.check_script(
-        cmd, args.budget_s, args.out, args.loader, args.start_timeout_s
-    )  # bad input: before the first line
+    command = api.check_script(cmd, args.budget_s, args.out, args.loader, args.start_timeout_s)  # before the first line
     progress = Progress("diagnose", args.budget_s, "s", timed=True)
     progress.start(
         f"running {' '.join(cmd)} with gluonbench's hooks; once it trains, its training DataLoader's batches are "
@@ -229,7 +220,7 @@ def _diagnose_script(args: argparse.Namespace, cmd: list[str]) -> int:
     )
     try:
         run_dir, d = api.diagnose_script(
-            cmd,
+            command,
             args.budget_s,
             out=args.out,
             json_path=args.json,

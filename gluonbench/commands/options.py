@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from gluonbench.errors import GluonbenchError
 from gluonbench.knobs import KNOBS
 
 
@@ -287,3 +291,96 @@ def add_script_args(p: Any, title: str, loader: str) -> None:
 def add_command(p: Any, help: str) -> None:
     """``-- CMD``: the program a command runs (everything after ``--``)."""
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help=help)
+
+
+def script_command(args: argparse.Namespace) -> list[str]:
+    """The training command after ``--`` (``[]`` when none was given)."""
+    cmd = list(getattr(args, "cmd", None) or [])
+    return cmd[1:] if cmd[:1] == ["--"] else cmd
+
+
+SCRIPT_ONLY = ("loader", "start_timeout_s")
+"""the flags of :func:`add_script_args` that mean something only with a training command"""
+
+
+@dataclass(frozen=True)
+class ScriptFlags:
+    """A command's flags as they meet a training command (``gluonbench COMMAND [flags] -- python train.py``).
+
+    ``apart``: the flags that do not apply to a training command (they name or shape a pipeline the script decides
+    itself); ``given``: those of them set on the command line, ``defaulted``: those left at their default (each a
+    settings key, e.g. ``workers``). With no training command, ``given`` holds the script-only flags
+    (``--loader``, ``--start-timeout``) that were set instead.
+    """
+
+    command: str
+    cmd: list[str]
+    apart: tuple[str, ...]
+    given: tuple[str, ...]
+    flags: dict[str, str] = field(default_factory=dict)
+    """each key's flag as the user writes it (``workers`` -> ``--workers``)"""
+
+    @property
+    def defaulted(self) -> tuple[str, ...]:
+        """The flags that do not apply and were left at their defaults (nothing to say about them)."""
+        return tuple(k for k in self.apart if k not in self.given)
+
+    def flag(self, key: str) -> str:
+        """The flag of settings key ``key`` as the user writes it."""
+        return self.flags.get(key) or "--" + key.replace("_", "-")
+
+    def line(self, why: str) -> str:
+        """The one line naming every flag given that does not apply, and ``why`` (what the user does instead)."""
+        named = [self.flag(k) for k in self.given]
+        text = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+        if not self.cmd:
+            verb = "goes" if len(named) == 1 else "go"
+            return (
+                f"{text} {verb} with a training command: add one after the flags, as in gluonbench {self.command} "
+                "[flags] -- python train.py ARGS"
+            )
+        verb = "does" if len(named) == 1 else "do"
+        return f"{text} {verb} not apply to a training command: {why}"
+
+    def refuse(self, why: str = "", reasons: dict[str, str] | None = None) -> None:
+        """Raise the one line (:meth:`line`) when a flag that does not apply was given; ``reasons``: a flag's own
+        ``why`` (the first given flag that has one is the one said)."""
+        if not self.given:
+            return
+        own = next((reasons[k] for k in self.given if reasons and k in reasons), why)
+        raise GluonbenchError(self.line(own))
+
+
+def script_flags(
+    args: argparse.Namespace, add: Callable[[Any], Any], applies: tuple[str, ...], only: tuple[str, ...] = SCRIPT_ONLY
+) -> ScriptFlags:
+    """Which of a command's flags (the sub-parser ``add`` declares) do not apply to its training command, and which
+    of those were given (compared with the parser's defaults): every flag but ``applies`` and ``only``, the flags
+    that go with a training command alone (``--loader``, ``--start-timeout``). Without a training command, the
+    flags of ``only`` that were given."""
+    defaults, flags = _parser_defaults(add)
+    cmd = script_command(args)
+    command = add.__module__.rsplit(".", 1)[-1]
+    if not cmd:
+        set_ = tuple(k for k in only if k in defaults and getattr(args, k, defaults[k]) != defaults[k])
+        return ScriptFlags(command, cmd, only, set_, flags)
+    apart = tuple(k for k in defaults if k not in applies and k not in only and k != "cmd")
+    given = tuple(k for k in apart if getattr(args, k, defaults[k]) != defaults[k])
+    return ScriptFlags(command, cmd, apart, given, flags)
+
+
+@functools.cache
+def _parser_defaults(add: Callable[[Any], Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The defaults and flags of the sub-parser ``add`` declares, read from a fresh one (the command's own flags:
+    not the global ones, nor those added to several commands afterwards)."""
+    parser = add(Parser(prog="gluonbench").add_subparsers(parser_class=Parser))
+    defaults: dict[str, Any] = {}
+    flags: dict[str, str] = {}
+    for action in parser._actions:
+        if action.dest in ("help", argparse.SUPPRESS):
+            continue
+        defaults[action.dest] = action.default
+        longs = [s for s in action.option_strings if s.startswith("--")]
+        if longs:
+            flags[action.dest] = longs[0]
+    return defaults, flags

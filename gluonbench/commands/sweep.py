@@ -9,6 +9,7 @@ from typing import Any
 from gluonbench.commands.common import pipeline_first, preflight, print_roofline, what_runs
 from gluonbench.commands.options import (
     SCALE_FLAGS,
+    SCRIPT_ONLY,
     add_ctx,
     add_dataset_args,
     add_emulate_step,
@@ -23,6 +24,7 @@ from gluonbench.commands.options import (
     add_synthetic_args,
     add_vision_args,
     pipeline_options,
+    script_flags,
     source_from_args,
     source_workload,
     synthetic_options,
@@ -58,7 +60,7 @@ scale-out (batch size is per device; see docs/tutorials/scale-out.md):
 """
 
 
-def add(sub: Any) -> None:
+def add(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "sweep",
         help="train at each DataLoader worker count and compare",
@@ -127,6 +129,7 @@ def add(sub: Any) -> None:
     add_scale_args(p)
     add_script_args(p, "with -- CMD: your own training script, once per --workers count (fresh process each)", "set")
     p.set_defaults(func=cmd_sweep)
+    return p
 
 
 def settings_from_args(args: argparse.Namespace):
@@ -184,9 +187,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from gluonbench.report.sweep import to_markdown
     from gluonbench.sweeprun.run import seed_line
 
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if cmd:
-        return _sweep_script(args, cmd)
+    flags = script_flags(args, add, SCRIPT_APPLIES, SCRIPT_ONLY_FLAGS)
+    flags.refuse(
+        "the script runs as written, with only its training DataLoader's num_workers set per run; pass --workers "
+        "and --max-batches or --to-end (or change the script's arguments)"
+    )
+    if flags.cmd:
+        return _sweep_script(args, flags.cmd)
 
     settings = None if args.resume else settings_from_args(args)
     if settings is not None:
@@ -288,6 +295,13 @@ def _sweep_plan(settings: Any, resume: str | None) -> str:
         "first finishes: each finished run prints the time left"
         + (f" (each run is stopped after {s.timeout_s:g} s)" if getattr(s, "timeout_s", None) else "")
     )
+
+
+SCRIPT_APPLIES = ("workers", "max_batches", "repeat", "timeout_s", "out", "name")
+"""sweep's flags that apply to a training command; the others name what the script itself decides (its data,
+model, loader knobs other than the workers)"""
+SCRIPT_ONLY_FLAGS = (*SCRIPT_ONLY, "to_end")
+"""sweep's flags that go with a training command alone"""
 
 
 def _sweep_script(args: argparse.Namespace, cmd: list[str]) -> int:

@@ -20,6 +20,7 @@ from gluonbench.commands.options import (
     add_source_args,
     add_synthetic_args,
     pipeline_options,
+    script_flags,
     source_from_args,
     synthetic_options,
 )
@@ -119,9 +120,11 @@ def add(sub: Any) -> argparse.ArgumentParser:
 def cmd_tune(args: argparse.Namespace) -> int:
     from gluonbench import api
 
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if cmd:
-        return _tune_script(args, cmd)
+    flags = script_flags(args, add, SCRIPT_APPLIES)
+    if flags.given:
+        flags.refuse(SCRIPT_WHY, script_reasons())
+    if flags.cmd:
+        return _tune_script(args, flags.cmd)
     from gluonbench.config import TuneSettings
     from gluonbench.ranges import parse_int_list
 
@@ -188,14 +191,33 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+SCRIPT_APPLIES = ("budget_s", "max_workers", "json", "out")
+"""tune's flags that apply to a training command; every other one names what the script itself decides"""
+SCRIPT_WHY = "the script runs as written (its data, model, contexts); change the script or its arguments"
+
+
+def script_reasons() -> dict[str, str]:
+    """Why tune's batch-size and loader-knob flags do not apply to a training command (the others: SCRIPT_WHY)."""
+    from gluonbench.script.tune import BATCH_SIZE_NOTE
+
+    knobs = (
+        "the script's own setting is the baseline (run with nothing overridden) and the tune searches "
+        "num_workers, thread_pool, prefetch and pin_memory itself; change the script (or its arguments) for "
+        "anything else"
+    )
+    return {
+        "batch_size": f"the batch size is {BATCH_SIZE_NOTE}",
+        "batch_sizes": f"the batch size is {BATCH_SIZE_NOTE}",
+        **{k: knobs for k in ("workers", "thread_pool", "prefetch", "pin_memory")},
+    }
+
+
 def _tune_script(args: argparse.Namespace, cmd: list[str]) -> int:
     """``gluonbench tune [--budget S] -- python train.py ARGS``: the loader knobs searched on the running script."""
     from gluonbench import api
-    from gluonbench.commands.options import Parser
     from gluonbench.script.commands import tune_command
 
-    defaults = add(Parser(prog="gluonbench").add_subparsers(parser_class=Parser)).parse_args([])
-    text, rc = tune_command(args, cmd, defaults, _say, api.make_out)
+    text, rc = tune_command(args, cmd, _say, api.make_out)
     print(text, end="")
     return rc
 

@@ -15,6 +15,7 @@ ruler's too), so a comparison across core counts compares wall time relative to 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from pathlib import Path
 from time import perf_counter
@@ -22,7 +23,6 @@ from typing import Any
 
 from gluonbench.analysis.stats import median
 from gluonbench.check.gate import (
-    RULER,
     CheckResult,
     Figure,
     Snapshot,
@@ -35,57 +35,57 @@ from gluonbench.diagnosis.verdict import Thresholds
 from gluonbench.engine.measure import Record
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
-from gluonbench.script.run import ScriptProcess, check_inputs, probe_rounds, until_training
+from gluonbench.script.run import ScriptCommand, ScriptProcess, check_inputs, probe_rounds, until_training
 from gluonbench.validate import redact_text
 
 log = logging.getLogger(__name__)
 
-RULER_BLOCK_S = 1.2
-"""seconds the ruler is measured after each of the script's rounds (about half of it its measure's own start and
-warm-up: a shorter one times no block at all)"""
+RULER_TIMED_S = 0.25
+"""about how long the ruler's timed steps take after each of the script's rounds: their number is fixed for the whole
+check from the warm-up's step time, within :data:`RULER_STEPS` (its figure: their median time per sample)"""
+RULER_STEPS = (4, 32)
+"""the fewest and the most ruler steps timed a round"""
+RULER_WARMUP_STEPS = 3
+"""the ruler's steps run once, before the script starts (allocation, the first passes), not timed"""
 WALL_ONLY_NOTE = (
     "the script's probes are timed by wall clock inside it: its CPU figures are its wall figures, relative to the "
     "ruler's wall time"
 )
 
 
-def script_identity(cmd: list[str], loader: int | None = None) -> str:
+def script_identity(command: ScriptCommand, loader: int | None = None) -> str:
     """What a script's baseline is tied to: the command as written (the interpreter by its name, credentials in it
     redacted), and the loader picked with ``--loader``."""
-    command = check_inputs(cmd, 60.0, loader, 60.0)
     text = redact_text(" ".join(command.words()))
     return f"{text} (loader {loader})" if loader is not None else text
 
 
 def measure_script(
-    cmd: list[str],
+    cmd: list[str] | ScriptCommand,
     budget_s: float,
     *,
     loader: int | None = None,
     start_timeout_s: float = 120.0,
     on_progress: Callable[[float, float], None] | None = None,
 ) -> Snapshot:
-    """Measure the user's training command beside the ruler for ``budget_s`` seconds (see the module docstring)."""
-    from gluonbench._mx import mx
-    from gluonbench.check.ruler import ruler_pipeline
-    from gluonbench.engine.measure import Rounds, measure
+    """Measure the user's training command beside the ruler for ``budget_s`` seconds (see the module docstring).
+    ``cmd``: the command as given, or the :class:`~gluonbench.script.run.ScriptCommand` that
+    :func:`~gluonbench.script.run.check_inputs` made of it (not checked again)."""
     from gluonbench.env import environment, utc_now
 
     budget_s = check_budget(budget_s)
-    command = check_inputs(cmd, budget_s, loader, start_timeout_s)
-    identity = script_identity(cmd, loader)
+    command = check_inputs(cmd, budget_s, loader, start_timeout_s, "check")
+    identity = script_identity(command, loader)
     started = utc_now()
-    ruler = ruler_pipeline(mx.cpu()).open()
+    ruler = RulerSteps()
     rw: dict[int, float] = {}
     kept: dict[str, dict[str, Record]] = {}
 
     def ruler_round(n: int, records: dict[str, Record]) -> None:
         kept["records"] = records
-        plan = Rounds(budget_s=RULER_BLOCK_S, round_s=0.0, warmup_steps=1, monitor_interval=0.05)
-        m = measure({RULER: ruler}, plan, done=lambda _m: False)
-        values = list(m.records[RULER].per_round.values())
-        if values:
-            rw[n] = median(values)
+        value = ruler.time_round()
+        if value > 0:
+            rw[n] = value
 
     proc = ScriptProcess(command, loader)
     t_launch = perf_counter()
@@ -145,6 +145,46 @@ def measure_script(
     )
 
 
+class RulerSteps:
+    """The ruler's pipeline, open for the whole check: warmed up once, then a fixed number of its steps (``steps``;
+    by default what takes about :data:`RULER_TIMED_S` at the warm-up's pace, within :data:`RULER_STEPS`) timed by
+    the engine's step timer (:func:`~gluonbench.engine.loop.run_steps`) after each of the script's rounds.
+
+    One pass a round, as the pipelines' own rounds run: the steps after the pause that still find a prefetched
+    batch are left out (the ruler has no workers: the first step, whose fetch waited on nothing), and the pass ends
+    at the barrier of its last timed step, with the next batch fetched and no step run on it.
+    """
+
+    def __init__(self, steps: int | None = None, warmup_steps: int = RULER_WARMUP_STEPS) -> None:
+        from gluonbench._mx import mx
+        from gluonbench.check.ruler import ruler_pipeline
+        from gluonbench.engine.loop import run_steps
+
+        self.running = ruler_pipeline(mx.cpu()).open()
+        pipeline = self.running.pipeline
+        warm = run_steps(self.running.cycle(), pipeline.copy_stage, pipeline.step, max_steps=warmup_steps)
+        if steps is None:
+            step_s = median(warm.steps(1)) if len(warm) > 1 else 0.0
+            fewest, most = RULER_STEPS
+            steps = min(most, max(fewest, math.ceil(RULER_TIMED_S / step_s) if step_s > 0 else most))
+        self.steps = steps
+
+    def time_round(self) -> float:
+        """Seconds per sample of this round: the median over its timed steps (0.0 when none was timed)."""
+        from gluonbench.engine.loop import run_steps
+
+        skip, pipeline = self.running.skip, self.running.pipeline
+        times = run_steps(
+            self.running.cycle(), pipeline.copy_stage, pipeline.step, last=lambda n: n >= skip + self.steps
+        )
+        timed = times.part(skip, skip + self.steps)
+        per_sample = [timed.step(i) / timed.samples[i] for i in range(len(timed)) if timed.samples[i]]
+        return median(per_sample) if per_sample else 0.0
+
+    def close(self) -> None:
+        self.running.close()
+
+
 def _figure(rec: Record | None, rw: dict[int, float]) -> Figure:
     if rec is None:
         return Figure()
@@ -192,12 +232,11 @@ def check_script(
         raise GluonbenchError(f"give one of {arg('baseline')} FILE or {arg('save', '--save-baseline')} FILE")
     threshold = parse_fraction(max_slowdown)
     budget_s = check_budget(budget_s)
-    check_inputs(script, budget_s, loader, start_timeout_s)
-    identity = script_identity(script, loader)
-    base = load_baseline(baseline, identity) if baseline is not None else None
+    command = check_inputs(script, budget_s, loader, start_timeout_s, "check")  # once: the ScriptCommand goes on
+    base = load_baseline(baseline, script_identity(command, loader)) if baseline is not None else None
     if save is not None:
         check_writable_file(save, "--save-baseline")
-    snap = measure_script(script, budget_s, loader=loader, start_timeout_s=start_timeout_s, on_progress=on_progress)
+    snap = measure_script(command, budget_s, loader=loader, start_timeout_s=start_timeout_s, on_progress=on_progress)
     if save is not None:
         save_baseline(snap, save)
         return snap

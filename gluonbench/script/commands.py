@@ -1,7 +1,8 @@
 """What each command does with a training command after ``--`` (``gluonbench sweep|tune|check|profile -- CMD``).
 
-The CLI calls these with its parsed arguments and prints what they return: each refuses the flags that do not
-apply to a script (one line naming the flag and the fix), checks the rest before the script starts, runs the
+The CLI calls these with its parsed arguments (the flags that do not apply to a script refused already: the
+command's own :func:`gluonbench.commands.options.script_flags`) and prints what they return: each checks the rest
+before the script starts, runs the
 command through the script's hooks and returns the text for stdout and the exit code. Lines meant for stderr
 as the command runs go to ``say``; ``make_out`` is the API's check of the output folder. Nothing here prints.
 """
@@ -20,36 +21,6 @@ log = logging.getLogger(__name__)
 
 Say = Callable[[str], None]
 
-SWEEP_REFUSED = (
-    "workload",
-    "data_dir",
-    "batch_size",
-    "epochs",
-    "ctx",
-    "pipeline",
-    "resume",
-    "config",
-    "diagnose",
-    "profile",
-    "thread_pool",
-    "prefetch",
-    "pin_memory",
-    "eval_workers",
-    "emulate_step_ms",
-)
-"""sweep flags that name what the script itself decides (its data, model, loader knobs other than workers)"""
-
-
-def _flag(key: str) -> str:
-    return "--dataset" if key == "workload" else "--" + key.replace("_", "-")
-
-
-def refuse_flags(args: argparse.Namespace, keys: tuple[str, ...], what: str) -> None:
-    """One error naming the first of ``keys`` given on the command line (a set value, not a default)."""
-    given = [k for k in keys if getattr(args, k, None) not in (None, False, [], "")]
-    if given:
-        raise GluonbenchError(f"{_flag(given[0])} does not apply to a training command: {what}")
-
 
 def sweep_command(
     args: argparse.Namespace, cmd: list[str], say: Say, make_out: Callable[[str], Any]
@@ -59,12 +30,6 @@ def sweep_command(
     from gluonbench.script.run import check_inputs
     from gluonbench.script.sweep import check_sweep, sweep_script
 
-    refuse_flags(
-        args,
-        SWEEP_REFUSED,
-        "the script runs as written, with only its training DataLoader's num_workers set per run; pass --workers "
-        "and --max-batches or --to-end (or change the script's arguments)",
-    )
     to_end = bool(getattr(args, "to_end", False))
     if to_end and args.max_batches:
         raise GluonbenchError(
@@ -75,7 +40,7 @@ def sweep_command(
     repeat = args.repeat or 1
     timeout_s = args.timeout_s or 3600.0
     check_sweep(workers, max_batches, repeat, timeout_s, to_end)
-    check_inputs(cmd, 60.0, args.loader, args.start_timeout_s)  # bad input: before the first line
+    command = check_inputs(cmd, 60.0, args.loader, args.start_timeout_s, "sweep")  # bad input: before the first line
     make_out(args.out)
     timed = (
         "the script run to its end each time (its train duration)"
@@ -94,7 +59,7 @@ def sweep_command(
             say(f"sweep: {run.workers} worker(s): {run.samples_per_s:.1f} samples/s over {run.steps} steps")
 
     result = sweep_script(
-        cmd,
+        command,
         workers,
         max_batches,
         repeat=repeat,
@@ -124,7 +89,7 @@ def profile_run_as(cmd: list[str]) -> list[str] | None:
     from gluonbench.script.run import check_interpreter, parse_command
 
     try:
-        command = parse_command(cmd)
+        command = parse_command(cmd, "profile")
         check_interpreter(command)
     except GluonbenchError as exc:
         log.info("profiling without the script hooks: %s", exc)
@@ -132,42 +97,22 @@ def profile_run_as(cmd: list[str]) -> list[str] | None:
     return command.boot()
 
 
-TUNE_ALLOWED = ("budget_s", "max_workers", "json", "out", "loader", "start_timeout_s", "cmd", "func", "command")
-"""tune flags that apply to a training command; every other one names what the script itself decides"""
-
-
-def tune_command(
-    args: argparse.Namespace, cmd: list[str], defaults: argparse.Namespace, say: Say, make_out: Callable[[str], Any]
-) -> tuple[str, int]:
+def tune_command(args: argparse.Namespace, cmd: list[str], say: Say, make_out: Callable[[str], Any]) -> tuple[str, int]:
     """``gluonbench tune [--budget S] [--max-workers N] -- python train.py ARGS``: the recommendation as the
     ``DataLoader(...)`` arguments to write into the script, and a tune run folder (``--out``, default
-    ``gluonbench-results/``). ``defaults``: the tune parser's own defaults (a flag set to another value is refused
-    unless it is one of :data:`TUNE_ALLOWED`)."""
+    ``gluonbench-results/``). The flags that do not apply to a script were refused before (the tune command's own
+    check)."""
     import json
 
     from gluonbench.report import DEFAULT_OUT
     from gluonbench.report.store import atomic_write_text
     from gluonbench.script.run import check_inputs
-    from gluonbench.script.tune import BATCH_SIZE_NOTE, check_tune, save_tune, tune_script
+    from gluonbench.script.tune import check_tune, save_tune, tune_script
     from gluonbench.validate import redact
 
-    own = vars(defaults)  # the tune's own flags (not the CLI's global ones)
-    given = [k for k, v in vars(args).items() if k in own and k not in TUNE_ALLOWED and v != own[k]]
-    if given:
-        key = given[0]
-        what = (
-            f"the batch size is {BATCH_SIZE_NOTE}"
-            if key in ("batch_size", "batch_sizes")
-            else "the script's own setting is the baseline (run with nothing overridden) and the tune searches "
-            "num_workers, thread_pool, prefetch and pin_memory itself; change the script (or its arguments) for "
-            "anything else"
-            if key in ("workers", "thread_pool", "prefetch", "pin_memory")
-            else "the script runs as written (its data, model, contexts); change the script or its arguments"
-        )
-        raise GluonbenchError(f"{_flag(key)} does not apply to a training command: {what}")
     out = args.out or DEFAULT_OUT
     check_tune(args.budget_s, args.max_workers)
-    check_inputs(cmd, args.budget_s, args.loader, args.start_timeout_s)  # bad input: before the first line
+    command = check_inputs(cmd, args.budget_s, args.loader, args.start_timeout_s, "tune")  # before the first line
     make_out(out)
     say(
         f"tune: running {' '.join(cmd)} once per DataLoader setting (a fresh process each, its training DataLoader "
@@ -186,7 +131,7 @@ def tune_command(
         )
 
     tuned = tune_script(
-        cmd,
+        command,
         args.budget_s,
         max_workers=args.max_workers,
         loader=args.loader,

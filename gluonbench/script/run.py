@@ -60,7 +60,16 @@ from gluonbench.script.hooks import SLOTS
 
 log = logging.getLogger(__name__)
 
-EXAMPLE = "gluonbench diagnose -- python train.py --epochs 5"
+
+DONE = {"diagnose": "diagnosed", "sweep": "swept", "tune": "tuned", "check": "checked", "profile": "profiled"}
+"""what each command does to a script, in the error lines"""
+
+
+def example(command: str = "diagnose", script: str = "train.py") -> str:
+    """A training command under ``gluonbench COMMAND`` (the example in this mode's error lines)."""
+    return f"gluonbench {command} -- python {script} --epochs 5"
+
+
 TAKES_VALUE = {"-W", "-X", "-Q"}
 """interpreter options whose value is the next word"""
 STOP_GRACE_S = 1.0
@@ -92,6 +101,8 @@ class ScriptCommand:
     """the script's path, or the module's name with ``module``"""
     module: bool
     args: tuple[str, ...]
+    argv: tuple[str, ...] = ()
+    """the command exactly as given (the interpreter as typed)"""
 
     @property
     def name(self) -> str:
@@ -109,15 +120,17 @@ class ScriptCommand:
         return [self.python, *self.options, "-m", "gluonbench.script.boot", *run, *self.args]
 
 
-def parse_command(cmd: list[str]) -> ScriptCommand:
-    """The user's command read as a Python interpreter running a script or a module; one clear error if not."""
+def parse_command(cmd: list[str], command: str = "diagnose") -> ScriptCommand:
+    """The user's command read as a Python interpreter running a script or a module; one clear error if not, its
+    example under ``gluonbench COMMAND``."""
+    eg = example(command)
     if not cmd:
-        raise GluonbenchError(f"no command after --; give the training command, e.g. {EXAMPLE}")
+        raise GluonbenchError(f"no command after --; give the training command, e.g. {eg}")
     exe = cmd[0]
     if not Path(exe).name.startswith("python"):
         raise GluonbenchError(
             f"{exe} is not a Python interpreter: this mode runs a Python training script; give it as "
-            f"python SCRIPT ARGS or python -m MODULE ARGS, e.g. {EXAMPLE}"
+            f"python SCRIPT ARGS or python -m MODULE ARGS, e.g. {eg}"
         )
     python = shutil.which(exe)
     if python is None:
@@ -128,13 +141,11 @@ def parse_command(cmd: list[str]) -> ScriptCommand:
         word = cmd[i]
         if word == "-m":
             if i + 1 >= len(cmd):
-                raise GluonbenchError(
-                    f"python -m needs a module name, e.g. {EXAMPLE.replace('train.py', '-m pkg.train')}"
-                )
-            return ScriptCommand(python, tuple(options), cmd[i + 1], True, tuple(cmd[i + 2 :]))
+                raise GluonbenchError(f"python -m needs a module name, e.g. {example(command, '-m pkg.train')}")
+            return ScriptCommand(python, tuple(options), cmd[i + 1], True, tuple(cmd[i + 2 :]), tuple(cmd))
         if word == "-c" or word.startswith("-c"):
             raise GluonbenchError(
-                f"python -c CODE cannot be diagnosed: put the training code in a file, e.g. {EXAMPLE}"
+                f"python -c CODE cannot be {DONE.get(command, 'run')}: put the training code in a file, e.g. {eg}"
             )
         options.append(word)
         if word in TAKES_VALUE and i + 1 < len(cmd):
@@ -142,11 +153,11 @@ def parse_command(cmd: list[str]) -> ScriptCommand:
             i += 1
         i += 1
     if i >= len(cmd) or cmd[i] == "-":
-        raise GluonbenchError(f"no training script after {exe}; give one, e.g. {EXAMPLE}")
+        raise GluonbenchError(f"no training script after {exe}; give one, e.g. {eg}")
     script = cmd[i]
     if not Path(script).is_file():
         raise GluonbenchError(f"script not found: {script}; check the path (relative to {os.getcwd()})")
-    return ScriptCommand(python, tuple(options), script, False, tuple(cmd[i + 1 :]))
+    return ScriptCommand(python, tuple(options), script, False, tuple(cmd[i + 1 :]), tuple(cmd))
 
 
 def check_interpreter(command: ScriptCommand, env: dict[str, str] | None = None) -> None:
@@ -170,17 +181,29 @@ def check_interpreter(command: ScriptCommand, env: dict[str, str] | None = None)
         )
 
 
-def check_inputs(cmd: list[str], budget_s: float, loader: int | None, start_timeout_s: float) -> ScriptCommand:
-    """Every check that needs no run of the script: the command, its interpreter, the budget, ``--loader``."""
+def check_inputs(
+    cmd: list[str] | ScriptCommand,
+    budget_s: float,
+    loader: int | None,
+    start_timeout_s: float,
+    command: str = "diagnose",
+) -> ScriptCommand:
+    """Every check that needs no run of the script: the command, its interpreter, the budget, ``--loader``.
+
+    ``cmd`` as the user gave it (its errors name ``gluonbench COMMAND`` in their example), or the
+    :class:`ScriptCommand` an earlier call returned: the command and its interpreter were checked there, and are
+    not again (that check starts the interpreter)."""
     if not (isinstance(budget_s, int | float) and math.isfinite(budget_s) and budget_s >= 2):
         raise GluonbenchError(f"budget must be at least 2 seconds (got {budget_s!r}); e.g. 60")
     if loader is not None and (isinstance(loader, bool) or not isinstance(loader, int) or not 1 <= loader < SLOTS):
         raise GluonbenchError(f"--loader {loader!r}: give the DataLoader's number, 1 for the first the script makes")
     if not (isinstance(start_timeout_s, int | float) and math.isfinite(start_timeout_s) and start_timeout_s > 0):
         raise GluonbenchError(f"--start-timeout {start_timeout_s!r}: give seconds > 0, e.g. 120")
-    command = parse_command(cmd)
-    check_interpreter(command)
-    return command
+    if isinstance(cmd, ScriptCommand):
+        return cmd
+    parsed = parse_command(cmd, command)
+    check_interpreter(parsed)
+    return parsed
 
 
 class ScriptEndedError(GluonbenchError):
@@ -406,7 +429,7 @@ STAGE_WORDS = {
 
 
 def diagnose_script(
-    cmd: list[str],
+    cmd: list[str] | ScriptCommand,
     budget_s: float = 60.0,
     *,
     thresholds: Thresholds | None = None,
@@ -422,7 +445,7 @@ def diagnose_script(
     ``start_timeout_s``: how long the script may take to reach its first training steps.
     """
     thresholds = Thresholds() if thresholds is None else thresholds
-    command = check_inputs(cmd, budget_s, loader, start_timeout_s)
+    command = check_inputs(cmd, budget_s, loader, start_timeout_s, "diagnose")
     from gluonbench.env import utc_now
 
     started = utc_now()

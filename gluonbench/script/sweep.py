@@ -145,7 +145,7 @@ def check_sweep(
 
 
 def sweep_script(
-    cmd: list[str],
+    cmd: list[str] | ScriptCommand,
     workers: list[int],
     max_batches: int = 100,
     *,
@@ -164,12 +164,14 @@ def sweep_script(
     training run to its end (each run is stopped after ``timeout_s``). With ``out``, the runs go into a sweep run
     folder ``OUT/<UTC>-sweep-script-<name>/`` (one record per run, written as it finishes) with the sweep's exports.
     A run that fails is recorded as failed; a script that shows no training loader is one error before any run.
+    ``cmd``: the command as given, or the :class:`~gluonbench.script.run.ScriptCommand` that
+    :func:`~gluonbench.script.run.check_inputs` made of it.
     """
     check_sweep(workers, max_batches, repeat, timeout_s, to_end)
-    command = check_inputs(cmd, 60.0, loader, start_timeout_s)
+    command = check_inputs(cmd, 60.0, loader, start_timeout_s, "sweep")
     found = _find_loader(command, loader, start_timeout_s)
     index = int(found["loader"].get("index") or 1)
-    out_sweep = ScriptSweep(list(cmd), index, found["loader"])
+    out_sweep = ScriptSweep(list(command.argv), index, found["loader"])
     store = _start_folder(out, name, command, found, workers, max_batches, repeat, to_end, loader) if out else None
     env = environment()
     words = " ".join(command.words())

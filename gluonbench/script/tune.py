@@ -451,7 +451,7 @@ class ScriptTune:
 
 
 def tune_script(
-    cmd: list[str],
+    cmd: list[str] | ScriptCommand,
     budget_s: float = 60.0,
     *,
     max_workers: int | None = None,
@@ -467,10 +467,12 @@ def tune_script(
     ``DataLoader(...)`` arguments to write into the script; every setting in it was run. ``max_workers``: the most
     workers tried (default ``max(16, 4 x cores)``). ``loader``: the N-th DataLoader the script makes (default: the
     first whose batches are followed by a Trainer update). A script that cannot be run so raises one
-    :class:`~gluonbench.errors.GluonbenchError` line before or during its baseline run.
+    :class:`~gluonbench.errors.GluonbenchError` line before or during its baseline run. ``cmd``: the command as
+    given, or the :class:`~gluonbench.script.run.ScriptCommand` that :func:`~gluonbench.script.run.check_inputs`
+    made of it.
     """
     check_tune(budget_s, max_workers)
-    command = check_inputs(cmd, budget_s, loader, start_timeout_s)
+    command = check_inputs(cmd, budget_s, loader, start_timeout_s, "tune")
     cores = usable_cores()
     max_workers = max(16, 4 * cores) if max_workers is None else max_workers
     started = utc_now()
@@ -503,27 +505,13 @@ def tune_script(
     )
     batch_size = int(base.loader.get("batch_size") or 0)
     model = fit(search.points(), cores)
-    result_batch = BatchSizeResult(
-        batch_size=batch_size,
-        setting=winner.setting.to_dict(),
-        samples_per_s=winner.samples_per_s,
-        ci=winner.ci,
-        within_noise=[c.setting.label for c in tied],
-        confirmed=[
-            {
-                "setting": t.setting.to_dict(),
-                "label": t.setting.label,
-                "samples_per_s": t.rate("full")[0],
-                "ci": list(t.rate("full")[1]),
-                "ceiling_gain": _ceiling_gain(t),
-                "role": t.role,
-            }
-            for t in measured
-        ],
-        current_samples_per_s=base_rate,
-        current_ci=base_ci,
-        ceiling_samples_per_s=c_rate,
-        ceiling_ci=c_ci,
+    result_batch = BatchSizeResult.chosen(
+        batch_size,
+        winner,
+        tied,
+        [(c, _ceiling_gain(t), {"role": t.role}) for c, t in zip(confirmed, measured, strict=True)],
+        current=(base_rate, base_ci),
+        ceiling=(c_rate, c_ci),
         stop_reason=stop,
         model=model.to_dict(),
         phase_s={"runs": sum(t.wall_s for t in search.trials)},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -11,7 +12,7 @@ from gluonbench.diagnosis.verdict import Thresholds, read_reuse
 from gluonbench.names import arg, example
 from gluonbench.report import versions
 from gluonbench.report.exporters import wide_text
-from gluonbench.tune.model import Setting
+from gluonbench.tune.model import Confirmed, Setting
 from gluonbench.units import count
 
 
@@ -75,6 +76,46 @@ class BatchSizeResult:
     """confirmation rounds of the recommendation"""
     epoch: dict[str, Any] = field(default_factory=dict)
     """what a sweep of whole epochs should read (:func:`~gluonbench.tune.model.epoch_rate`)"""
+
+    @classmethod
+    def chosen(
+        cls,
+        batch_size: int,
+        winner: Confirmed,
+        tied: Sequence[Confirmed],
+        runs: Sequence[tuple[Confirmed, list[float], dict[str, Any]]],
+        *,
+        current: tuple[float, tuple[float, float]],
+        ceiling: tuple[float, tuple[float, float]],
+        **more: Any,
+    ) -> BatchSizeResult:
+        """The choice at one batch size, as every tune records it: the recommendation ``winner`` and the settings
+        ``tied`` with it (:func:`~gluonbench.tune.model.choose`), each confirmed run as ``(its figure, its gain
+        over the ceiling, fields of its own)``, the current setting's and the ceiling's samples/s with their 95 %
+        CIs; ``more``: the other fields."""
+        return cls(
+            batch_size=batch_size,
+            setting=winner.setting.to_dict(),
+            samples_per_s=winner.samples_per_s,
+            ci=winner.ci,
+            within_noise=[c.setting.label for c in tied],
+            confirmed=[
+                {
+                    "setting": c.setting.to_dict(),
+                    "label": c.setting.label,
+                    "samples_per_s": c.samples_per_s,
+                    "ci": list(c.ci),
+                    "ceiling_gain": gain,
+                    **own,
+                }
+                for c, gain, own in runs
+            ],
+            current_samples_per_s=current[0],
+            current_ci=current[1],
+            ceiling_samples_per_s=ceiling[0],
+            ceiling_ci=ceiling[1],
+            **more,
+        )
 
 
 @dataclass

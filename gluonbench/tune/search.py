@@ -540,26 +540,13 @@ def tune(
                 else [math.nan] * 3
             )
             per_size.append(
-                BatchSizeResult(
-                    batch_size=bs,
-                    setting=winner.setting.to_dict(),
-                    samples_per_s=winner.samples_per_s,
-                    ci=winner.ci,
-                    within_noise=[c.setting.label for c in tied],
-                    confirmed=[
-                        {
-                            "setting": c.setting.to_dict(),
-                            "label": c.setting.label,
-                            "samples_per_s": c.samples_per_s,
-                            "ci": list(c.ci),
-                            "ceiling_gain": over_ceiling(c),
-                        }
-                        for c in confirmed
-                    ],
-                    current_samples_per_s=base.samples_per_s if base else math.nan,
-                    current_ci=base.ci if base else (math.nan, math.nan),
-                    ceiling_samples_per_s=c_rate,
-                    ceiling_ci=c_ci,
+                BatchSizeResult.chosen(
+                    bs,
+                    winner,
+                    tied,
+                    [(c, over_ceiling(c), {}) for c in confirmed],
+                    current=(base.samples_per_s, base.ci) if base else (math.nan, (math.nan, math.nan)),
+                    ceiling=(c_rate, c_ci),
                     ceiling_gain=over_ceiling(winner),
                     speedup=speedup,
                     ceiling_source="confirmation" if same is not None else "first",
