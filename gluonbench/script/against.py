@@ -31,20 +31,14 @@ from typing import Any
 from gluonbench.check.against import Tree, baseline_tree, repo_root, root_or_here, tree_paths
 from gluonbench.check.gate import (
     GATE_SHARE,
-    STAGE_MIN_ROUNDS,
     CheckResult,
-    Figure,
-    Snapshot,
     check_budget,
-    cores_here,
     decide,
     parse_fraction,
-    relative_figure,
-    stage_figures,
 )
 from gluonbench.diagnosis.verdict import Thresholds
-from gluonbench.engine.measure import Record
 from gluonbench.errors import GluonbenchError
+from gluonbench.script.check import script_snapshot
 from gluonbench.script.run import ScriptCommand, ScriptProcess, ScriptRounds, check_inputs, until_training
 
 log = logging.getLogger(__name__)
@@ -72,7 +66,7 @@ def map_script(command: ScriptCommand, here: Path, candidate: Path, tree: Tree) 
 
 
 def check_script_against(
-    cmd: list[str],
+    cmd: list[str] | ScriptCommand,
     ref: str,
     *,
     max_slowdown: float | str = 0.05,
@@ -89,7 +83,7 @@ def check_script_against(
 
     threshold = parse_fraction(max_slowdown)
     budget_s = check_budget(budget_s)
-    command = check_inputs(cmd, budget_s, loader, start_timeout_s)
+    command = check_inputs(cmd, budget_s, loader, start_timeout_s, "check")
     here = Path(cwd or os.getcwd()).resolve()
     candidate_root = repo_root(here) if not Path(ref).expanduser().is_dir() else root_or_here(here)
     tree = baseline_tree(ref, candidate_root)
@@ -171,47 +165,3 @@ def _naming(name: str, tree: Tree) -> Iterator[None]:
         yield
     except GluonbenchError as exc:
         raise type(exc)(f"the {name} side ({tree.label}): {exc}") from None
-
-
-def script_snapshot(
-    identity: str,
-    records: dict[str, Record],
-    found: dict[str, Any],
-    batch_size: int,
-    reference: dict[int, float],
-    **fields: Any,
-) -> Snapshot:
-    """One script's measured rounds as a :class:`~gluonbench.check.gate.Snapshot` whose figures are relative to
-    ``reference`` (per round: the ruler's seconds per sample, or the baseline script's full pipeline). The
-    probes are timed by wall clock inside the script: their CPU figures are their wall figures."""
-    info = found.get("loader") or {}
-    contexts = found.get("contexts") or []
-    for rec in records.values():
-        rec.cpu_per_round = dict(rec.per_round)
-    full = records["full"].per_round
-    ceiling = records.get("loader_only")
-    return Snapshot(
-        identity=identity,
-        pipeline={
-            "script": identity,
-            "loader": f"DataLoader #{info.get('index')} of the script: {info.get('dataset')}, "
-            f"{info.get('num_workers')} worker(s), batchify {info.get('batchify')}",
-            "step": f"the script's own (gluon.Trainer on {', '.join(contexts) or '?'})",
-        },
-        setting={
-            "batch_size": int(batch_size or info.get("batch_size") or 1),
-            "num_workers": int(info.get("num_workers", 0)),
-            "ctx": ", ".join(contexts) or "cpu",
-            "timed": "wall",
-        },
-        cores=cores_here(),
-        total=relative_figure(full, full, reference, reference),
-        stages=stage_figures(records, reference, reference, True),
-        ceiling=(
-            relative_figure(ceiling.per_round, ceiling.per_round, reference, reference, STAGE_MIN_ROUNDS)
-            if ceiling is not None
-            else Figure()
-        ),
-        ruler=relative_figure(reference, reference, reference, reference),
-        **fields,
-    )

@@ -23,6 +23,7 @@ from typing import Any
 
 from gluonbench.analysis.stats import median
 from gluonbench.check.gate import (
+    STAGE_MIN_ROUNDS,
     CheckResult,
     Figure,
     Snapshot,
@@ -113,9 +114,37 @@ def measure_script(
             f"no round of the script came back within the budget {budget_s:g} s: raise --budget (e.g. --budget "
             f"{max(60, int(2 * budget_s))})"
         )
-    for rec in records.values():
-        rec.cpu_per_round = dict(rec.per_round)  # wall clock only inside the script (module docstring)
+    return script_snapshot(
+        identity,
+        records,
+        found,
+        int(ready.get("samples") or 0),
+        rw,
+        budget_s=budget_s,
+        elapsed_s=probes.elapsed_s,
+        rounds=probes.rounds,
+        env=environment(),
+        started_utc=started,
+        background=None,
+    )
+
+
+def script_snapshot(
+    identity: str,
+    records: dict[str, Record],
+    found: dict[str, Any],
+    batch_size: int,
+    reference: dict[int, float],
+    **fields: Any,
+) -> Snapshot:
+    """One script's measured rounds as a :class:`~gluonbench.check.gate.Snapshot` whose figures are relative to
+    ``reference`` (per round: the ruler's seconds per sample, or the baseline script's full pipeline). The
+    probes are timed by wall clock inside the script: their CPU figures are their wall figures."""
+    info = found.get("loader") or {}
     contexts = found.get("contexts") or []
+    for rec in records.values():
+        rec.cpu_per_round = dict(rec.per_round)
+    full = records["full"].per_round
     ceiling = records.get("loader_only")
     return Snapshot(
         identity=identity,
@@ -126,22 +155,21 @@ def measure_script(
             "step": f"the script's own (gluon.Trainer on {', '.join(contexts) or '?'})",
         },
         setting={
-            "batch_size": int(ready.get("samples") or info.get("batch_size") or 1),
+            "batch_size": int(batch_size or info.get("batch_size") or 1),
             "num_workers": int(info.get("num_workers", 0)),
             "ctx": ", ".join(contexts) or "cpu",
             "timed": "wall",
         },
         cores=cores_here(),
-        total=relative_figure(records["full"].per_round, records["full"].per_round, rw, rw),
-        stages=stage_figures(records, rw, rw, True),
-        ceiling=_figure(ceiling, rw),
-        ruler=relative_figure(rw, rw, rw, rw),
-        budget_s=budget_s,
-        elapsed_s=probes.elapsed_s,
-        rounds=probes.rounds,
-        env=environment(),
-        started_utc=started,
-        background=None,
+        total=relative_figure(full, full, reference, reference),
+        stages=stage_figures(records, reference, reference, True),
+        ceiling=(
+            relative_figure(ceiling.per_round, ceiling.per_round, reference, reference, STAGE_MIN_ROUNDS)
+            if ceiling is not None
+            else Figure()
+        ),
+        ruler=relative_figure(reference, reference, reference, reference),
+        **fields,
     )
 
 
@@ -185,19 +213,6 @@ class RulerSteps:
         self.running.close()
 
 
-def _figure(rec: Record | None, rw: dict[int, float]) -> Figure:
-    if rec is None:
-        return Figure()
-    from gluonbench.check.gate import STAGE_MIN_ROUNDS
-
-    return relative_figure(rec.per_round, rec.per_round, rw, rw, STAGE_MIN_ROUNDS)
-
-
-def cores_note(snap: Any) -> str | None:
-    """The note a script's check adds to its result (its figures are wall time)."""
-    return WALL_ONLY_NOTE if (snap.setting or {}).get("timed") == "wall" else None
-
-
 def check_script(
     script: list[str],
     baseline: str | Path | None,
@@ -215,24 +230,24 @@ def check_script(
     from gluonbench.check import decide, load_baseline, parse_fraction, save_baseline
     from gluonbench.report.store import check_writable_file
 
-    if against is not None:
-        from gluonbench.script.against import check_script_against
-
-        return check_script_against(
-            script,
-            str(against),
-            max_slowdown=max_slowdown,
-            budget_s=budget_s,
-            loader=loader,
-            start_timeout_s=start_timeout_s,
-            identity=script_identity(script, loader),
-            on_progress=on_progress,
-        )
-    if sum(x is not None for x in (baseline, save)) != 1:
+    if against is None and sum(x is not None for x in (baseline, save)) != 1:
         raise GluonbenchError(f"give one of {arg('baseline')} FILE or {arg('save', '--save-baseline')} FILE")
     threshold = parse_fraction(max_slowdown)
     budget_s = check_budget(budget_s)
     command = check_inputs(script, budget_s, loader, start_timeout_s, "check")  # once: the ScriptCommand goes on
+    if against is not None:
+        from gluonbench.script.against import check_script_against
+
+        return check_script_against(
+            command,
+            str(against),
+            max_slowdown=threshold,
+            budget_s=budget_s,
+            loader=loader,
+            start_timeout_s=start_timeout_s,
+            identity=script_identity(command, loader),
+            on_progress=on_progress,
+        )
     base = load_baseline(baseline, script_identity(command, loader)) if baseline is not None else None
     if save is not None:
         check_writable_file(save, "--save-baseline")
