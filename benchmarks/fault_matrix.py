@@ -590,21 +590,22 @@ R4_MIDRUN_COMMANDS = {
     "tune": ["tune", "--budget", "10"],
     "check": ["check", "--budget", "10", "--save-baseline", "{case}/b.json"],
     "diagnose": ["diagnose", "--budget", "10", "--workers", "0"],
+    "profile": ["profile", "--max-batches", "40", "--out", "{case}/out"],
 }
 
 
 def midrun_cases() -> list[Case]:
     """A --pipeline that fails after its first batch passed the check, or whose loss is not connected to the graph:
-    one line naming the stage, exit 2, in every command; a sweep records the failed run (exit 1) and keeps it."""
+    one line naming the stage, exit 2, in every command; a sweep records the failed run (exit 1) and keeps it, profile
+    keeps the profile up to the fault."""
     cases = []
     for func, needle in R4_MIDRUN.items():
         before = func in ("loss_detached", "param_unused")  # refused before measuring, in every command
         for command, args in R4_MIDRUN_COMMANDS.items():
             sweep_run = command == "sweep" and not before
+            keeps = "" if before else "out" if command in ("sweep", "profile") else "gluonbench-results"
             cases.append(Case(f"r41:midrun:{func}:{command}", [*args, "--pipeline", f"{FENCED}:{func}"], needle,
-                              code=1 if sweep_run else 2,
-                              keeps="out" if sweep_run else "gluonbench-results" if command in ("tune", "diagnose")
-                              and not before else ""))  # fmt: skip
+                              code=1 if sweep_run else 2, keeps="" if command == "check" else keeps))  # fmt: skip
     return cases
 
 

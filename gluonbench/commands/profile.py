@@ -32,7 +32,8 @@ In the script (optional, framework metrics; no-ops when not profiled):
           ...
 
 writes OUT/<UTC>-profile-NAME/: profiler-output/ (SageMaker Debugger's layout: system/incremental/...,
-framework/ Chrome traces), profile.json, rules.json, report.html. Exit code: the program's own.
+framework/ Chrome traces), profile.json, rules.json, report.html. Exit code: the program's own; with --pipeline,
+2 when the pipeline fails mid-run (one line names the stage; the profile up to it is kept).
 """
 
 
@@ -121,6 +122,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
     print_rules(result.rules)
     if result.interrupted:
         print(f"gluonbench: interrupted; the profile so far is kept: {result.profile_dir}", file=sys.stderr)
+    elif args.pipeline:
+        from gluonbench.profiler.pipeline_run import read_fault
+
+        fault = read_fault(result.profile_dir)  # the pipeline failed mid-run: its one line, as every command says it
+        if fault is not None:
+            print(f"profile: {result.profile_dir}/report.html (the run stopped at a pipeline fault)")
+            raise GluonbenchError(f"{fault}; the profile up to the fault is kept in {result.profile_dir}")
     print(f"profile: {result.profile_dir}/report.html (exit code {result.exit_code})")
     return result.exit_code if result.exit_code is not None else 1
 
