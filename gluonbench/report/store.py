@@ -218,6 +218,7 @@ def check_append_file(path: str | Path, what: str) -> Path:
         raise GluonbenchError(f"{what} {path} is not writable; fix its permissions or unset {what}")
     if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
         raise GluonbenchError(f"{what} {path}: folder {parent} is not writable; fix it or unset {what}")
+    check_free_space(parent, f"{what} {path}")  # a full disk found now, not after the whole budget was measured
     return path
 
 
