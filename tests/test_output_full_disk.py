@@ -61,3 +61,11 @@ def test_a_failed_json_after_saving_a_baseline_says_it_was_saved(tmp_path, monke
     _measured(monkeypatch, "r.json")
     with pytest.raises(NotSavedError, match=r"check measured \(baseline saved: .*b\.json\) but an output was not"):
         api.check("p", save=str(tmp_path / "b.json"), json_path=str(tmp_path / "r.json"))
+
+
+def test_two_outputs_naming_one_file_are_refused_before_work(tmp_path):
+    from gluonbench.report.store import refuse_overwriting_inputs
+
+    with pytest.raises(GluonbenchError, match=r"--junit .*r\.x is also --json: give each output its own file"):
+        refuse_overwriting_inputs({"--json": tmp_path / "r.x", "--junit": str(tmp_path / "r.x")}, [])
+    refuse_overwriting_inputs({"--json": tmp_path / "r.json", "--junit": tmp_path / "r.xml", "--html": None}, [])
