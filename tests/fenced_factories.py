@@ -64,7 +64,7 @@ def chdir():
 
 def secrets(password="", aws_secret_access_key="", api_token="", db_url=""):
     """Takes credentials as options: none of their values may be kept in any file a command writes."""
-    return {**_spec(), "info": {"database": db_url}} if db_url else _spec()
+    return _spec()
 
 
 def reads_socket():

@@ -110,15 +110,22 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     check_command(cmd)  # before the first line: a command that cannot start is the one line (run_command checks again)
     make_out(settings.out)  # before the first line: a bad --out is the one line
+    shown = cmd
+    if args.pipeline:  # the run's spec as the program's argument, its credentials redacted where it is shown or kept
+        import json
+
+        from gluonbench.validate import redact
+
+        shown = [*cmd[:-1], json.dumps(redact(json.loads(cmd[-1])))]
     print(
-        f"profile: running {' '.join(cmd) or '(no command)'} with system metrics every {args.interval} ms; it ends "
+        f"profile: running {' '.join(shown) or '(no command)'} with system metrics every {args.interval} ms; it ends "
         "when the program does, then the rules run and report.html is written",
         file=sys.stderr,
         flush=True,
     )
     from gluonbench.script.commands import profile_run_as
 
-    result = run_command(cmd, settings, run_as=None if args.pipeline else profile_run_as(cmd))
+    result = run_command(shown, settings, run_as=cmd if args.pipeline else profile_run_as(cmd))
     print_rules(result.rules)
     if result.interrupted:
         print(f"gluonbench: interrupted; the profile so far is kept: {result.profile_dir}", file=sys.stderr)
