@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -83,7 +84,18 @@ class Case:
     quiet: bool = False
     """stderr is closed: handled means the documented exit code and nothing printed (nothing can be)"""
     keeps: str = ""
-    """a name in the case folder the command keeps by design (a sweep's run folder with its failed run recorded)"""
+    """names in the case folder the command keeps by design (a sweep's run folder with its failed run recorded);
+    ``|`` separates several"""
+    unchanged: list[str] = field(default_factory=list)
+    """input files (``{case}/base.json``) whose bytes must be the same after the command"""
+    secrets: list[str] = field(default_factory=list)
+    """values that must not appear in any file the command wrote or changed under the case folder"""
+    expect: str = ""
+    """a glob under the case folder that must match afterwards: the output landed where it was meant to"""
+    timeout: float = 0.0
+    """when > 0: this case's own limit instead of --timeout (a deadline longer than the matrix's)"""
+    fill_whole: bool = False
+    """fill the case's tmpfs mounts to the last byte before the command starts"""
 
 
 @dataclass
@@ -120,6 +132,11 @@ def make_fixtures(root: Path) -> dict[str, Path]:
     fx["empty"] = root / "empty-folder"
     fx["empty"].mkdir()
     fx["under_file"] = fx["file"] / "sub"
+    fx["baseline"] = root / "baseline.json"  # a valid baseline (a check's input, read-only for the cases)
+    fx["baseline"].write_text(json.dumps(_r4_baseline_doc()))
+    for side in ("tune_a", "tune_b"):  # two tune records for compare
+        fx[side] = root / f"{side}.json"
+        fx[side].write_text(json.dumps(R4B_TUNE))
     fx["locked"] = root / "locked"
     fx["locked"].mkdir()
     fx["locked"].chmod(0o555)
@@ -590,21 +607,22 @@ R4_MIDRUN_COMMANDS = {
     "tune": ["tune", "--budget", "10"],
     "check": ["check", "--budget", "10", "--save-baseline", "{case}/b.json"],
     "diagnose": ["diagnose", "--budget", "10", "--workers", "0"],
+    "profile": ["profile", "--max-batches", "40", "--out", "{case}/out"],
 }
 
 
 def midrun_cases() -> list[Case]:
     """A --pipeline that fails after its first batch passed the check, or whose loss is not connected to the graph:
-    one line naming the stage, exit 2, in every command; a sweep records the failed run (exit 1) and keeps it."""
+    one line naming the stage, exit 2, in every command; a sweep records the failed run (exit 1) and keeps it, profile
+    keeps the profile up to the fault."""
     cases = []
     for func, needle in R4_MIDRUN.items():
         before = func in ("loss_detached", "param_unused")  # refused before measuring, in every command
         for command, args in R4_MIDRUN_COMMANDS.items():
             sweep_run = command == "sweep" and not before
+            keeps = "" if before else "out" if command in ("sweep", "profile") else "gluonbench-results"
             cases.append(Case(f"r41:midrun:{func}:{command}", [*args, "--pipeline", f"{FENCED}:{func}"], needle,
-                              code=1 if sweep_run else 2,
-                              keeps="out" if sweep_run else "gluonbench-results" if command in ("tune", "diagnose")
-                              and not before else ""))  # fmt: skip
+                              code=1 if sweep_run else 2, keeps="" if command == "check" else keeps))  # fmt: skip
     return cases
 
 
@@ -749,6 +767,187 @@ def prepare_round4(kind: str, arg: str, folder: Path) -> None:
         _r4_write(folder / "prof" / "profile.json", R4_PROFILE[arg][0])
 
 
+# -- round 4b: outputs that are inputs, a factory that changes folder, secrets in options, user code fenced, full
+# devices -----------------------------------------------------------------------------------------------------------
+
+R4B_TUNE = {"dataloader": "x", "evidence": [{"phase": "p", "label": "w0", "samples_per_s": 10.0, "ci": [9, 11]}]}
+R4B_SWEEP3 = REPO / "results" / "20261122T163950Z-sweep-mnist-cpu-1epoch-repeat3"
+"""a real sweep's run folder in the repository: compare's input (nothing may be written into it)"""
+R4B_BASE = "{case}/base.json"
+R4B_CHECK_B = ["check", "--workload", "synthetic", "--budget", "10", "--baseline", R4B_BASE]
+R4B_CHECK_S = ["check", "--workload", "synthetic", "--budget", "10", "--save-baseline", R4B_BASE]
+R4B_A, R4B_B = "{case}/a.json", "{case}/b.json"
+
+R4B_OUTPUTS = {
+    # name: (args, env, what the one line must name, the inputs that must not change)
+    "check-baseline-json": ([*R4B_CHECK_B, "--json", R4B_BASE], {}, "also an input", [R4B_BASE]),
+    "check-baseline-junit": ([*R4B_CHECK_B, "--junit", R4B_BASE], {}, "also an input", [R4B_BASE]),
+    "check-save-json": ([*R4B_CHECK_S, "--json", R4B_BASE], {}, "also an input", [R4B_BASE]),
+    "check-save-junit": ([*R4B_CHECK_S, "--junit", R4B_BASE], {}, "also an input", [R4B_BASE]),
+    "check-baseline-summary": (R4B_CHECK_B, {"GITHUB_STEP_SUMMARY": R4B_BASE}, "GITHUB_STEP_SUMMARY", [R4B_BASE]),
+    "check-save-summary": (R4B_CHECK_S, {"GITHUB_STEP_SUMMARY": R4B_BASE}, "GITHUB_STEP_SUMMARY", [R4B_BASE]),
+    "check-json-equals-junit": ([*R4B_CHECK_B, "--json", "{case}/r.x", "--junit", "{case}/r.x"], {}, "--junit|--json",
+                                [R4B_BASE]),
+    "check-json-symlink-to-baseline": ([*R4B_CHECK_B, "--json", "{case}/link.json"], {}, "symbolic link|also an input",
+                                       [R4B_BASE]),
+    "compare-json-a": (["compare", R4B_A, R4B_B, "--json", R4B_A], {}, "also an input", [R4B_A, R4B_B]),
+    "compare-json-b": (["compare", R4B_A, R4B_B, "--json", R4B_B], {}, "also an input", [R4B_A, R4B_B]),
+    "compare-markdown-a": (["compare", R4B_A, R4B_B, "--markdown", R4B_A], {}, "also an input", [R4B_A, R4B_B]),
+    "compare-html-b": (["compare", R4B_A, R4B_B, "--html", R4B_B], {}, "also an input", [R4B_A, R4B_B]),
+    "compare-json-records-name": (["compare", R4B_A, R4B_B, "--json", "{case}/runs.jsonl"], {}, "records",
+                                  [R4B_A, R4B_B]),
+    "compare-html-inside-run": (["compare", str(R4B_SWEEP3), str(R4B_SWEEP3), "--html", str(R4B_SWEEP3 / "c.html")],
+                                {}, "inside the run folder", [str(R4B_SWEEP3 / "runs.jsonl")]),
+    "compare-json-equals-markdown": (["compare", R4B_A, R4B_B, "--json", "{case}/c.x", "--markdown", "{case}/c.x"], {},
+                                     "--markdown|--json", [R4B_A, R4B_B]),
+    "compare-markdown-run-settings": (["compare", str(R4B_SWEEP3), str(R4B_SWEEP3), "--markdown",
+                                       str(R4B_SWEEP3 / "sweep.json")], {}, "also an input|inside|records",
+                                      [str(R4B_SWEEP3 / "sweep.json")]),
+}  # fmt: skip
+
+R4B_RELATIVE = {
+    # command: (args with relative outputs, what must exist afterwards, what it keeps)
+    "sweep": (["sweep", "--workers", "0", "--max-batches", "4", "--out", "out"], "out/*/runs.jsonl", "out"),
+    "check": (["check", "--budget", "15", "--save-baseline", "b.json", "--json", "c.json"], "b.json", "b.json|c.json"),
+    "diagnose": (["diagnose", "--budget", "10", "--workers", "0", "--json", "d.json", "--out", "out"], "d.json",
+                 "d.json|out"),
+    "tune": (["tune", "--budget", "10", "--json", "t.json", "--out", "out"], "t.json", "t.json|out"),
+    "profile": (["profile", "--max-batches", "10", "--out", "out"], "out/*/report.html", "out"),
+}  # fmt: skip
+
+R4B_SECRETS = {
+    # name: (the option, its value, the part of it that must never be kept)
+    "aws-secret-key": ("aws_secret_access_key", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYr41bSECRET", "wJalrXUtnFEMI"),
+    "password": ("password", "hunter2-r41b-pw", "hunter2-r41b"),
+    "github-token": ("api_token", "ghp_" + "R41bToken" * 4, "R41bTokenR41bToken"),
+    "url-userinfo": ("db_url", "postgres://admin:pg-r41b-pass@db.example:5432/x", "pg-r41b-pass"),
+}
+R4B_SECRET_COMMANDS = {
+    "sweep": (["sweep", "--workers", "0", "--max-batches", "4", "--out", "{case}/out"], "out"),
+    "check": (["check", "--budget", "15", "--save-baseline", "{case}/b.json", "--json", "{case}/c.json"],
+              "b.json|c.json"),
+    "diagnose": (["diagnose", "--budget", "10", "--workers", "0", "--json", "{case}/d.json", "--out", "{case}/out"],
+                 "d.json|out"),
+    "tune": (["tune", "--budget", "10", "--json", "{case}/t.json", "--toml", "{case}/t.toml", "--out", "{case}/out"],
+             "t.json|t.toml|out"),
+    "profile": (["profile", "--max-batches", "10", "--out", "{case}/out"], "out"),
+}  # fmt: skip
+
+R4B_FENCE = {
+    # name: (the factory, the environment that makes its module misbehave, exit code, what the one line names)
+    "exit": ("exits", {}, 2, "sys.exit(0)"),
+    "exit-at-import": ("options", {"GB_EXIT_AT_IMPORT": "1"}, 2, "sys.exit(0)"),
+    "keyboard-interrupt": ("interrupts", {}, 2, "KeyboardInterrupt"),
+    "keyboard-interrupt-at-import": ("options", {"GB_INTERRUPT_AT_IMPORT": "1"}, 2, "KeyboardInterrupt"),
+    "never-returns": ("sleeps", {}, 2, "did not return"),
+    "import-never-returns": ("options", {"GB_HANG_AT_IMPORT": "1"}, 2, "did not return"),
+    "socket-read-never-returns": ("reads_socket", {}, 2, "did not return"),
+    "non-daemon-thread": ("thread", {}, 0, ""),
+    "subprocess": ("child", {}, 0, ""),
+    "double-fork-grandchild": ("grandchild", {}, 0, ""),
+    "fork": ("fork", {}, 0, ""),
+    "fork-returns-from-factory": ("fork_returns", {}, 0, ""),
+}
+R4B_FENCE_COMMANDS = {
+    # command: (args, what it keeps, the factory's deadline in seconds)
+    "check": (["check", "--budget", "15", "--save-baseline", "{case}/b.json"], "b.json", 40),
+    "sweep": (["sweep", "--workers", "0", "--max-batches", "4", "--out", "{case}/out"], "out", 300),
+    "diagnose": (["diagnose", "--budget", "10", "--workers", "0", "--out", "{case}/out"], "out", 40),
+}
+
+R4B_FULL = {
+    # name: (args, environment): with a 256 KiB tmpfs at {case}/full holding 240 KiB
+    "check-save-baseline": (["check", "--workload", "synthetic", "--budget", "10", "--save-baseline",
+                             "{case}/full/b.json"], {}),
+    "check-json": (["check", "--workload", "synthetic", "--budget", "10", "--baseline", "{baseline}", "--json",
+                    "{case}/full/r.json"], {}),
+    "check-junit": (["check", "--workload", "synthetic", "--budget", "10", "--baseline", "{baseline}", "--junit",
+                     "{case}/full/r.xml"], {}),
+    "check-step-summary": (["check", "--workload", "synthetic", "--budget", "10", "--baseline", "{baseline}"],
+                           {"GITHUB_STEP_SUMMARY": "{case}/full/summary.md"}),
+    "compare-json": (["compare", "{tune_a}", "{tune_b}", "--json", "{case}/full/c.json"], {}),
+    "compare-markdown": (["compare", "{tune_a}", "{tune_b}", "--markdown", "{case}/full/c.md"], {}),
+    "compare-html": (["compare", "{tune_a}", "{tune_b}", "--html", "{case}/full/c.html"], {}),
+    "tune-json": (["tune", "--budget", "10", "--json", "{case}/full/t.json"], {}),
+    "tune-toml": (["tune", "--budget", "10", "--toml", "{case}/full/t.toml"], {}),
+    "tune-out": (["tune", "--budget", "10", "--out", "{case}/full/o"], {}),
+    "diagnose-out": (["diagnose", "--budget", "5", "--out", "{case}/full/o"], {}),
+    "profile-out": (["profile", "--out", "{case}/full/o", "--", "true"], {}),
+    "profile-pipeline-out": (["profile", "--pipeline", f"{FENCED}:options", "--out", "{case}/full/o"], {}),
+    "io-out": (["io", *[("{case}/full/o" if a == "{case}/out" else a) for a in BASE["io"]]], {}),
+}  # fmt: skip
+R4B_WHOLLY_FULL = {
+    # name: (args, what the one line names): not a byte left; the write itself fails
+    "doctor-json": (["doctor", "--no-ceilings", "--json", "{case}/full/d.json"], "disk full"),
+    "compare-json": (["compare", "{tune_a}", "{tune_b}", "--json", "{case}/full/c.json"], "disk full"),
+    "report-profile-out": (["report", "{case}/prof", "--out", "{case}/full/r"], "disk full"),
+}
+R4B_DEV_FULL = {
+    # name: args writing to /dev/full (a device: refused before work, never written through)
+    "check-json": ["check", "--workload", "synthetic", "--budget", "10", "--baseline", "{baseline}", "--json",
+                   "/dev/full"],
+    "check-junit": ["check", "--workload", "synthetic", "--budget", "10", "--baseline", "{baseline}", "--junit",
+                    "/dev/full"],
+    "check-save-baseline": ["check", "--workload", "synthetic", "--budget", "10", "--save-baseline", "/dev/full"],
+    "tune-json": ["tune", "--budget", "10", "--json", "/dev/full"],
+    "tune-toml": ["tune", "--budget", "10", "--toml", "/dev/full"],
+    "diagnose-json": ["diagnose", "--budget", "5", "--json", "/dev/full"],
+    "compare-markdown": ["compare", "{tune_a}", "{tune_b}", "--markdown", "/dev/full"],
+    "doctor-json": ["doctor", "--no-ceilings", "--json", "/dev/full"],
+}  # fmt: skip
+
+
+def round4b_cases() -> list[Case]:
+    """Issue 41's classes with no row in round 4: an output that is an input, a factory that changes folder,
+    credentials in --pipeline-option, user code that exits, interrupts, blocks or leaves things running, and outputs
+    on a full device."""
+    cases = []
+    for name, (args, env, needle, inputs) in R4B_OUTPUTS.items():
+        setup = "r41b-inputs:link" if "symlink" in name else "r41b-inputs"
+        cases.append(Case(f"r41b:outputs:{name}", args, needle, setup=setup, env=dict(env), unchanged=list(inputs)))
+    for command, (args, expect, keeps) in R4B_RELATIVE.items():
+        for where, func, var in (("factory", "chdir", "GB_CHDIR"), ("import", "options", "GB_CHDIR_AT_IMPORT")):
+            cases.append(Case(f"r41b:chdir:{where}:{command}", [*args, "--pipeline", f"{FENCED}:{func}"], "", code=0,
+                              setup="r41b-elsewhere", env={var: "{case}/elsewhere"}, expect=expect, keeps=keeps,
+                              max_s=200))  # fmt: skip
+    for name, (option, value, secret) in R4B_SECRETS.items():
+        for command, (args, keeps) in R4B_SECRET_COMMANDS.items():
+            cases.append(Case(f"r41b:secrets:{name}:{command}", [*args, "--pipeline", f"{FENCED}:secrets",
+                              "--pipeline-option", f"{option}={value}"], "", code=0, keeps=keeps,
+                              secrets=[secret]))  # fmt: skip
+    for name, (func, env, code, needle) in R4B_FENCE.items():
+        for command, (args, keeps, deadline) in R4B_FENCE_COMMANDS.items():
+            if name == "socket-read-never-returns" and command == "sweep":
+                continue  # the same 300 s deadline as never-returns: one such sweep row is enough
+            blocks = "never-returns" in name
+            cases.append(Case(f"r41b:fence:{name}:{command}", [*args, "--pipeline", f"{FENCED}:{func}"], needle,
+                              code=code, env={**env, "GB_PIDFILE": "{case}/pids"}, keeps=f"{keeps}|pids",
+                              max_s=deadline + 40 if blocks else 0, timeout=deadline + 100 if blocks else 0))  # fmt: skip
+    for name, (args, env) in R4B_FULL.items():
+        cases.append(Case(f"r41b:full:{name}", args, "disk full", setup="fill:{case}/full", env=dict(env),
+                          mounts={"{case}/full": "256k"}, max_s=60))  # fmt: skip
+    for name, (args, needle) in R4B_WHOLLY_FULL.items():
+        cases.append(Case(f"r41b:full-to-the-byte:{name}", args, needle, fill_whole=True, mounts={"{case}/full": "256k"},
+                          setup="r41b-profile" if name.startswith("report") else ""))  # fmt: skip
+    for name, args in R4B_DEV_FULL.items():
+        cases.append(Case(f"r41b:dev-full:{name}", args, "regular file|device|/dev/full", max_s=60))
+    return cases
+
+
+def prepare_round4b(kind: str, arg: str, folder: Path, fx: dict[str, Path]) -> None:
+    if kind == "r41b-inputs":
+        (folder / "base.json").write_text(json.dumps(_r4_baseline_doc()))
+        (folder / "a.json").write_text(json.dumps(R4B_TUNE))
+        (folder / "b.json").write_text(json.dumps({**R4B_TUNE, "dataloader": "y"}))
+        if arg == "link":
+            (folder / "link.json").symlink_to(folder / "base.json")
+    elif kind == "r41b-elsewhere":
+        (folder / "elsewhere").mkdir()
+    elif kind == "r41b-profile":
+        prepare_round4("r4-profile", "meta-1e999", folder)
+        (folder / "prof" / "profile.json").write_text(json.dumps({"start": 1.8e9, "end": 1.8e9 + 10, "cores": 2}))
+
+
 # -- running one case ---------------------------------------------------------------------------
 
 
@@ -834,12 +1033,17 @@ def prepare(case: Case, folder: Path, fx: dict[str, Path]) -> None:
     elif kind == "fifo":
         (folder / "ch").mkdir(mode=0o700)
         os.mkfifo(folder / "ch" / "train_0", 0o600)
+    elif kind.startswith("r41b"):
+        prepare_round4b(kind, arg, folder, fx)
     elif kind.startswith("r4"):
         prepare_round4(kind, arg, folder)
 
 
-def _fill(mounts: dict[str, str]) -> str:
-    return "; ".join(f"dd if=/dev/zero of={shlex.quote(p)}/.fill bs=1k count=240 2>/dev/null" for p in mounts)
+def _fill(mounts: dict[str, str], whole: bool = False) -> str:
+    """Fill each mount to 240 KiB (16 KiB left: below what a command checks for before measuring), or ``whole``
+    (not a byte left: the write itself fails)."""
+    count = "count=240" if not whole else ""
+    return "; ".join(f"(dd if=/dev/zero of={shlex.quote(p)}/.fill bs=1k {count} 2>/dev/null || true)" for p in mounts)
 
 
 def _names(line: str, needle: str) -> bool:
@@ -849,6 +1053,32 @@ def _names(line: str, needle: str) -> bool:
 
 def _snapshot(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _stamps(folder: Path) -> dict[Path, tuple[int, int]]:
+    """Each regular file under ``folder``: its modification time and size."""
+    stamps = {}
+    for p in folder.rglob("*"):
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            stamps[p] = (st.st_mtime_ns, st.st_size)
+    return stamps
+
+
+def _written(folder: Path, before: dict[Path, tuple[int, int]]) -> list[Path]:
+    """Regular files under ``folder`` that are new or changed since ``before``."""
+    now = _stamps(folder)
+    return [p for p, stamp in now.items() if before.get(p) != stamp]
 
 
 def _shm() -> set[str]:
@@ -888,6 +1118,9 @@ def run_case(case: Case, fx: dict[str, Path], work: Path, silent: str, timeout: 
     prepare(case, folder, fx)
     lock_fd = case.env.pop("_LOCK_FD", None)
     before = _snapshot(folder)
+    inputs = {p: _digest(Path(fill(p))) for p in case.unchanged}
+    stamps = _stamps(folder)
+    timeout = case.timeout or timeout
     env = dict(os.environ, TMPDIR=str(tmp), PYTHONUNBUFFERED="1", **{MARK: case.id})
     env.pop("GLUONBENCH_PROGRESS", None)
     env.update({k: fill(v) for k, v in case.env.items()})
@@ -898,8 +1131,8 @@ def run_case(case: Case, fx: dict[str, Path], work: Path, silent: str, timeout: 
         script = "set -e; " + "".join(
             f"mkdir -p {shlex.quote(p)}; mount -t tmpfs -o size={s} tmpfs {shlex.quote(p)}; " for p, s in mounts.items()
         )
-        if case.setup.startswith("fill:"):
-            script += _fill(mounts) + "; "
+        if case.setup.startswith("fill:") or case.fill_whole:
+            script += _fill(mounts, whole=case.fill_whole) + "; "
         argv = ["unshare", "-m", "sh", "-c", script + "exec " + shlex.join(argv)]
     t0 = time.monotonic()
     proc = subprocess.Popen(
@@ -969,7 +1202,20 @@ def run_case(case: Case, fx: dict[str, Path], work: Path, silent: str, timeout: 
         left = [p for p in left if not p.startswith("out")]  # the sweep's results folder is kept, as documented
         left = [p for p in left if p != "grandchild.pid"]  # written by the profiled program itself
     if case.keeps:
-        left = [p for p in left if not p.startswith(case.keeps)]
+        left = [p for p in left if not p.startswith(tuple(case.keeps.split("|")))]
+    for p, digest in inputs.items():
+        if _digest(Path(fill(p))) != digest:
+            why.append(f"the input {Path(fill(p)).name} was changed")
+    if case.secrets:
+        written = _written(folder, stamps)
+        found = sorted({f"{path.relative_to(folder)}" for path in written for v in case.secrets
+                        if fill(v).encode() in path.read_bytes()})  # fmt: skip
+        if found:
+            why.append(f"a secret kept in {', '.join(found[:3])}")
+        if not written:
+            why.append("no file written to look for the secret in")
+    if case.expect and not list(folder.glob(fill(case.expect))):
+        why.append(f"nothing at {case.expect} (the output did not land where it was meant to)")
     if left:
         why.append(f"left behind: {', '.join(left[:3])}")
     alive = _ours(case.id)
@@ -1001,7 +1247,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", help="also write the printed report as Markdown")
     args = ap.parse_args(argv)
 
-    cases = parser_cases() + fault_cases() + round4_cases()
+    cases = parser_cases() + fault_cases() + round4_cases() + round4b_cases()
     if args.only:
         cases = [c for c in cases if args.only in c.id]
     root = Path(tempfile.mkdtemp(prefix="gb-fault-matrix-"))
@@ -1025,7 +1271,7 @@ def main(argv: list[str] | None = None) -> int:
     by_command: dict[str, list[int]] = {}
     for o in outcomes:
         parts = o.id.split(":")
-        tally = by_command.setdefault(":".join(parts[:2]) if parts[0] == "r41" else parts[0], [0, 0])
+        tally = by_command.setdefault(":".join(parts[:2]) if parts[0] in ("r41", "r41b") else parts[0], [0, 0])
         tally[0] += o.ok
         tally[1] += 1
     report = [

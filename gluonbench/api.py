@@ -508,20 +508,22 @@ def check(
             on_progress=on_progress,
             **kwargs,
         )
-    if save is not None:
+    try:
         if json_path is not None:
             atomic_write_text(json_path, json.dumps(redact(result.to_dict()), indent=1) + "\n")
-        return result
-    if json_path is not None:
-        atomic_write_text(json_path, json.dumps(redact(result.to_dict()), indent=1) + "\n")
-    if junit_path is not None:
-        atomic_write_text(junit_path, render.to_junit(result))
-    if summary_path is not None:
-        try:
-            with open(summary_path, "a", encoding="utf-8") as f:
-                f.write(render.to_markdown(result))
-        except OSError as exc:
-            raise write_error(summary_path, exc) from exc
+        if save is not None:
+            return result
+        if junit_path is not None:
+            atomic_write_text(junit_path, render.to_junit(result))
+        if summary_path is not None:
+            try:
+                with open(summary_path, "a", encoding="utf-8") as f:
+                    f.write(render.to_markdown(result))
+            except OSError as exc:
+                raise write_error(summary_path, exc) from exc
+    except GluonbenchError as exc:  # measured, then an output failed: the one line still gives the result
+        done = f"baseline saved: {save}" if save is not None else render.headline(result).removeprefix("gluonbench ")
+        raise NotSavedError(f"check measured ({done}) but an output was not written: {exc}", result) from None
     return result
 
 

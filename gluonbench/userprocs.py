@@ -8,17 +8,27 @@ since and still running (a direct child, or a grandchild re-parented to this pro
 parent has exited is re-parented here instead of to init, where it would be out of reach; and a non-daemon thread
 still running at the end no longer holds the exit: one warning names it and the process exits with the command's
 code.
+
+:func:`own_interrupt` tells a ``KeyboardInterrupt`` that user code raised itself from a stop that was asked for
+(Ctrl-C, SIGTERM, SIGHUP): the first is an error that names the code, never "interrupted".
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
+import signal
 import sys
 import threading
+from collections.abc import Iterator
+from typing import Any
 
 import psutil
+
+from gluonbench import interrupts
+from gluonbench.errors import GluonbenchError
 
 log = logging.getLogger("gluonbench")
 
@@ -135,3 +145,37 @@ def exit_despite_threads(rc: int, before: set[threading.Thread]) -> int:
             pass
     logging.shutdown()
     os._exit(rc)
+
+
+@contextlib.contextmanager
+def own_interrupt(what: str, doing: list[str]) -> Iterator[None]:
+    """Run user code (``doing[0]`` says what it is doing: importing the module, the factory) and turn a
+    ``KeyboardInterrupt`` it raised itself, with no Ctrl-C or signal asking for a stop, into one line naming it:
+    a command must not end "interrupted" (exit 130, "run the command again") because a factory raised one.
+
+    A real stop is told apart by a SIGINT handler installed for the time the code runs, which notes the signal
+    (SIGTERM and SIGHUP are noted by the command line's own handlers, :mod:`gluonbench.interrupts`). Where SIGINT
+    has a handler other than Python's default (a caller's own), or outside the main thread, every interrupt is left
+    as it is."""
+    main = threading.current_thread() is threading.main_thread()
+    ours = main and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    asked: list[int] = []
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        asked.append(signum)
+        raise KeyboardInterrupt
+
+    if ours:
+        signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not ours or asked or interrupts.pending() is not None:
+            raise
+        raise GluonbenchError(
+            f"{what}: {doing[0]} raised KeyboardInterrupt, though no Ctrl-C or signal asked the command to stop; "
+            "return the pipeline (or raise an ordinary exception) instead: a KeyboardInterrupt reads as a stop"
+        ) from None
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, signal.default_int_handler)

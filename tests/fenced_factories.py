@@ -1,5 +1,6 @@
 """Factories that misbehave as user code can (tests/test_user_code_leftovers.py, the fault matrix's r41b rows): a
-module import or a call that never returns, a non-daemon thread, a child process, a fork. Each leftover's pid goes
+module import or a call that never returns, exits or raises KeyboardInterrupt, a non-daemon thread, a child process,
+a fork, a change of folder, options that are credentials. Each leftover's pid goes
 to the file named by the environment variable GB_PIDFILE, so a test can tell whether it outlived the command."""
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ import numpy as np
 
 if os.environ.get("GB_HANG_AT_IMPORT"):
     time.sleep(1e6)
+if os.environ.get("GB_EXIT_AT_IMPORT"):
+    sys.exit(0)
+if os.environ.get("GB_INTERRUPT_AT_IMPORT"):
+    raise KeyboardInterrupt
+if os.environ.get("GB_CHDIR_AT_IMPORT"):
+    os.chdir(os.environ["GB_CHDIR_AT_IMPORT"])
 
 
 def _spec():
@@ -32,6 +39,32 @@ def _note(pid: int) -> None:
 
 def sleeps():
     time.sleep(1e6)
+
+
+def sleeps_noted():
+    """Notes its pid (it is in the factory now), then blocks: a real Ctrl-C or SIGTERM there is a stop."""
+    _note(os.getpid())
+    time.sleep(1e6)
+
+
+def exits():
+    """A CI gate must not pass by this: the factory ends the program with status 0."""
+    sys.exit(0)
+
+
+def interrupts():
+    raise KeyboardInterrupt
+
+
+def chdir():
+    """Moves the process into the folder GB_CHDIR names: a relative --out must still land where it was meant to."""
+    os.chdir(os.environ["GB_CHDIR"])
+    return _spec()
+
+
+def secrets(password="", aws_secret_access_key="", api_token="", db_url=""):
+    """Takes credentials as options: none of their values may be kept in any file a command writes."""
+    return _spec()
 
 
 def reads_socket():

@@ -32,7 +32,8 @@ In the script (optional, framework metrics; no-ops when not profiled):
           ...
 
 writes OUT/<UTC>-profile-NAME/: profiler-output/ (SageMaker Debugger's layout: system/incremental/...,
-framework/ Chrome traces), profile.json, rules.json, report.html. Exit code: the program's own.
+framework/ Chrome traces), profile.json, rules.json, report.html. Exit code: the program's own; with --pipeline,
+2 when the pipeline fails mid-run (one line names the stage; the profile up to it is kept).
 """
 
 
@@ -109,18 +110,32 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     check_command(cmd)  # before the first line: a command that cannot start is the one line (run_command checks again)
     make_out(settings.out)  # before the first line: a bad --out is the one line
+    shown = cmd
+    if args.pipeline:  # the run's spec as the program's argument, its credentials redacted where it is shown or kept
+        import json
+
+        from gluonbench.validate import redact
+
+        shown = [*cmd[:-1], json.dumps(redact(json.loads(cmd[-1])))]
     print(
-        f"profile: running {' '.join(cmd) or '(no command)'} with system metrics every {args.interval} ms; it ends "
+        f"profile: running {' '.join(shown) or '(no command)'} with system metrics every {args.interval} ms; it ends "
         "when the program does, then the rules run and report.html is written",
         file=sys.stderr,
         flush=True,
     )
     from gluonbench.script.commands import profile_run_as
 
-    result = run_command(cmd, settings, run_as=None if args.pipeline else profile_run_as(cmd))
+    result = run_command(shown, settings, run_as=cmd if args.pipeline else profile_run_as(cmd))
     print_rules(result.rules)
     if result.interrupted:
         print(f"gluonbench: interrupted; the profile so far is kept: {result.profile_dir}", file=sys.stderr)
+    elif args.pipeline:
+        from gluonbench.profiler.pipeline_run import read_fault
+
+        fault = read_fault(result.profile_dir)  # the pipeline failed mid-run: its one line, as every command says it
+        if fault is not None:
+            print(f"profile: {result.profile_dir}/report.html (the run stopped at a pipeline fault)")
+            raise GluonbenchError(f"{fault}; the profile up to the fault is kept in {result.profile_dir}")
     print(f"profile: {result.profile_dir}/report.html (exit code {result.exit_code})")
     return result.exit_code if result.exit_code is not None else 1
 

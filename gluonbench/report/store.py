@@ -175,8 +175,9 @@ RECORD_FILES = ("runs.jsonl", "sweep.json")
 
 def refuse_overwriting_inputs(outputs: dict[str, str | Path | None], inputs: list[str | Path]) -> None:
     """Refuse, before any work, an output that is one of the command's inputs (a baseline, a run folder's records, a
-    compared file), lies inside an input run folder, or is any run folder's records file: writing it would destroy
-    what the command reads or another run's records. ``outputs``: flag -> path (None: not given)."""
+    compared file), lies inside an input run folder, is any run folder's records file, or is another of its outputs:
+    writing it would destroy what the command reads, another run's records or its other output. ``outputs``:
+    flag -> path (None: not given)."""
 
     def same(a: Path, b: Path) -> bool:
         try:
@@ -184,11 +185,15 @@ def refuse_overwriting_inputs(outputs: dict[str, str | Path | None], inputs: lis
         except OSError:
             return False
 
+    named: dict[Path, str] = {}
     for what, out in outputs.items():
         if out is None:
             continue
         path = Path(out)
         target = Path(os.path.abspath(path))
+        if target in named:  # the second write would replace the first
+            raise GluonbenchError(f"{what} {path} is also {named[target]}: give each output its own file")
+        named[target] = what
         if path.name in RECORD_FILES:
             raise GluonbenchError(
                 f"{what} {path} would replace a run folder's records ({path.name}); give another file name"
@@ -218,6 +223,7 @@ def check_append_file(path: str | Path, what: str) -> Path:
         raise GluonbenchError(f"{what} {path} is not writable; fix its permissions or unset {what}")
     if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
         raise GluonbenchError(f"{what} {path}: folder {parent} is not writable; fix it or unset {what}")
+    check_free_space(parent, f"{what} {path}")  # a full disk found now, not after the whole budget was measured
     return path
 
 

@@ -452,10 +452,10 @@ class TuneResult:
                 f"# a sweep times whole epochs ({e.get('batches')} batches, each epoch starting with the workers' first "
                 f"batch, the first with MXNet's warm-up): expect about {e.get('samples_per_s', 0):.0f} samples/s there"
             )
-        lines += [f"{k} = {_toml(v)}" for k, v in values.items()]
+        lines += [_toml_line(k, v) for k, v in values.items()]
         for name, table in tables.items():
             if table:
-                lines += ["", f"[{name}]"] + [f"{k} = {_toml(v)}" for k, v in table.items() if v is not None]
+                lines += ["", f"[{name}]"] + [_toml_line(k, v) for k, v in table.items() if v is not None]
         return "\n".join(lines) + "\n"
 
 
@@ -544,6 +544,16 @@ PHASE_TEXT = {
 }
 """how the report names each phase of :attr:`Evidence.phase`: first (the ceiling and the loader at 0 and 1
 workers, interleaved), the search (the loader alone), the confirmation (full pipelines)"""
+
+
+def _toml_line(key: str, value: Any) -> str:
+    """``key = value``; a credential (under a credential name, or of a credential's shape) is never written: a
+    comment says to give it again."""
+    from gluonbench.validate import redact
+
+    if redact({key: value}) != {key: value}:
+        return f"# {key} = (a credential, not written here: give it again, e.g. --pipeline-option {key}=...)"
+    return f"{key} = {_toml(value)}"
 
 
 def _toml(v: Any) -> str:

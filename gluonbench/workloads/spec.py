@@ -661,10 +661,13 @@ def user_code_deadline(what: str, doing: list[str]) -> Iterator[None]:
 def fenced_user_code(what: str, doing: list[str]) -> Iterator[None]:
     """Where a factory is imported and called: under the command's deadline (:func:`user_code_deadline`), its
     working folder given back (:func:`same_working_folder`), and a child it forked (``os.fork()``) that returns here
-    ended at once, so that it never runs the command a second time."""
+    ended at once, so that it never runs the command a second time; a KeyboardInterrupt it raises itself is one
+    line naming it (:func:`~gluonbench.userprocs.own_interrupt`), not a stop."""
+    from gluonbench.userprocs import own_interrupt
+
     pid = os.getpid()
     try:
-        with same_working_folder(what), user_code_deadline(what, doing):
+        with same_working_folder(what), user_code_deadline(what, doing), own_interrupt(what, doing):
             yield
     finally:
         if os.getpid() != pid:

@@ -1,0 +1,38 @@
+"""Credentials given as --pipeline-option are kept in no file a command writes: tune's tuned.toml (the option is left
+out with a comment) and profile --pipeline's record, report and first line (the run's spec shown redacted)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import run_cli
+
+from gluonbench.tune.result import _toml_line
+
+FACTORIES = Path(__file__).with_name("fenced_factories.py")
+TOKEN = "ghp_" + "Zq9TokenX" * 4
+
+
+def test_a_credential_is_not_written_into_a_tuned_toml():
+    assert _toml_line("password", "hunter2").startswith("# password = (a credential, not written here")
+    assert "hunter2" not in _toml_line("password", "hunter2")
+    assert TOKEN not in _toml_line("note", TOKEN)  # a credential's shape under any name
+    assert "s3cret" not in _toml_line("db_url", "postgres://u:s3cret@db:5432/x")
+    assert _toml_line("max_tokens", 512) == "max_tokens = 512"
+    assert _toml_line("mode", "file") == 'mode = "file"'
+
+
+def test_profile_of_a_pipeline_keeps_no_credential(tmp_path, no_leaks):
+    proc = run_cli(
+        "profile", "--pipeline", f"{FACTORIES}:secrets", "--pipeline-option", "password=hunter2-xyz",
+        "--pipeline-option", f"api_token={TOKEN}", "--max-batches", "4", "--out", str(tmp_path / "o"),
+        cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "hunter2-xyz" not in proc.stderr and TOKEN not in proc.stderr
+    assert "***redacted:" in proc.stderr.splitlines()[0]
+    files = [p for p in (tmp_path / "o").rglob("*") if p.is_file()]
+    assert any(p.name == "profile.json" for p in files)
+    for path in files:
+        data = path.read_bytes()
+        assert b"hunter2-xyz" not in data and TOKEN.encode() not in data, path
