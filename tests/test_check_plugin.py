@@ -148,3 +148,44 @@ def test_the_fixture_checks_against_a_git_ref_in_one_line_when_it_is_unknown(tmp
     assert proc.returncode == 1 and "1 failed" in proc.stdout, proc.stdout + proc.stderr
     assert "gluonbench_check: --against no-such-branch: no such commit" in proc.stdout
     assert "Traceback" not in proc.stdout and "raise " not in proc.stdout
+
+
+def test_the_fixture_takes_a_script_or_a_pipeline_and_says_which_in_one_line(tmp_path):
+    (tmp_path / "train.py").write_text("print('never run')\n")
+    (tmp_path / "test_x.py").write_text(
+        "def test_both(gluonbench_check):\n"
+        "    gluonbench_check('no.such:pipeline', script=['python', 'train.py'], baseline='b.json')\n"
+        "def test_shaped(gluonbench_check):\n"
+        "    gluonbench_check(script=['python', 'train.py'], baseline='b.json', num_workers=2)\n"
+        "def test_not_python(gluonbench_check):\n"
+        "    gluonbench_check(script=['bash', 'train.sh'], against='HEAD')\n"
+    )
+    proc = _pytest(tmp_path, CI="true")
+    assert proc.returncode == 1 and "3 failed" in proc.stdout, proc.stdout + proc.stderr
+    assert "give a pipeline or script=['python', 'train.py', ...]" in proc.stdout
+    assert "gluonbench_check: num_workers shape a pipeline; a script is checked as written" in proc.stdout
+    assert "gluonbench_check: " in proc.stdout and "not a Python" in proc.stdout
+    assert "Traceback" not in proc.stdout and not (tmp_path / "b.json").exists()
+
+
+SCRIPT_TEST_FILE = """
+import sys
+
+
+def test_training_speed(gluonbench_check):
+    gluonbench_check(script=[sys.executable, "train.py"], baseline="train-baseline.json", budget_s=30)
+"""
+
+
+@pytest.mark.slow
+def test_the_fixture_gates_a_training_script_saved_then_slower(tmp_path):
+    from test_script_check import TRAIN
+
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "test_speed.py").write_text(SCRIPT_TEST_FILE)
+    first = _pytest(tmp_path, CI="")
+    assert first.returncode == 0 and "1 skipped" in first.stdout, first.stdout + first.stderr
+    assert (tmp_path / "train-baseline.json").is_file()
+    slow = _pytest(tmp_path, CI="true", SLOWER_TRANSFORM="8")  # the same command, an 8x slower transform
+    assert slow.returncode == 1 and "1 failed" in slow.stdout, slow.stdout[-3000:] + slow.stderr
+    assert "REGRESSION" in slow.stdout and "preprocessing" in slow.stdout

@@ -12,6 +12,10 @@ inconclusive, and passes otherwise. ``against="origin/main"`` instead of ``basel
 the working tree's in the same test (``gluonbench check --against``; the pipeline is named as ``MODULE:FUNC`` or
 ``path/to/file.py:FUNC``, relative to the folder pytest runs in).
 
+``script=["python", "train.py", ARGS...]`` instead of a pipeline gates the training script itself, as written
+(``gluonbench check -- python train.py ARGS``, with a baseline or ``against``): it runs through gluonbench's command
+line in a child process, and the fixture returns the check's JSON result (a dict) instead of the result object.
+
 A relative ``baseline`` path is resolved against pytest's rootdir (the folder of the project's
 ``pytest.ini``/``setup.cfg``/``pyproject.toml``), so the same baseline is found whichever folder pytest
 is started from. With no baseline file yet, or with ``--gluonbench-save``, the baseline is measured and
@@ -28,6 +32,7 @@ code: a project's suite starts as fast as before.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,11 +103,12 @@ def gluonbench_check(request: Any) -> Any:
     config = request.config
 
     def run(
-        pipeline: Any,
+        pipeline: Any = None,
         baseline: str | Path | None = None,
         max_slowdown: Any = None,
         budget_s: float | None = None,
         against: str | None = None,
+        script: Sequence[str] | None = None,
         **kwargs: Any,
     ):
         from gluonbench.check import run_check
@@ -124,6 +130,21 @@ def gluonbench_check(request: Any) -> Any:
             pytest.fail(f"gluonbench_check: {exc}", pytrace=False)
         if (baseline is None) == (against is None):
             pytest.fail("gluonbench_check: give baseline=PATH or against=REF (a git ref), one of them", pytrace=False)
+        if (pipeline is None) == (script is None):
+            pytest.fail(
+                "gluonbench_check: give a pipeline or script=['python', 'train.py', ...] (a training command), one of "
+                "them",
+                pytrace=False,
+            )
+        if script is not None:
+            if kwargs:
+                pytest.fail(
+                    f"gluonbench_check: {', '.join(sorted(kwargs))} shape a pipeline; a script is checked as written "
+                    "(change its arguments instead)",
+                    pytrace=False,
+                )
+            path = None if baseline is None else resolve_baseline(baseline, config.rootpath)
+            return _check_script(list(script), path, against, limit, budget, config)
         try:
             if against is not None:
                 # side by side with REF's code: nothing to save, nothing stored (the pipeline is named, MODULE:FUNC)
@@ -139,6 +160,60 @@ def gluonbench_check(request: Any) -> Any:
         return result
 
     return run
+
+
+def _check_script(
+    script: list[str], baseline: Path | None, against: str | None, limit: float, budget: float, config: Any
+) -> dict[str, Any]:
+    """``gluonbench check -- SCRIPT`` in a child process (the script runs as written, in its own process anyway):
+    a regression fails the test with the report, an inconclusive check skips it, bad input fails it in one line."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    if not script or not all(isinstance(w, str) for w in script):
+        pytest.fail("gluonbench_check: script must be a list of words, e.g. ['python', 'train.py']", pytrace=False)
+    args = ["check", "--budget", f"{budget:g}", "--max-slowdown", f"{limit * 100:g}%"]
+    if against is not None:
+        args += ["--against", against]
+    elif config.getoption("--gluonbench-save") or not baseline.exists():  # type: ignore[union-attr]
+        if not config.getoption("--gluonbench-save") and in_ci():
+            pytest.fail(
+                f"gluonbench: no baseline at {baseline}; under CI a missing baseline fails instead of being saved: "
+                "commit the baseline (measure it with pytest --gluonbench-save)",
+                pytrace=False,
+            )
+        proc = subprocess.run(
+            [sys.executable, "-m", "gluonbench", *args, "--save-baseline", str(baseline), "--", *script],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"gluonbench_check: {_last_line(proc.stderr)}", pytrace=False)
+        pytest.skip(f"gluonbench: baseline saved to {baseline}; the next run checks against it")
+    else:
+        args += ["--baseline", str(baseline)]
+    with tempfile.TemporaryDirectory(prefix="gluonbench-plugin-") as folder:
+        out = Path(folder) / "check.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "gluonbench", *args, "--json", str(out), "--", *script],
+            capture_output=True,
+            text=True,
+        )
+        result = json.loads(out.read_text()) if out.is_file() else {}
+    if proc.returncode == 1:
+        pytest.fail(proc.stdout, pytrace=False)
+    if proc.returncode == 3:
+        pytest.skip(str(result.get("message") or _last_line(proc.stdout)))
+    if proc.returncode != 0 or not result:
+        pytest.fail(f"gluonbench_check: {_last_line(proc.stderr) or f'exit code {proc.returncode}'}", pytrace=False)
+    return result
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip() and not ln.startswith("check: ")]
+    return lines[-1] if lines else ""
 
 
 def _against_baseline(
