@@ -15,6 +15,7 @@ import tempfile
 import textwrap
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -92,6 +93,13 @@ def run_cli(
         env=full_env,
         cwd=cwd or REPO,
     )
+
+
+def run_clis(*calls: Sequence[str], timeout: float = 600, cwd: Path | None = None) -> list[subprocess.CompletedProcess]:
+    """:func:`run_cli` of each argument list at once (independent commands that measure nothing, such as bad
+    inputs or ``report``): a test waits for the slowest start-up, not for the sum of them. In the order given."""
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        return list(pool.map(lambda args: run_cli(*args, timeout=timeout, cwd=cwd), calls))
 
 
 PLAN_LINE = re.compile(r"^(sweep|diagnose|tune|io): |^profile: running ")

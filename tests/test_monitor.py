@@ -70,7 +70,7 @@ def test_background_load_sees_another_process_and_not_its_own_children(hog):
 def test_a_diagnosis_beside_a_busy_process_says_so_once(hog, tmp_path):
     from conftest import run_cli
 
-    proc = run_cli("diagnose", "--dataset", "synthetic", "--samples", "512", "--budget", "12", cwd=tmp_path)
+    proc = run_cli("diagnose", "--dataset", "synthetic", "--samples", "512", "--budget", "6", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("gluonbench: warning: during this diagnosis other processes kept") == 1, proc.stderr
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import REPO, assert_one_clear_line, run_cli, with_more_budget
+from conftest import REPO, assert_one_clear_line, run_cli, run_clis, with_more_budget
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.script.run import parse_command
@@ -85,9 +85,12 @@ def test_a_command_that_is_not_python_running_a_script_is_refused(cmd, needle):
 
 
 def test_the_cli_refuses_a_non_python_command_and_pipeline_flags_in_one_line():
-    assert_one_clear_line(run_cli("diagnose", "--", "bash", "x.sh"), "not a Python interpreter")
-    proc = run_cli("diagnose", "--workers", "2", "--", "python", "examples/train_mnist_gluon.py")
-    assert_one_clear_line(proc, "--workers does not apply to a training command")
+    bash, workers = run_clis(
+        ("diagnose", "--", "bash", "x.sh"),
+        ("diagnose", "--workers", "2", "--", "python", "examples/train_mnist_gluon.py"),
+    )
+    assert_one_clear_line(bash, "not a Python interpreter")
+    assert_one_clear_line(workers, "--workers does not apply to a training command")
 
 
 def test_an_interpreter_without_mxnet_is_one_line(tmp_path):
@@ -259,11 +262,14 @@ def test_a_script_without_a_dataloader_is_one_line(tmp_path, no_leaks):
             trainer.step(8)
         """,
     )
-    proc = run_cli("diagnose", "--budget", "10", "--", "python", script, timeout=300)
-    assert_one_clear_line(proc, "no Gluon DataLoader batch before it", "needs a gluon.data.DataLoader", plan=True)
     idle = _script(tmp_path, "import time\ntime.sleep(60)\n", "idle.py")
-    proc = run_cli("diagnose", "--budget", "5", "--start-timeout", "3", "--", "python", idle, timeout=300)
-    assert_one_clear_line(proc, "within 3 s", "needs a gluon.data.DataLoader feeding a gluon.Trainer", plan=True)
+    proc, idle_proc = run_clis(  # both at once: each is refused, neither is timed against the other
+        ("diagnose", "--budget", "10", "--", "python", script),
+        ("diagnose", "--budget", "5", "--start-timeout", "3", "--", "python", idle),
+        timeout=300,
+    )
+    assert_one_clear_line(proc, "no Gluon DataLoader batch before it", "needs a gluon.data.DataLoader", plan=True)
+    assert_one_clear_line(idle_proc, "within 3 s", "needs a gluon.data.DataLoader feeding a gluon.Trainer", plan=True)
 
 
 def test_kill_9_of_gluonbench_takes_the_script_and_its_workers_with_it(tmp_path, no_leaks):
@@ -418,18 +424,18 @@ def test_sweep_runs_the_script_once_per_worker_count_into_a_sweep_run_folder(tmp
 
 def test_sweep_to_end_runs_the_script_to_its_end_and_records_a_failed_run(tmp_path, no_leaks):
     script = _script(tmp_path, SMALL)
-    out = tmp_path / "out"
-    proc = run_cli("sweep", "--workers", "0", "--to-end", "--out", str(out), "--", "python", script, "40", timeout=600)
+    out, elsewhere = tmp_path / "out", tmp_path / "failed"
+    proc, failed, both = run_clis(  # three commands at once: none of them is timed against another
+        ("sweep", "--workers", "0", "--to-end", "--out", str(out), "--", "python", script, "40"),
+        ("sweep", "--workers", "0", "--to-end", "--out", str(elsewhere), "--", "python", script, "40", "fail"),
+        ("sweep", "--to-end", "--max-batches", "5", "--", "python", script),
+    )
     assert proc.returncode == 0, proc.stderr
     (run_dir,) = out.iterdir()
     (record,) = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
     # 40 updates over 16 batches an epoch: three epochs, every step counted, the train duration measured
     assert record["extra"] == {"steps": 40, "epochs": 3} and record["train_s"] > 0, record
     assert record["samples_per_s"] == pytest.approx(40 * 32 / record["train_s"])
-    failed = run_cli(
-        "sweep", "--workers", "0", "--to-end", "--out", str(out), "--", "python", script, "40", "fail", timeout=600
-    )
     assert failed.returncode == 1, failed.stderr
     assert "the script ended (exit code 1)" in failed.stdout and "ValueError" in failed.stdout
-    both = run_cli("sweep", "--to-end", "--max-batches", "5", "--", "python", script)
     assert_one_clear_line(both, "--to-end and --max-batches exclude each other")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import assert_one_clear_line, run_cli
+from conftest import assert_one_clear_line, run_cli, run_clis
 from test_script import _script
 
 # a training script of the usual shape: argparse, a transform_first transform that costs CPU, momentum SGD with a
@@ -90,17 +90,17 @@ def test_a_script_checked_against_its_own_baseline_is_not_a_regression(saved, tm
 
 def test_bad_input_of_a_script_check_is_one_line_before_the_script_starts(saved, tmp_path):
     script, baseline = saved
-    assert_one_clear_line(
-        _check("--baseline", str(baseline), "--workers", "2", "--", "python", script),
-        "--workers does not apply to a training command",
+    workers, other_args, bash, loader = run_clis(  # each refused before anything starts: all four at once
+        ("check", "--budget", "20", "--baseline", str(baseline), "--workers", "2", "--", "python", script),
+        ("check", "--budget", "20", "--baseline", str(baseline), "--", "python", script, "--epochs", "3"),
+        ("check", "--budget", "20", "--save-baseline", str(tmp_path / "b.json"), "--", "bash", "x.sh"),
+        ("check", "--budget", "20", "--baseline", str(baseline), "--loader", "2"),
+        timeout=400,
     )
-    assert_one_clear_line(
-        _check("--baseline", str(baseline), "--", "python", script, "--epochs", "3"),
-        "is for pipeline",
-        "--save-baseline",
-    )
-    assert_one_clear_line(_check("--save-baseline", str(tmp_path / "b.json"), "--", "bash", "x.sh"), "not a Python")
-    assert_one_clear_line(_check("--baseline", str(baseline), "--loader", "2"), "--loader goes with a training command")
+    assert_one_clear_line(workers, "--workers does not apply to a training command")
+    assert_one_clear_line(other_args, "is for pipeline", "--save-baseline")
+    assert_one_clear_line(bash, "not a Python")
+    assert_one_clear_line(loader, "--loader goes with a training command")
     assert not (tmp_path / "b.json").exists()
 
 

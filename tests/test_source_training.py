@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import upload_folder
+from conftest import run_clis, upload_folder
 
 from gluonbench.data import recordio
 from gluonbench.sweeprun.run import RunSpec, train_and_eval
@@ -34,11 +34,13 @@ def test_train_a_few_batches_over_each_source(mode, where, packed_dir, s3_packed
         assert result.source["bytes_copied"] > 0 and result.source["disk_used"] > 0
 
 
-def test_sweep_over_s3_fastfile_and_local_pipe(cli, s3_packed, s3_endpoint, packed_dir, jpeg_dir, tmp_path, no_leaks):
+def test_sweep_over_s3_fastfile_and_local_pipe(s3_packed, s3_endpoint, packed_dir, jpeg_dir, tmp_path, no_leaks):
     out = tmp_path / "results"
-    proc = cli(
-        "sweep", "--source", "fastfile", "--uri", s3_packed, "--endpoint-url", s3_endpoint, "--workers", "0,2",
-        "--max-batches", "4", "--batch-size", "16", "--out", str(out),
+    proc, piped = run_clis(  # both at once: neither is timed
+        ("sweep", "--source", "fastfile", "--uri", s3_packed, "--endpoint-url", s3_endpoint, "--workers", "0,2",
+         "--max-batches", "4", "--batch-size", "16", "--out", str(out)),
+        ("sweep", "--source", "pipe", "--uri", str(packed_dir), "--workers", "0", "--max-batches", "3",
+         "--batch-size", "16", "--out", str(tmp_path / "piped"), "--name", "pipe"),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     (run_dir,) = list(out.iterdir())
@@ -48,12 +50,9 @@ def test_sweep_over_s3_fastfile_and_local_pipe(cli, s3_packed, s3_endpoint, pack
     n = recordio.load_manifest(packed_dir).records  # 61 samples: 4 batches of 16, the last one short
     assert all(r["source"]["mode"] == "fastfile" and r["train_samples"] == n for r in runs)
     assert runs[1]["system"]["peak_processes"] >= 3, "DataLoader worker processes read S3 (a client per process)"
-    proc = cli(
-        "sweep", "--source", "pipe", "--uri", str(packed_dir), "--workers", "0", "--max-batches", "3",
-        "--batch-size", "16", "--out", str(out), "--name", "pipe",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    (run,) = [json.loads(line) for line in (out.glob("*-pipe").__next__() / "runs.jsonl").read_text().splitlines()]
+    assert piped.returncode == 0, piped.stderr
+    (pipe_dir,) = (tmp_path / "piped").glob("*-pipe")
+    (run,) = [json.loads(line) for line in (pipe_dir / "runs.jsonl").read_text().splitlines()]
     assert run["status"] == "ok" and run["source"]["mode"] == "pipe" and run["train_samples"] == 48
 
 
