@@ -332,7 +332,8 @@ def test_cli_a_stall_mid_diagnosis_keeps_the_rounds_before_it(cli, tmp_path):
     # "nothing already measured is lost": reads that stop answering after a few rounds (counted in reads, so a busy
     # machine gets as many rounds) still leave their diagnosis, printed, in --json and in the --out folder
     (tmp_path / "stalls.py").write_text(STALLS_LATER)
-    args = ["--pipeline", "stalls:make", "--batch-size", "8", "--budget", "6"]
+    # the stall: after 6000 reads, or 2.5 s after measuring began, whichever comes first (a busy machine reads less)
+    args = ["--pipeline", "stalls:make", "--pipeline-option", "after_s=2.5", "--batch-size", "8", "--budget", "6"]
     proc = cli("diagnose", *args, "--json", "d.json", "--out", "runs", cwd=tmp_path, timeout=180)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     error = proc.stderr.strip().splitlines()[-1]
@@ -440,7 +441,9 @@ def test_cli_a_step_stuck_in_native_code_ends_within_budget_grace_and_backstop(c
 
     (tmp_path / "engine_hang.py").write_text(ENGINE_HANG)
     t0 = time.monotonic()
-    proc = cli("diagnose", "--pipeline", "engine_hang:make", "--budget", "4", cwd=tmp_path, timeout=120)
+    # the 60th forward hangs: within the 4 s budget on a busy machine too (the first-step check runs 1 or 2)
+    args = ["--pipeline", "engine_hang:make", "--pipeline-option", "calls=60", "--budget", "4"]
+    proc = cli("diagnose", *args, cwd=tmp_path, timeout=120)
     took = time.monotonic() - t0
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     error = proc.stderr.strip().splitlines()[-1]
