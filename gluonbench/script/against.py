@@ -38,7 +38,7 @@ from gluonbench.check.gate import (
 )
 from gluonbench.diagnosis.verdict import Thresholds
 from gluonbench.errors import GluonbenchError
-from gluonbench.script.check import script_snapshot
+from gluonbench.script.check import script_identity, script_snapshot
 from gluonbench.script.run import ScriptCommand, ScriptProcess, ScriptRounds, check_inputs, until_training
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,6 @@ def check_script_against(
     budget_s: float = 60.0,
     loader: int | None = None,
     start_timeout_s: float = 120.0,
-    identity: str = "",
     on_progress: Callable[[float, float], None] | None = None,
     cwd: str | Path | None = None,
 ) -> CheckResult:
@@ -104,7 +103,7 @@ def check_script_against(
         meter = LoadMeter().start()  # the scripts and their workers are this process's descendants: not background
         t0 = perf_counter()
         end = t0 + budget_s
-        number = 0
+        number = rounds = 0
         gate_end = t0 + GATE_SHARE * budget_s
         while perf_counter() < end:
             number += 1
@@ -119,6 +118,7 @@ def check_script_against(
                     "round %d did not come back within the budget and its grace: the rounds before it count", number
                 )
                 break
+            rounds = number
             if on_progress is not None:
                 on_progress(min(perf_counter() - t0, budget_s), budget_s)
         elapsed = perf_counter() - t0
@@ -136,14 +136,14 @@ def check_script_against(
         )
     snaps = {
         name: script_snapshot(
-            identity or " ".join(command.words()),
+            script_identity(command, loader),
             sides[name].records,
             found[name],
             sides[name].batch_size,
             dict(reference.per_round),
             budget_s=budget_s,
             elapsed_s=elapsed,
-            rounds=number,
+            rounds=rounds,
             started_utc=started,
             env=environment(),
             background=background,

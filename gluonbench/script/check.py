@@ -245,7 +245,6 @@ def check_script(
             budget_s=budget_s,
             loader=loader,
             start_timeout_s=start_timeout_s,
-            identity=script_identity(command, loader),
             on_progress=on_progress,
         )
     base = load_baseline(baseline, script_identity(command, loader)) if baseline is not None else None
