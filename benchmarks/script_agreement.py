@@ -45,7 +45,7 @@ SETTLE_TARGET_S = 10.0
 CASES: dict[str, list[str]] = {
     "preprocessing": ["--transform-work", "12"],
     "disk_io": ["--read-ms", "5"],
-    "gpu_io": ["--width", "64", "--contexts", "2"],
+    "gpu_io": ["--width", "64", "--contexts", "2", "--light-input"],
 }
 """the expected bottleneck -> the script's arguments that make it so (the truth is measured, not assumed)"""
 

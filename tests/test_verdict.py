@@ -313,3 +313,43 @@ def test_stop_confidence_under_the_verdicts_own_level_is_refused():
 
     with pytest.raises(GluonbenchError, match=r"stop_confidence=0\.9 .*0\.95 or more"):
         Thresholds(stop_confidence=0.9)
+
+
+def _bound_probes(rounds: int, loader_share: float) -> dict:
+    """ProbeResults of a model-bound loop at 0 workers: the reused batch gains a noisy nothing, and the loader alone
+    takes ``loader_share`` of the model step, round by round."""
+    from gluonbench.diagnosis.measure import ProbeResult
+
+    noise = [1.0, 1.3, 0.8, 1.2, 0.9, 1.25, 0.85, 1.1, 0.95, 1.15][:rounds]  # +-30 %: the input interval spans the line
+    model = [1.0e-3] * rounds
+
+    def probe(name: str, per_round: list[float], **kw) -> ProbeResult:
+        p = ProbeResult(name, "", 64, blocks=list(per_round), per_round=list(per_round), **kw)
+        p.update()
+        return p
+
+    probes = {n: probe(n, model) for n in ("no_preprocess", "no_read", "cached_batch")}
+    probes["full"] = probe("full", [m * r for m, r in zip(model, noise, strict=True)])
+    probes["device_batch"] = probe("device_batch", model, same_as="cached_batch")
+    probes["loader_only"] = probe("loader_only", [loader_share * m * (1 + 0.05 * (i % 3)) for i, m in enumerate(model)])
+    return probes
+
+
+def test_a_verdict_the_bound_decides_stops_once_the_bound_holds_at_99_percent():
+    from gluonbench.diagnosis.measure import ProbeSet
+    from gluonbench.diagnosis.run import bound_to_stop, verdict_finished, verdict_settled
+    from gluonbench.diagnosis.verdict import clear_of, probe_gains
+
+    th = Thresholds()
+    eight = _bound_probes(8, 0.01)
+    assert not clear_of(*probe_gains(eight)["input"][1:], th.line)  # the seed's rule alone cannot tell
+    assert bound_to_stop(eight, th, workers=0)
+    ps = ProbeSet(eight, 10.0, "", 8, 0.0)
+    assert verdict_settled(ps, th, 0) and verdict_finished(ps, th, 0)
+    # the loader's count of workers unknown: no bound, no verdict, no stop
+    assert not verdict_settled(ps, th) and not verdict_finished(ps, th)
+    # six rounds give the verdict at 95 %, not 99 %: it goes on
+    six = ProbeSet(_bound_probes(6, 0.01), 8.0, "", 6, 0.0)
+    assert verdict_settled(six, th, 0) and not verdict_finished(six, th, 0)
+    # a loader that takes 8 % of the step: the bound does not hold
+    assert not bound_to_stop(_bound_probes(8, 0.08), th, workers=0)

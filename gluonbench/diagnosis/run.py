@@ -276,7 +276,7 @@ def diagnose(
             # stop early only on shares paired over enough rounds (blocks of one round are not independent;
             # clear_to_stop asks for them), and only once the input speed-up's CI lies on one side of the line,
             # at 95 % and at stop_confidence (99 %): a close call uses the budget
-            done=lambda ps: _finished(ps, thresholds),
+            done=lambda ps: _finished(ps, thresholds, num_workers),
         )
     except BudgetExceededError as exc:
         exc.partial = _stalled(exc, reading_of)  # nothing already measured is lost
@@ -327,10 +327,11 @@ def verdict_settled(ps: ProbeSet, thresholds: Thresholds, workers: int | None = 
     return _classify(ps.probes, thresholds, workers).verdict != "inconclusive"
 
 
-def verdict_finished(ps: ProbeSet, thresholds: Thresholds) -> bool:
+def verdict_finished(ps: ProbeSet, thresholds: Thresholds, workers: int | None = None) -> bool:
     """True when the rounds may stop early: the verdict clear of the line at 95 % and ``stop_confidence``,
-    every share within ``share_precision`` (the ``done`` check of :func:`diagnose`)."""
-    return _finished(ps, thresholds)
+    every share within ``share_precision``, or the bound deciding it at ``stop_confidence`` (the ``done`` check of
+    :func:`diagnose`). ``workers``: the loader's num_workers, where known."""
+    return _finished(ps, thresholds, workers)
 
 
 def _stalled(exc: BudgetExceededError, reading_of: Callable[[ProbeSet, float], Diagnosis]) -> Diagnosis | None:
@@ -385,13 +386,28 @@ def _innermost(dataset: Any) -> str:
     return type(dataset).__name__
 
 
-def _finished(ps: ProbeSet, thresholds: Thresholds) -> bool:
+def _finished(ps: ProbeSet, thresholds: Thresholds, workers: int | None = None) -> bool:
     """Every share known to ``share_precision`` and the verdict clear of the ``input_gain`` line, at the
-    verdict's 95 % and at ``stop_confidence`` (:func:`clear_to_stop`)."""
-    if not clear_to_stop(ps.probes, thresholds):  # also: enough paired rounds
+    verdict's 95 % and at ``stop_confidence`` (:func:`clear_to_stop`); or a verdict the bound decided
+    (:func:`~gluonbench.diagnosis.verdict.bound`: the loader alone under ``input_gain`` of the model step), the
+    bound holding at ``stop_confidence`` too (:func:`bound_to_stop`): more rounds would narrow the input speed-up's
+    interval, not change a verdict that the loader's own time already caps."""
+    if clear_to_stop(ps.probes, thresholds):  # also: enough paired rounds
+        v = _classify(ps.probes, thresholds, workers)
+        return v.clear and v.precise(thresholds.share_precision)
+    return bound_to_stop(ps.probes, thresholds, workers)
+
+
+def bound_to_stop(probes: dict[str, ProbeResult], thresholds: Thresholds, workers: int | None) -> bool:
+    """True when the bound decides the verdict at 95 % and at ``thresholds.stop_confidence``, over at least the
+    rounds that level needs: the loader alone's paired share of the model step under ``input_gain`` at both."""
+    level = thresholds.stop_confidence
+    if workers is None or len(paired_rounds(probes)) < max(PAIRED_MIN_ROUNDS, fewest_for(level)):
         return False
-    v = _classify(ps.probes, thresholds)
-    return v.clear and v.precise(thresholds.share_precision)
+    if not _classify(probes, thresholds, workers).bound:
+        return False
+    _, _, hi = probe_gains(probes, z=z_of(level)).get("loader_vs_model", (math.nan, math.nan, math.nan))
+    return math.isfinite(hi) and hi < thresholds.input_gain
 
 
 def clear_to_stop(probes: dict[str, ProbeResult], thresholds: Thresholds) -> bool:

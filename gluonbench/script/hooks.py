@@ -298,6 +298,9 @@ class Driver:
         assert s is not None
         fallback = self.batch_size(feed.loader)
         last = None
+        # the script's last step before the switch (left out: the switch broke it) may still be computing in
+        # MXNet's engine threads: without this barrier the slice's first batch would wait for it and time the model
+        nd.waitall()
         try:
             while True:
                 t0 = perf_counter()

@@ -73,6 +73,10 @@ def example(command: str = "diagnose", script: str = "train.py") -> str:
 TAKES_VALUE = {"-W", "-X", "-Q"}
 """interpreter options whose value is the next word"""
 STOP_GRACE_S = 1.0
+LOADER_ONLY_BATCHES = 8
+"""the most batches one ``loader_only`` slice pulls (at least the workers): a cheap loader's slice would otherwise
+pull a block's worth (``block_s`` of batches) or more, and a script whose epoch is short would spend its rounds in
+the evaluation pass that every epoch's end starts"""
 """seconds the script has to end by itself once told to stop (it does at once when it waits for a round)"""
 REMOVES = {
     "full": "nothing (the script as written)",
@@ -513,6 +517,10 @@ class ScriptRounds:
         for name in [only] if only is not None else self.names[shift:] + self.names[:shift]:
             rec = self.records[name]
             k = max(self.min_steps, math.ceil(self.plan.block_s / max(rec.est_step_s, 1e-6)))
+            slice_s = self.slice_s
+            if name == "loader_only":  # one block of a few batches (each batch is timed on its own)
+                k = max(self.min_steps, min(k, LOADER_ONLY_BATCHES))
+                slice_s = min(slice_s, k * rec.est_step_s)
             rec.block_steps = k
             # after a switch, the batches a worker queue made in the other mode are left out. With no worker the
             # first step (the batch handed out at the switch computed, the next one fetched in the new mode) is in
@@ -522,7 +530,7 @@ class ScriptRounds:
                 skip = 0 if rec.est_step_s > self.slice_s else 1
             else:
                 skip = 1 if name == "cached_batch" else self.prefetch + 1
-            schedule.append([name, self.slice_s, k, skip])
+            schedule.append([name, slice_s, k, skip])
         self.proc.channel.send(  # type: ignore[union-attr]
             {"op": "round", "n": number, "plan": schedule, "left_s": budget_end - perf_counter()}
         )
@@ -585,9 +593,14 @@ def probe_rounds(
         probes = side.probe_set(elapsed, rounds, startup_s)
         if on_progress is not None:
             on_progress(elapsed, budget_s)
-        ok = verdict_settled(probes, thresholds)
+        ok = verdict_settled(probes, thresholds, side.workers)
         settled_s = (settled_s if settled_s is not None else elapsed) if ok else None
-        if stop_early and ok and side.plan.converged(side.records) and verdict_finished(probes, thresholds):
+        if (
+            stop_early
+            and ok
+            and side.plan.converged(side.records)
+            and verdict_finished(probes, thresholds, side.workers)
+        ):
             stop_reason = "converged"
             break
     probes.stop_reason, probes.settled_s = stop_reason, settled_s
