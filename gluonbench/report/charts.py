@@ -113,10 +113,10 @@ def finite(v: Any) -> bool:
 
 
 def fmt(value: Any, digits: int = 4) -> str:
-    """A number for a chart label: ``digits`` significant digits below 1000, whole numbers above."""
-    if not finite(value):
-        return "-"
-    return f"{value:.{digits}g}" if abs(value) < 1000 else f"{value:.0f}"
+    """A number for a chart label (:func:`gluonbench.report.exporters.fmt`, four digits); ``-`` if not finite."""
+    from gluonbench.report.exporters import fmt as number
+
+    return number(value, digits) if finite(value) else "-"
 
 
 def pct(value: Any, digits: int = 0) -> str:

@@ -47,6 +47,10 @@ def expected_figure(identity: str, r: dict[str, Any]) -> Any:
     return fig
 
 
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def evidence_figure(identity: str, r: dict[str, Any]) -> Any:
     """Every measurement the search made: samples/s with its 95 % CI and the cores it kept busy, coloured by
     phase; a failed one says why."""
@@ -62,11 +66,11 @@ def evidence_figure(identity: str, r: dict[str, Any]) -> Any:
         )
         bars.append(
             Bar(
-                label if len(label) <= 60 else label[:58] + "...",
+                _short(label, 60),
                 e.get("samples_per_s") if ok else None,
                 *(_ci(e.get("ci")) if ok else (None, None)),
                 color=PALETTE[phases.index(str(e.get("phase"))) % len(PALETTE)],
-                note=note if ok else f"FAILED: {e.get('error')}",
+                note=note if ok else _short(f"FAILED: {e.get('error')}", 90),
             )
         )
     fig = new_figure(bars_height(len(bars)))
