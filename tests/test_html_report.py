@@ -7,6 +7,7 @@ rebuilt by ``gluonbench report``. The browser tests open each page in headless C
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -15,10 +16,11 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli, run_clis, with_more_budget
 
+from gluonbench.report.charts import chart_html, png_bytes, svg_text
 from gluonbench.report.exporters import EXPORTERS, HtmlExporter
 from gluonbench.report.html import DATA_ID, TEMPLATE_FILES, embed_json, render_page, template
 from gluonbench.report.store import RunStore
-from gluonbench.rundir import rebuild
+from gluonbench.rundir import load, rebuild
 
 RESULTS = REPO / "results"
 COMMITTED = {
@@ -39,10 +41,36 @@ def embedded(page: str) -> dict:
 
 
 def assert_self_contained(page: str) -> None:
-    """Nothing is loaded from anywhere: no URL, no external script, style sheet, image or font."""
+    """Nothing is loaded from anywhere: no URL, no external script, style sheet, image or font (an SVG's
+    ``url(#id)`` names an element of the page itself)."""
     lowered = page.lower()
-    for needle in ("http:", "https:", "//cdn", "<link", "src=", "@import", "url("):
+    for needle in ("http:", "https:", "//cdn", "<link", "src=", "@import", "<image"):
         assert needle not in lowered, needle
+    assert not re.findall(r"url\((?!#)", lowered)
+
+
+CHARTS = {
+    "sweep": {"throughput": ["DataLoader workers", "training samples/s", "train duration (s)", "mnist, batch"],
+              "split": ["mnist: where the steady step time goes", "input wait", "copy to device", "0 workers"]},
+    "sweep-repeat": {"throughput": ["median with min-max over 3 repeats", "each repeat"],
+                     "split": ["input wait: median over repeats", "8 workers"]},
+    "diagnosis": {"probes": ["samples/s of each probe, in pipeline order", "full", "cached_batch", "95 % CI"],
+                  "shares": ["Shares of the step time", "Sub-stages, each measured by its own probe", "whisker"]},
+    "tune": {"expected": ["current setting (batch 32)", "recommended (batch", "model ceiling", "samples/s"],
+             "evidence": ["every measurement the search made", "cores busy", "colour by phase"]},
+    "io": {"throughput": ["read MB/s (all epochs)", "start-up to first batch (s)", "input mode", "fastfile"]},
+    "scaling": {"throughput": ["aggregate training samples/s (steady)", "kvstore workers", "of ideal", "baseline"],
+                "split": ["summed steady step time of all workers", "compute (no kvstore)", "kvstore"]},
+    "profile": {"phases": ["training loop"], "steps-histogram": ["Step duration", "outlier limit"],
+                "steps": ["Step duration and data wait per step"], "algo-1-cpu": ["CPU utilisation per core"]},
+}  # fmt: skip
+"""Each page's charts (its ``<figure id="chart-NAME">``, more in a profile) and text each one's SVG shows."""
+
+
+def inline_charts(page: str) -> dict[str, str]:
+    """Each chart's inline SVG in a page, by name."""
+    found = re.findall(r'<figure class="chart" id="chart-([^"]+)">(<svg .*?</svg>)</figure>', page, re.S)
+    return dict(found)
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +134,15 @@ def test_every_kind_of_run_folder_gets_a_self_contained_report(folders, name):
     payload = embedded(page)
     assert payload["kind"] == KIND[name]
     assert template("report.js").strip()[:60] in page and template("report.css").strip()[:60] in page
+    charts = inline_charts(page)
+    for chart, texts in CHARTS[name].items():  # one matplotlib figure per chart, inlined as SVG with its text as text
+        svg = charts[chart]
+        assert "<text" in svg and "<?xml" not in svg and "<metadata" not in svg, chart
+        for text in texts:
+            assert text in html.unescape(svg), (chart, text)
+    if name != "profile":
+        assert set(charts) == set(CHARTS[name])
+    assert page.count("<svg ") == len(charts) == page.count('<figure class="chart" id="chart-')
     data = payload["data"]
     if KIND[name] == "run":
         assert [r["workers"] for r in data["rows"]] == ([0, 1] if name == "sweep" else [0, 1, 2, 4, 8])
@@ -121,6 +158,49 @@ def test_every_kind_of_run_folder_gets_a_self_contained_report(folders, name):
         assert "<h2>Rules</h2>" in page and "<svg" in page and any(r["rule"] == "InputBound" for r in data["rules"])
     else:
         assert data["rows"]
+
+
+@pytest.mark.parametrize("name", ["sweep", "diagnosis", "tune", "scaling"])
+def test_each_chart_title_names_the_pipeline(folders, name):
+    report = load(folders[name])
+    identity = "synthetic" if name in ("diagnosis", "tune") else "mnist"
+    for chart in report.charts():
+        fig = chart.draw()
+        texts = [t.get_text() for t in [*fig.texts, fig._suptitle] if t is not None]
+        assert any(t.startswith(f"{identity}:") or t.startswith(f"{identity},") for t in texts), (chart.name, texts)
+
+
+@pytest.mark.parametrize("name", ["sweep", "io", "scaling"])
+def test_the_png_and_the_page_draw_the_same_figure(folders, name):
+    """The PNG file is the png chart's figure saved as PNG; the page inlines that same figure as SVG."""
+    report = load(folders[name])
+    (chart,) = [c for c in report.charts() if c.name == report.png_chart]
+    png = folders[name] / report.files["png"]
+    assert png.read_bytes() == png_bytes(chart.draw())
+    page = (folders[name] / "report.html").read_text(encoding="utf-8")
+    assert chart_html(chart) in page
+    assert inline_charts(page)[chart.name] == svg_text(chart.draw(), salt=f"gluonbench-{chart.name}").replace(
+        "<svg ", f'<svg role="img" aria-label="{html.escape(chart.title)}" ', 1
+    )
+
+
+def test_drawing_charts_imports_matplotlib_only_when_drawn_and_keeps_no_figure():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gluonbench.cli, gluonbench.rundir, gluonbench.report.charts, gluonbench.profiler.report; "
+        "print('matplotlib' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    report = load(RESULTS / COMMITTED["sweep-repeat"])
+    assert len(report.charts()) == 2
+    for chart in report.charts():
+        assert chart_html(chart).startswith(f'<figure class="chart" id="chart-{chart.name}"><svg ')
+    assert plt.get_fignums() == before  # no figure registered with pyplot, none left open
 
 
 @pytest.mark.parametrize("name", ["sweep", "diagnosis", "tune", "io", "scaling"])
@@ -239,15 +319,29 @@ def test_each_report_renders_in_chromium_without_console_errors(driver, folders,
     headings = [h.text for h in driver.find_elements("tag name", "h2")]
     for heading in HEADINGS[name]:
         assert heading in headings, (heading, headings)
-    charts = driver.find_elements("tag name", "svg")
-    assert len(charts) >= 2 and all(c.size["width"] > 0 and c.size["height"] > 0 for c in charts)
+    charts = driver.find_elements("css selector", "figure.chart > svg")
+    assert len(charts) == len(driver.find_elements("tag name", "svg")) >= len(CHARTS[name])
+    assert all(c.size["width"] > 0 and c.size["height"] > 0 for c in charts)
+    # the renderer moved each chart into its section: right under the section's heading
+    placed = driver.execute_script(
+        "return Array.from(document.querySelectorAll('figure.chart')).map(function (f) {"
+        "  var h = f.previousElementSibling; while (h && h.tagName !== 'H2' && h.tagName !== 'H3') {"
+        "    h = h.previousElementSibling; } return [f.id, h ? h.textContent : null]; })"
+    )
+    for chart, heading in placed:
+        assert heading in HEADINGS[name] or name == "profile", (chart, heading)
+    assert not driver.find_elements("css selector", "div.chart-slot")
     text = driver.find_element("tag name", "main").text
     assert "could not draw" not in text
+    svg_text = driver.execute_script(
+        "return Array.from(document.querySelectorAll('figure.chart')).map(function (f) { return f.textContent; })"
+        ".join(' ')"
+    )
     if name == "sweep-repeat":
         # 0 workers' best repeat reaches 1 worker's worst: no best count is named
-        assert "median of 3 repeats; whiskers: min-max" in text and "within noise: rerun with --repeat" in text
+        assert "median with min-max over 3 repeats" in svg_text and "within noise: rerun with --repeat" in text
     if name == "sweep":
-        assert "one run per worker count (no spread measured)" in text and "whiskers: min-max" not in text
+        assert "one run per worker count (spread unknown)" in svg_text and "min-max" not in svg_text
     height = driver.execute_script("return document.body.scrollHeight")
     driver.set_window_size(1100, min(height + 200, 8000))
     keep = REPO / ".pytest-artifacts"

@@ -9,6 +9,7 @@ from gluonbench.diagnosis.facts import Facts, facts, wide_text
 from gluonbench.diagnosis.recommend import Setting, substage_name
 from gluonbench.diagnosis.verdict import HEADLINE_OF, Thresholds
 from gluonbench.errors import GluonbenchError
+from gluonbench.report.charts import Chart, diagnosis_charts
 from gluonbench.report.exporters import MarkdownTable, Report, Table, TableSyntax, roofline_text, where_when
 from gluonbench.units import count
 
@@ -348,8 +349,14 @@ class DiagnosisReport(Report):
         stored = dict(self.summary.get("diagnosis") or {}, facts=self.facts().to_dict())
         return {"diagnosis": stored, "probe_order": self.summary.get("probe_order") or []}
 
+    def charts(self) -> list[Chart]:
+        """The probe chain's samples/s and the shares of the step time (:mod:`gluonbench.report.charts`)."""
+        d = self.summary.get("diagnosis")
+        identity = (d.get("label") if isinstance(d, dict) else "") or "diagnosis"
+        return diagnosis_charts(identity, self.html_data())
+
     def html_body(self) -> str:
-        """The facts as a list the page shows without its script (the script draws the rest from the JSON)."""
+        """The facts as a list the page shows without its script (the script writes the rest from the JSON)."""
         return facts_html(self.facts())
 
 

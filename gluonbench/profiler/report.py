@@ -1,9 +1,11 @@
-"""The profile report: one self-contained ``report.html`` (inline SVG, no network), written like every run
-folder's report by the one HTML exporter (:class:`ProfileReport`)."""
+"""The profile report: one self-contained ``report.html`` (no network), written like every run folder's
+report by the one HTML exporter (:class:`ProfileReport`); its charts are matplotlib figures inlined as SVG
+through the one chart helper (:mod:`gluonbench.report.charts`)."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -12,10 +14,12 @@ import numpy as np
 from gluonbench.errors import GluonbenchError
 from gluonbench.profiler.data import NodeMetrics, ProfileData
 from gluonbench.profiler.rules.base import RuleReport
+from gluonbench.report.charts import Chart, chart_html, heading, new_figure
 from gluonbench.report.exporters import Report, Table, TableSyntax
 
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 MAX_POINTS = 800
+LEGEND_ROWS = 9
+"""a timeline's legend lists this many series (one line kept for "+N more" when there are more)"""
 
 
 def _esc(v: Any) -> str:
@@ -39,27 +43,6 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
-def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    """About ``n`` round tick values (1, 2, 2.5 or 5 times a power of ten) covering ``lo..hi``."""
-    span = hi - lo
-    if not (np.isfinite(span) and span > 0):
-        return [lo]
-    raw = span / max(n, 1)
-    mag = 10.0 ** np.floor(np.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    first = np.floor(lo / step) * step
-    ticks = [float(round(first + i * step, 10)) for i in range(int(np.ceil((hi - first) / step)) + 1)]
-    return [t for t in ticks if lo - 1e-9 * span <= t <= hi + 1e-9 * span] or [lo]
-
-
-def nice_max(v: float) -> float:
-    """The smallest round tick at or above ``v`` (the top of an axis that starts at zero)."""
-    if not (np.isfinite(v) and v > 0):
-        return 1.0
-    step = nice_ticks(0.0, v, 4)
-    return step[-1] if step[-1] >= v else step[-1] + (step[1] - step[0] if len(step) > 1 else v)
-
-
 def _thin(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(x) <= MAX_POINTS:
         return x, y
@@ -67,144 +50,117 @@ def _thin(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x[idx], y[idx]
 
 
-def line_chart(
+def _chart(name: str, title: str, draw: Callable[[], Any] | None) -> str:
+    """The chart inlined as SVG (the one chart helper every report uses), or a note when there is no data."""
+    if draw is None:
+        return f'<p class="note">{_esc(title)}: no data.</p>'
+    return chart_html(Chart(name, title, draw))
+
+
+def line_figure(
     title: str,
     series: list[tuple[str, np.ndarray, np.ndarray]],
     unit: str = "",
     x_label: str = "seconds since job start",
-    width: int = 940,
-    height: int = 170,
+    y_max: float | None = None,
+) -> Any:
+    """A timeline: ``series`` are (label, x, y), y from zero (to ``y_max`` when given, e.g. 100 %); the legend
+    beside it names what fits, long labels shortened."""
+    from matplotlib.ticker import FuncFormatter
+
+    fig = new_figure(2.2)
+    heading(fig, f"{title}{' (' + unit + ')' if unit else ''}")
+    ax = fig.add_subplot()
+    fits = len(series) if len(series) <= LEGEND_ROWS else LEGEND_ROWS - 1
+    for k, (label, x, y) in enumerate(series):
+        x, y = _thin(np.asarray(x, float), np.asarray(y, float))
+        short = label if len(label) <= 27 else label[:26] + "…"
+        ax.plot(x, y, linewidth=1.1, color=f"C{k % 10}", label=short if k < fits else None)
+    ax.set_ylim(0, y_max * 1.04 if y_max is not None else None)  # a line at the top stays visible above the frame
+    ax.set_xlabel(x_label, fontsize=8, color="#555")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _fmt(v)))
+    ax.tick_params(labelsize=8)
+    ax.grid(alpha=0.3)
+    legend = ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    if len(series) > fits:
+        ax.text(1.02, 1.0 - 0.105 * (fits + 0.6), f"+{len(series) - fits} more", transform=ax.transAxes,
+                fontsize=7, color="#777", va="top")  # fmt: skip
+    legend.set_in_layout(True)
+    return fig
+
+
+def line_chart(
+    name: str,
+    title: str,
+    series: list[tuple[str, np.ndarray, np.ndarray]],
+    unit: str = "",
+    x_label: str = "seconds since job start",
     y_max: float | None = None,
 ) -> str:
-    """An SVG line chart; ``series`` are (label, x, y)."""
+    """:func:`line_figure` inlined as SVG, or a note when no series has data."""
     series = [(n, np.asarray(x, float), np.asarray(y, float)) for n, x, y in series if len(x)]
-    if not series:
-        return f'<p class="note">{_esc(title)}: no data.</p>'
-    left, right, top, bottom = 60, 200, 22, 30
-    pw, ph = width - left - right, height - top - bottom
-    x0 = min(float(x.min()) for _, x, _ in series)
-    x1 = max(float(x.max()) for _, x, _ in series)
-    ymax = y_max if y_max is not None else nice_max(max(float(np.nanmax(y)) for _, _, y in series))
-    ymax = ymax if ymax > 0 else 1.0
-    xs = max(x1 - x0, 1e-9)
-    parts = [
-        f'<svg width="{width}" height="{height}" role="img" aria-label="{_esc(title)}">',
-        f'<text x="{left}" y="14" font-weight="600">{_esc(title)}{" (" + _esc(unit) + ")" if unit else ""}</text>',
-    ]
-    for yv in nice_ticks(0.0, ymax, 4):
-        yy = top + ph - ph * yv / ymax
-        parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#eee"/>')
-        parts.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end">{_fmt(yv)}</text>')
-    for xv in nice_ticks(x0, x1, 6):
-        xx = left + pw * (xv - x0) / xs
-        parts.append(f'<text x="{xx:.1f}" y="{top + ph + 14}" text-anchor="middle">{_fmt(xv)}</text>')
-    parts.append(
-        f'<text x="{left + pw / 2}" y="{height - 2}" text-anchor="middle" class="muted">{_esc(x_label)}</text>'
-    )
-    parts.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#ccc"/>')
-    # the legend lists what fits beside the plot (one line kept for "+N more"); long labels are shortened
-    # to the column's width, the full label in the tooltip
-    rows = max(1, int((ph - 4) // 14) + 1)
-    fits = len(series) if len(series) <= rows else rows - 1
-    for k, (label, x, y) in enumerate(series):
-        x, y = _thin(x, y)
-        pts = " ".join(
-            f"{left + pw * (a - x0) / xs:.1f},{top + ph - ph * min(max(b, 0.0), ymax) / ymax:.1f}"
-            for a, b in zip(x, y, strict=True)
-        )
-        color = COLORS[k % len(COLORS)]
-        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.3" points="{pts}"/>')
-        if k < fits:
-            ly = top + 10 + 14 * k
-            short = label if len(label) <= 27 else label[:26] + "…"
-            parts.append(f'<rect x="{left + pw + 10}" y="{ly - 8}" width="10" height="3" fill="{color}"/>')
-            parts.append(f'<text x="{left + pw + 24}" y="{ly}"><title>{_esc(label)}</title>{_esc(short)}</text>')
-    if len(series) > fits:
-        ly = top + 10 + 14 * fits
-        parts.append(f'<text x="{left + pw + 10}" y="{ly}" class="muted">+{len(series) - fits} more</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    draw = (lambda: line_figure(title, series, unit, x_label, y_max)) if series else None
+    return _chart(name, title, draw)
 
 
-def histogram(
-    title: str,
-    values: np.ndarray,
-    limit: float | None,
-    unit: str = "ms",
-    bins: int = 40,
-    width: int = 940,
-    height: int = 170,
-) -> str:
-    """An SVG histogram; bars beyond ``limit`` (outliers) in red, the limit as a dashed line.
+def histogram_figure(title: str, values: np.ndarray, limit: float | None, unit: str = "ms", bins: int = 40) -> Any:
+    """A histogram; bars beyond ``limit`` (outliers) in red, the limit as a dashed line.
 
     The axis covers the bulk of the values (to the 99th percentile, and the limit); the few beyond it (a
     slow first step) are counted in one last bar marked with their maximum, so they do not squash the rest.
     """
     values = np.asarray(values, float)
     values = values[np.isfinite(values)]
-    if not len(values):
-        return f'<p class="note">{_esc(title)}: no data.</p>'
     vmin, vmax = float(values.min()), float(values.max())
     view_hi = float(np.percentile(values, 99)) * 1.1
     if limit is not None and np.isfinite(limit):
         view_hi = max(view_hi, limit * 1.05)
-    view_hi = min(view_hi, vmax)
-    ticks = nice_ticks(vmin, view_hi, 6) if view_hi > vmin else [vmin]
-    lo = min(ticks[0], vmin)
-    hi = max(ticks[-1], view_hi) if len(ticks) > 1 else vmax
+    hi = min(view_hi, vmax)
+    lo = vmin
     if not hi > lo:
         hi = lo + max(abs(lo) * 0.1, 1e-9)
     overflow = values[values > hi]
     counts, edges = np.histogram(values[values <= hi], bins=bins, range=(lo, hi))
-    counts = list(counts)
+    width = edges[1] - edges[0]
+    fig = new_figure(2.2)
+    heading(fig, title)
+    ax = fig.add_subplot()
+    red = [limit is not None and e >= limit for e in edges[:-1]]
+    ax.bar(edges[:-1], counts, width=width * 0.9, align="edge", color=["#d62728" if r else "#1f77b4" for r in red])
     if len(overflow):
-        counts.append(len(overflow))
-    left, right, top, bottom = 60, 20, 22, 30
-    pw, ph = width - left - right, height - top - bottom
-    cmax = max(max(counts), 1)
-    span = hi - lo
-    bw = pw / len(counts)
-    pw_main = bw * bins
-    parts = [
-        f'<svg width="{width}" height="{height}" role="img" aria-label="{_esc(title)}">',
-        f'<text x="{left}" y="14" font-weight="600">{_esc(title)}</text>',
-        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#ccc"/>',
-    ]
-    for i, c in enumerate(counts):
-        h = ph * c / cmax
-        over = i >= bins
-        color = "#d62728" if over or (limit is not None and edges[i] >= limit) else "#1f77b4"
-        tip = (
-            f"&gt; {_fmt(hi)} {unit} (up to {_fmt(vmax)}): {c}"
-            if over
-            else f"{_fmt(edges[i])}-{_fmt(edges[i + 1])} {unit}: {c}"
-        )
-        parts.append(
-            f'<rect x="{left + i * bw + 0.5:.1f}" y="{top + ph - h:.1f}" width="{max(bw - 1, 0.5):.1f}" '
-            f'height="{h:.1f}" fill="{color}"><title>{tip}</title></rect>'
-        )
-    for xv in ticks:
-        if lo <= xv <= hi:
-            parts.append(
-                f'<text x="{left + pw_main * (xv - lo) / span:.1f}" y="{top + ph + 14}" text-anchor="middle">'
-                f"{_fmt(xv)}</text>"
-            )
-    if len(overflow):
-        # above the plot, right-aligned over the overflow bar (clear of the tick labels)
-        parts.append(
-            f'<text x="{left + pw:.1f}" y="14" text-anchor="end" fill="#d62728">'
-            f"last bar: {len(overflow)} step(s) &gt; {_fmt(hi)} {_esc(unit)} (max {_fmt(vmax)})</text>"
-        )
-    parts.append(f'<text x="{left - 6}" y="{top + 8}" text-anchor="end">{cmax}</text>')
-    parts.append(f'<text x="{left + pw / 2}" y="{height - 2}" text-anchor="middle" class="muted">{_esc(unit)}</text>')
+        ax.bar([hi + width * 0.5], [len(overflow)], width=width * 0.9, align="edge", color="#d62728")
+        ax.text(1.0, 1.02, f"last bar: {len(overflow)} step(s) > {_fmt(hi)} {unit} (max {_fmt(vmax)})",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=8, color="#d62728")  # fmt: skip
     if limit is not None and lo <= limit <= hi:
-        lx = left + pw_main * (limit - lo) / span
-        parts.append(
-            f'<line x1="{lx:.1f}" x2="{lx:.1f}" y1="{top}" y2="{top + ph}" stroke="#d62728" stroke-dasharray="4 3"/>'
-        )
-        parts.append(f'<text x="{lx + 4:.1f}" y="{top + 12}" fill="#d62728">outlier limit</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+        ax.axvline(limit, color="#d62728", linestyle="--", linewidth=1)
+        ax.text(limit, 0.97, " outlier limit", transform=ax.get_xaxis_transform(), va="top", fontsize=8,
+                color="#d62728")  # fmt: skip
+    ax.set_xlim(lo, hi + (width * 1.5 if len(overflow) else 0))
+    ax.set_xlabel(unit, fontsize=8, color="#555")
+    ax.set_ylabel("steps", fontsize=8, color="#555")
+    ax.tick_params(labelsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def phase_figure(parts: list[tuple[str, float, str]]) -> Any:
+    """The job's phases as one bar of their durations, each named with its seconds in the legend."""
+    fig = new_figure(1.0)
+    ax = fig.add_subplot()
+    total = sum(max(v, 0) for _, v, _ in parts) or 1.0
+    left = 0.0
+    for label, v, color in parts:
+        ax.barh(0, max(v, 0), left=left, height=0.8, color=color, label=f"{label} {v:.2f} s")
+        left += max(v, 0)
+    ax.set_xlim(0, total)
+    ax.set_ylim(-0.45, 0.45)
+    ax.set_yticks([])
+    ax.set_xlabel("seconds since job start", fontsize=8, color="#555")
+    ax.tick_params(labelsize=8)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(parts), fontsize=8, frameon=False)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    return fig
 
 
 def _rel(data: ProfileData, ts: np.ndarray) -> np.ndarray:
@@ -224,19 +180,26 @@ def _timelines(data: ProfileData, node: NodeMetrics) -> str:
                 rows.append((n, _rel(data, s.ts), s.values))
         return rows
 
-    out.append(line_chart("CPU utilisation per core", dim("CPUUtilization"), "%", y_max=100))
-    out.append(line_chart("I/O wait per core", dim("I/OWaitPercentage"), "%"))
+    n = node.node_id
+
+    def chart(key: str, title: str, series: list, unit: str, y_max: float | None = None) -> str:
+        return line_chart(f"{n}-{key}", title, series, unit, y_max=y_max)
+
+    out.append(chart("cpu", "CPU utilisation per core", dim("CPUUtilization"), "%", 100))
+    out.append(chart("iowait", "I/O wait per core", dim("I/OWaitPercentage"), "%"))
     if node.gpus:
-        out.append(line_chart("GPU utilisation", dim("GPUUtilization"), "%", y_max=100))
-        out.append(line_chart("GPU memory utilisation", dim("GPUMemoryUtilization"), "%", y_max=100))
+        out.append(chart("gpu", "GPU utilisation", dim("GPUUtilization"), "%", 100))
+        out.append(chart("gpumem", "GPU memory utilisation", dim("GPUMemoryUtilization"), "%", 100))
     else:
         out.append('<p class="note">GPU: no GPU rows for this node.</p>')
-    out.append(line_chart("Memory used", named("MemoryUsedPercent"), "%", y_max=100))
-    out.append(line_chart("Disk", named("ReadThroughputInBytesPerSecond", "WriteThroughputInBytesPerSecond"), "B/s"))
-    out.append(line_chart("Network", named("ReceiveBytesPerSecond", "TransmitBytesPerSecond"), "B/s"))
-    out.append(line_chart("Training processes", named("ProcessCount", "WorkerCount", dimension="Training"), "count"))
-    out.append(line_chart("CPU per process (root first; 100 % = one core)", dim("ProcessCPUPercent"), "%"))
-    out.append(line_chart("PSS per process", dim("ProcessPSSBytes"), "bytes"))
+    out.append(chart("mem", "Memory used", named("MemoryUsedPercent"), "%", 100))
+    out.append(chart("disk", "Disk", named("ReadThroughputInBytesPerSecond", "WriteThroughputInBytesPerSecond"), "B/s"))
+    out.append(chart("net", "Network", named("ReceiveBytesPerSecond", "TransmitBytesPerSecond"), "B/s"))
+    out.append(
+        chart("procs", "Training processes", named("ProcessCount", "WorkerCount", dimension="Training"), "count")
+    )
+    out.append(chart("proccpu", "CPU per process (root first; 100 % = one core)", dim("ProcessCPUPercent"), "%"))
+    out.append(chart("pss", "PSS per process", dim("ProcessPSSBytes"), "bytes"))
     return "".join(out)
 
 
@@ -251,9 +214,12 @@ def _job_summary(data: ProfileData) -> str:
             ("Training loop (first step to last step end)", f"{loop:.2f} s"),
             ("Finalisation (last step end to job end)", f"{fin:.2f} s"),
         ]
-        bar = _phase_bar(
-            [("initialisation", init, "#9e9e9e"), ("training loop", loop, "#1f77b4"), ("finalisation", fin, "#ff7f0e")]
-        )
+        phases = [
+            ("initialisation", init, "#9e9e9e"),
+            ("training loop", loop, "#1f77b4"),
+            ("finalisation", fin, "#ff7f0e"),
+        ]
+        bar = _chart("phases", "job phases", lambda: phase_figure(phases))
     else:
         rows.append(("Training loop", "no step events (the script does not use gluonbench.profiler.step())"))
         bar = ""
@@ -278,22 +244,6 @@ def _job_summary(data: ProfileData) -> str:
     )
     notes = "".join(f'<p class="note">{_esc(n)}</p>' for n in meta.get("notes", []))
     return f"<table>{body}</table>{bar}{notes}"
-
-
-def _phase_bar(parts: list[tuple[str, float, str]], width: int = 940) -> str:
-    total = sum(max(p[1], 0) for p in parts) or 1.0
-    x = 0.0
-    out = [f'<svg width="{width}" height="38" role="img" aria-label="job phases">']
-    for label, v, color in parts:
-        w = width * max(v, 0) / total
-        out.append(
-            f'<rect x="{x:.1f}" y="0" width="{w:.1f}" height="18" fill="{color}"><title>{label}: {v:.2f} s</title></rect>'
-        )
-        if w > 80:
-            out.append(f'<text x="{x + 4:.1f}" y="32">{_esc(label)} {v:.1f} s</text>')
-        x += w
-    out.append("</svg>")
-    return "".join(out)
 
 
 def _rules_table(reports: list[RuleReport]) -> str:
@@ -346,12 +296,14 @@ def _steps_section(data: ProfileData, reports: list[RuleReport]) -> str:
     else:
         limit = float(dur.mean() + 3 * dur.std())
     n_out = int(np.count_nonzero(dur > limit))
-    out = [histogram(f"Step duration ({len(dur)} steps, {n_out} beyond mean + 3 sigma = {limit:.2f} ms)", dur, limit)]
+    title = f"Step duration ({len(dur)} steps, {n_out} beyond mean + 3 sigma = {limit:.2f} ms)"
+    finite = dur[np.isfinite(dur)]
+    out = [_chart("steps-histogram", title, (lambda: histogram_figure(title, finite, limit)) if len(finite) else None)]
     idx = np.array([s.step_num for s in steps], float)
     series = [("step", idx, dur)]
     if any(s.wait_s is not None for s in steps):
         series.append(("data wait", idx, np.array([(s.wait_s or 0.0) for s in steps]) * 1e3))
-    out.append(line_chart("Step duration and data wait per step", series, "ms", x_label="step"))
+    out.append(line_chart("steps", "Step duration and data wait per step", series, "ms", x_label="step"))
     return "".join(out)
 
 
@@ -413,7 +365,7 @@ def _operators_section(data: ProfileData) -> str:
 
 
 def render_body(data: ProfileData, reports: list[RuleReport]) -> str:
-    """The report's sections as HTML (inline SVG, no script): the body of its ``report.html``."""
+    """The report's sections as HTML (charts inlined as SVG, no script): the body of its ``report.html``."""
     fired = [r.rule for r in reports if r.triggered]
     parts = [
         f"<p class='note'>Rules triggered: {_esc(', '.join(fired) or 'none')}. "
@@ -445,7 +397,7 @@ class ProfileReport(Report):
 
     Built from the profile's files (``profiler-output/``, ``profile.json``) and the rule reports
     run over them, not from ``runs.jsonl``; written by the same :class:`~gluonbench.report.exporters.HtmlExporter`
-    as every run folder's report, its sections rendered here as HTML with inline SVG.
+    as every run folder's report, its sections rendered here as HTML with its charts inlined as SVG.
     """
 
     kind = "profile"

@@ -26,10 +26,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gluonbench.report import versions
 from gluonbench.report.store import atomic_write_bytes, json_safe
+
+if TYPE_CHECKING:
+    from gluonbench.report.charts import Chart
 
 
 @dataclass
@@ -153,9 +156,20 @@ class Report(ABC):
     def document(self, tables: TableSyntax) -> str:
         """The report as a text document whose tables are written in ``tables``' syntax."""
 
+    png_chart: ClassVar[str] = ""
+    """the name of the chart (of :meth:`charts`) the ``png`` export writes; "" for none"""
+
+    def charts(self) -> list[Chart]:
+        """The report's charts, in page order (none when there is nothing to plot); the HTML page inlines each
+        as SVG, the ``png`` export writes the one named :attr:`png_chart`."""
+        return []
+
     def figure(self) -> bytes | None:
-        """A PNG plot, or None when there is nothing to plot."""
-        return None
+        """The PNG of the chart named :attr:`png_chart`, or None when there is nothing to plot."""
+        from gluonbench.report.charts import png_bytes
+
+        chart = next((c for c in self.charts() if c.name == self.png_chart), None) if self.png_chart else None
+        return None if chart is None else png_bytes(chart.draw())
 
     def html_title(self) -> str:
         """The HTML page's title (its first heading too)."""
@@ -170,7 +184,7 @@ class Report(ABC):
         return self.data()
 
     def html_body(self) -> str:
-        """HTML the page shows as it is, before what its script draws (a report that is already HTML)."""
+        """HTML the page shows as it is, before its charts and what its script writes (a report that is already HTML)."""
         return ""
 
     def html_fallback(self) -> str:
@@ -239,7 +253,7 @@ class MarkdownExporter(Exporter):
 
 
 class PngExporter(Exporter):
-    """The report's plot (matplotlib, Agg backend)."""
+    """The report's main chart as PNG (the same matplotlib figure its HTML page inlines as SVG)."""
 
     name, suffix = "png", ".png"
 
@@ -324,14 +338,3 @@ def roofline_text(texts: list[str]) -> str:
     return "roofline (each stage against this machine's measured ceiling; gluonbench doctor):\n" + "".join(
         f"  {text}\n" for text in texts
     )
-
-
-def png_bytes(fig: Any) -> bytes:
-    """A matplotlib figure as PNG bytes (the figure is closed)."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    return buf.getvalue()

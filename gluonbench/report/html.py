@@ -2,11 +2,14 @@
 
 hyperfine's HTML export in shape: a template (``templates/report.html``), a style sheet
 (``report.css``) and a small renderer (``report.js``), shipped as package data, with the
-report's records embedded as JSON in the page. The renderer draws the tables and the SVG
-plots in the browser from that JSON alone, so the page needs no network and no file beside
-it: no CDN, no external font, no image file. A report that is already HTML (the profiler's)
-hands its body in through :meth:`~gluonbench.report.exporters.Report.html_body` and goes
-through the same template. :class:`~gluonbench.report.exporters.HtmlExporter` writes it. Without JavaScript the page shows the report's Markdown document.
+report's records embedded as JSON in the page. The charts are the report's matplotlib figures
+(:meth:`~gluonbench.report.exporters.Report.charts`, the same figures as its PNG file) inlined
+as SVG (:mod:`gluonbench.report.charts`); the renderer writes the headline, the tables and the
+text from the JSON and moves each chart into its section. The page needs no network and no
+file beside it: no CDN, no external font, no image file. A report that is already HTML (the
+profiler's) hands its body in through :meth:`~gluonbench.report.exporters.Report.html_body` and
+goes through the same template. :class:`~gluonbench.report.exporters.HtmlExporter` writes it.
+Without JavaScript the page shows the charts and the report's Markdown document.
 
 The renderer reads the fields it knows and shows any other field of a diagnosis as a plain
 table, so a field added to the records later appears without a template change.
@@ -46,8 +49,11 @@ def embed_json(value: object) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render_page(kind: str, title: str, subtitle: str, data: object, body: str = "", fallback: str = "") -> str:
-    """One page from the template: ``data`` embedded as JSON, ``body`` as given (HTML), ``fallback`` as text."""
+def render_page(
+    kind: str, title: str, subtitle: str, data: object, body: str = "", fallback: str = "", charts: str = ""
+) -> str:
+    """One page from the template: ``data`` embedded as JSON, ``body`` and ``charts`` as given (HTML),
+    ``fallback`` as text."""
     payload = {"kind": kind, "title": title, "subtitle": subtitle, "gluonbench": __version__, "data": data}
     noscript = f"<noscript><pre class='fallback'>{html.escape(fallback)}</pre></noscript>" if fallback else ""
     return Template(template("report.html")).substitute(
@@ -56,7 +62,7 @@ def render_page(kind: str, title: str, subtitle: str, data: object, body: str = 
         kind=html.escape(kind),
         version=html.escape(__version__),
         css=template("report.css"),
-        body=body + noscript,
+        body=body + charts + noscript,
         data_id=DATA_ID,
         data=embed_json(payload),
         js=template("report.js"),
@@ -64,7 +70,9 @@ def render_page(kind: str, title: str, subtitle: str, data: object, body: str = 
 
 
 def html_text(report: Report) -> str:
-    """The ``report.html`` of ``report``."""
+    """The ``report.html`` of ``report``: its charts inlined as SVG."""
+    from gluonbench.report.charts import chart_html
+
     return render_page(
         report.kind,
         report.html_title(),
@@ -72,4 +80,5 @@ def html_text(report: Report) -> str:
         report.html_data(),
         report.html_body(),
         report.html_fallback(),
+        "".join(chart_html(c) for c in report.charts()),
     )

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from gluonbench.analysis.io_rules import recommend
+from gluonbench.report.charts import Chart, new_figure
 from gluonbench.report.exporters import (
     MarkdownTable,
     Report,
@@ -19,7 +20,6 @@ from gluonbench.report.exporters import (
     TableSyntax,
     fmt,
     machine_line,
-    png_bytes,
     where_when,
 )
 from gluonbench.units import format_size
@@ -235,16 +235,14 @@ def to_markdown(summary: IoSummary, tables: TableSyntax | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_png(summary: IoSummary) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def figure(summary: IoSummary) -> Any:
+    """The io chart (``io.png``, and the HTML page's): read MB/s over all epochs and the start-up to the first
+    batch of each finished cell, grouped by data set and layout, one bar per input mode; axes from zero."""
     rows = [r for r in summary.rows if r.get("status") == "ok"]
     groups = sorted({(r["cell"]["size"], r["cell"]["layout"]) for r in rows}, key=lambda g: (g[0] != "small", g))
     modes = [m for m in ("file", "fastfile", "pipe") if any(r["cell"]["mode"] == m for r in rows)]
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 6.5), sharex=True)
+    fig = new_figure(6.5, 8.5)
+    ax1, ax2 = fig.subplots(2, 1, sharex=True)
     width = 0.8 / max(len(modes), 1)
     colors = {"file": "tab:blue", "fastfile": "tab:orange", "pipe": "tab:green"}
     for i, mode in enumerate(modes):
@@ -273,7 +271,7 @@ def to_png(summary: IoSummary) -> bytes:
         f"cores), {summary.started_utc[:10]}, one run per cell",
         fontsize=9,
     )
-    return png_bytes(fig)
+    return fig
 
 
 class IoReport(Report):
@@ -301,8 +299,13 @@ class IoReport(Report):
     def document(self, tables: TableSyntax) -> str:
         return to_markdown(self.summary, tables)
 
-    def figure(self) -> bytes | None:
-        return to_png(self.summary) if any(r.get("status") == "ok" for r in self.summary.rows) else None
+    png_chart = "throughput"
+
+    def charts(self) -> list[Chart]:
+        """The read throughput and start-up per cell (``io.png``); none when no cell finished."""
+        if not any(r.get("status") == "ok" for r in self.summary.rows):
+            return []
+        return [Chart("throughput", "Read MB/s and start-up per cell", lambda: figure(self.summary))]
 
     def html_title(self) -> str:
         return f"gluonbench io: input modes ({self.summary.settings.get('stage', 'read')} stage)"

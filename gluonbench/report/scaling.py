@@ -16,13 +16,13 @@ from typing import Any, ClassVar
 
 from gluonbench.analysis.stats import median
 from gluonbench.identity import of_settings
+from gluonbench.report.charts import SPLIT_COLORS, Chart, new_figure, repeats_text, stacked_figure
 from gluonbench.report.exporters import (
     MarkdownTable,
     Report,
     Table,
     TableSyntax,
     machine_line,
-    png_bytes,
     stage_label,
     where_when,
 )
@@ -334,13 +334,12 @@ def to_markdown(summary: ScalingSummary, tables: TableSyntax | None = None) -> s
     return "\n".join(lines) + "\n"
 
 
-def to_png(summary: ScalingSummary) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 7), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+def figure(summary: ScalingSummary) -> Any:
+    """The throughput chart (``scaling.png``, and the HTML page's): aggregate steady samples/s per kvstore worker
+    count against the ideal (linear) line, min-max whiskers over repeats, each point's efficiency annotated; under
+    it the kvstore and input-wait shares of the step time."""
+    fig = new_figure(7, 7.6)
+    ax1, ax2 = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     loaders = sorted({r.workers for r in summary.rows})
     hosts = sorted({r.hosts for r in summary.rows})
     for n, w in enumerate(loaders):
@@ -349,6 +348,13 @@ def to_png(summary: ScalingSummary) -> bytes:
         ax1.plot(
             [r.hosts for r in rows], [r.samples_per_s for r in rows], "o-", color=color, label=f"measured, loader {w}"
         )
+        for r in rows:  # min-max over the repeats that finished
+            rates = [j.samples_per_s for j in summary.jobs if j.ok and (j.hosts, j.workers) == (r.hosts, r.workers)]
+            rates = [v for v in rates if math.isfinite(v)]
+            if len(rates) > 1:
+                lo, hi = min(rates), max(rates)
+                ax1.errorbar([r.hosts], [r.samples_per_s], yerr=[[max(r.samples_per_s - lo, 0)], [max(hi - r.samples_per_s, 0)]],
+                             fmt="none", ecolor=color, capsize=4)  # fmt: skip
         ideal = [r for r in rows if not math.isnan(r.ideal_samples_per_s)]
         if ideal:
             ax1.plot(
@@ -361,7 +367,7 @@ def to_png(summary: ScalingSummary) -> bytes:
             )
         for r in ideal:
             ax1.annotate(
-                _pct(r.efficiency),
+                "baseline" if r.hosts == 1 else _pct(r.efficiency) + " of ideal",
                 (r.hosts, r.samples_per_s),
                 textcoords="offset points",
                 xytext=(0, -14),
@@ -398,11 +404,38 @@ def to_png(summary: ScalingSummary) -> bytes:
         f"{of_settings(s)}, {s.get('kvstore')}, per-worker batch "
         f"{summary.rows[0].per_worker_batch if summary.rows else '?'}, {s.get('servers')} server(s): "
         f"{str(env.get('cpu', '?'))[:40]} ({env.get('cores_logical', '?')} cores)\n{summary.started_utc[:10]}, "
-        "efficiency annotated"
-        + (f"; median over {s.get('repeat')} repeats" if (s.get("repeat") or 1) > 1 else "; one run per setting"),
+        f"efficiency annotated; {repeats_text(_repeat_counts(summary), 'setting')}\n"
+        "dashed: ideal (the 1-worker figure times the workers)",
         fontsize=9,
     )
-    return png_bytes(fig)
+    return fig
+
+
+def _repeat_counts(summary: ScalingSummary) -> list[int]:
+    return [
+        sum(j.ok and (j.hosts, j.workers) == (r.hosts, r.workers) for j in summary.jobs) for r in summary.rows if r.jobs
+    ]
+
+
+def split_figure(summary: ScalingSummary) -> Any:
+    """The summed steady step time of all workers per setting: input wait, copy, compute, kvstore push/pull."""
+    rows = [r for r in summary.rows if r.jobs]
+    parts = []
+    for r in rows:
+        comm = r.comm_share if math.isfinite(r.comm_share) else 0.0
+        parts.append(
+            [r.wait_share, r.copy_share, max(r.compute_share - comm, 0.0), comm]
+            if math.isfinite(r.compute_share)
+            else None
+        )
+    return stacked_figure(
+        f"{of_settings(summary.settings)}: summed steady step time of all workers",
+        "kvstore push/pull is part of compute, drawn apart here",
+        [f"{r.hosts} workers, loader {r.workers}" for r in rows],
+        parts,
+        ["input wait", "copy", "compute (no kvstore)", "kvstore"],
+        [SPLIT_COLORS["wait"], SPLIT_COLORS["copy"], SPLIT_COLORS["compute"], SPLIT_COLORS["kvstore"]],
+    )
 
 
 class ScalingReport(Report):
@@ -430,8 +463,16 @@ class ScalingReport(Report):
     def document(self, tables: TableSyntax) -> str:
         return to_markdown(self.summary, tables)
 
-    def figure(self) -> bytes | None:
-        return to_png(self.summary) if any(r.jobs for r in self.summary.rows) else None
+    png_chart = "throughput"
+
+    def charts(self) -> list[Chart]:
+        """The throughput chart (``scaling.png``) and the step split; none when no job finished."""
+        if not any(r.jobs for r in self.summary.rows):
+            return []
+        return [
+            Chart("throughput", "Aggregate steady samples/s vs kvstore workers", lambda: figure(self.summary)),
+            Chart("split", "Summed steady step time of all workers", lambda: split_figure(self.summary)),
+        ]
 
     def html_title(self) -> str:
         s = self.summary.settings

@@ -7,6 +7,7 @@ import math
 from typing import Any, ClassVar
 
 from gluonbench.identity import of_settings
+from gluonbench.report.charts import SPLIT_COLORS, Chart, new_figure, repeats_text, stacked_figure
 from gluonbench.report.exporters import (
     MarkdownTable,
     Report,
@@ -14,7 +15,6 @@ from gluonbench.report.exporters import (
     TableSyntax,
     fmt,
     machine_line,
-    png_bytes,
     stage_label,
     where_when,
 )
@@ -254,24 +254,22 @@ def _cores_line(env: dict[str, Any]) -> tuple[int | None, str]:
     return None, ""
 
 
-def to_png(summary: SweepSummary) -> bytes:
-    """``sweep.png`` (:func:`figure`) as PNG bytes."""
-    return png_bytes(figure(summary))
-
-
-def figure(summary: SweepSummary) -> Any:
-    """The matplotlib figure of ``sweep.png``: samples/s and train duration per worker count, y-axes from zero, the best count marked
-    with its min-max, a band for "within noise of the best" (the rule the markdown states) and a line at the
-    usable core count."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def figure(summary: SweepSummary, runs: list[dict[str, Any]] | None = None) -> Any:
+    """The throughput chart (``sweep.png``, and the HTML page's): samples/s and train duration per worker count,
+    y-axes from zero, the best count marked with its min-max, a band for "within noise of the best" (the rule
+    the markdown states), the steady samples/s (first step left out), each repeat's samples/s (``runs``, when
+    repeated) and a line at the usable core count."""
     rows = [r for r in summary.rows if r.runs]
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6.8), sharex=True)
+    fig = new_figure(6.8, 7.6)
+    ax1, ax2 = fig.subplots(2, 1, sharex=True)
     xs = [r.workers for r in rows]
     repeated = summary.repeats > 1
+    steady = [(r.workers, r.steady_samples_per_s) for r in rows if math.isfinite(r.steady_samples_per_s)]
+    each = [
+        (r["workers"], r["samples_per_s"])
+        for r in runs or []
+        if repeated and r.get("status") == "ok" and isinstance(r.get("samples_per_s"), int | float)
+    ]
 
     def bars(ax, values, lo, hi, color, ylabel):
         if repeated:
@@ -283,7 +281,8 @@ def figure(summary: SweepSummary) -> Any:
         else:
             ax.plot(xs, values, marker="o", color=color, label="one run")
         ax.set_ylabel(ylabel)
-        ax.set_ylim(bottom=0, top=max([*hi, *values, 0]) * 1.18 or 1)
+        more = [y for _, y in steady + each] if ax is ax1 else []
+        ax.set_ylim(bottom=0, top=max([*hi, *values, *more, 0]) * 1.18 or 1)
         ax.grid(alpha=0.3)
 
     bars(
@@ -302,6 +301,13 @@ def figure(summary: SweepSummary) -> Any:
         "tab:red",
         "train duration (s)",
     )
+    if steady:
+        ax1.plot(
+            *zip(*steady, strict=True), linestyle="--", color="#999", label="steady samples/s (first step left out)"
+        )
+    if each:
+        ax1.plot(*zip(*each, strict=True), linestyle="none", marker="o", markersize=3.5, markerfacecolor="none",
+                 color="tab:blue", alpha=0.7, label="each repeat")  # fmt: skip
     best = next((r for r in rows if r.workers == summary.best_workers), None)
     if best is not None:
         floor, rule = summary.noise_floor()
@@ -352,6 +358,33 @@ def figure(summary: SweepSummary) -> Any:
     return fig
 
 
+def split_figure(summary: SweepSummary) -> Any:
+    """Where each worker count's steady step time goes: input wait (as the table's), copy to device, compute."""
+    rows = [r for r in summary.rows if r.runs and math.isfinite(r.samples_per_s)]
+    parts: list[list[float] | None] = []
+    for r in rows:
+        sp = r.split or {}
+        wait = r.wait_frac if math.isfinite(r.wait_frac) else sp.get("wait")
+        rest = (sp.get("copy") or 0.0) + (sp.get("compute") or 0.0)
+        if wait is None or not math.isfinite(wait):
+            parts.append(None)
+        elif rest > 0:  # the input wait of the table; the rest of the step split as measured
+            parts.append([wait, (1 - wait) * sp["copy"] / rest, (1 - wait) * sp["compute"] / rest])
+        else:
+            parts.append([wait, 0.0, 1 - wait])
+    repeated = summary.repeats > 1
+    return stacked_figure(
+        f"{of_settings(summary.settings)}: where the steady step time goes",
+        "waiting for the next batch, copying it to the device, compute (forward, backward, update); first step left "
+        "out"
+        + ("; input wait: median over repeats (as in the table), the rest split over all repeats" if repeated else ""),
+        [f"{r.workers} workers" for r in rows],
+        parts,
+        ["input wait", "copy to device", "compute"],
+        [SPLIT_COLORS["wait"], SPLIT_COLORS["copy"], SPLIT_COLORS["compute"]],
+    )
+
+
 class SweepReport(Report):
     """A sweep's run folder: one row per worker count (``kind == "run"`` records)."""
 
@@ -389,8 +422,21 @@ class SweepReport(Report):
     def document(self, tables: TableSyntax) -> str:
         return to_markdown(self.summary, tables)
 
-    def figure(self) -> bytes | None:
-        return to_png(self.summary) if any(r.runs for r in self.summary.rows) else None
+    png_chart = "throughput"
+
+    def charts(self) -> list[Chart]:
+        """The throughput chart (``sweep.png``) and the step split; none when no worker count finished a run."""
+        if not any(r.runs for r in self.summary.rows):
+            return []
+        counts = [r.runs for r in self.summary.rows if r.runs]
+        return [
+            Chart(
+                "throughput",
+                f"Training samples/s vs DataLoader workers ({repeats_text(counts, 'worker count')})",
+                lambda: figure(self.summary, self.runs),
+            ),
+            Chart("split", "Where the steady step time goes", lambda: split_figure(self.summary)),
+        ]
 
     def html_title(self) -> str:
         s = self.summary.settings

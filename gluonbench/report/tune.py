@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.identity import of_settings
+from gluonbench.report.charts import PALETTE, Bar, Chart, bars_height, hbars, heading, new_figure
 from gluonbench.report.exporters import Report, Table, TableSyntax, fmt, where_when, wide_text
 
 
@@ -21,6 +22,65 @@ def _rate(value: Any, ci: Any) -> str:
     if isinstance(lo, int | float) and isinstance(hi, int | float):
         return f"{value:.0f} samples/s [{lo:.0f}, {hi:.0f}]{wide_text(lo, hi)}"
     return f"{value:.0f} samples/s"
+
+
+def _ci(value: Any) -> tuple[Any, Any]:
+    return (value[0], value[1]) if isinstance(value, list | tuple) and len(value) == 2 else (None, None)
+
+
+def expected_figure(identity: str, r: dict[str, Any]) -> Any:
+    """The current setting, the recommendation and the model ceiling: samples/s with 95 % CIs, axis from zero."""
+    bars = [
+        Bar(f"current setting (batch {r.get('current_batch_size', '?')})", r.get("current_samples_per_s"),
+            *_ci(r.get("current_ci")), color="#7f7f7f"),
+        Bar(f"recommended (batch {r.get('batch_size', '?')})", r.get("samples_per_s"), *_ci(r.get("ci")),
+            color="#2ca02c", bold=True),
+        Bar("model ceiling", r.get("ceiling_samples_per_s"), *_ci(r.get("ceiling_ci")), color="#1f77b4"),
+    ]  # fmt: skip
+    fig = new_figure(bars_height(len(bars)))
+    heading(
+        fig,
+        f"{identity}: current setting, recommendation and the model ceiling",
+        "samples/s, median with its 95 % CI; the ceiling steps one cached batch (a perfect loader); axis from zero",
+    )
+    hbars(fig.add_subplot(), bars, "samples/s")
+    return fig
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def evidence_figure(identity: str, r: dict[str, Any]) -> Any:
+    """Every measurement the search made: samples/s with its 95 % CI and the cores it kept busy, coloured by
+    phase; a failed one says why."""
+    evidence = r.get("evidence") or []
+    phases = list(dict.fromkeys(str(e.get("phase")) for e in evidence))
+    bars = []
+    for e in evidence:
+        label = f"{e.get('phase')}: {e.get('label')}"
+        ok = e.get("status") == "ok"
+        cores = e.get("cpu_cores")
+        note = (
+            (f"{cores:.2f} cores busy" if isinstance(cores, int | float) and math.isfinite(cores) else "") if ok else ""
+        )
+        bars.append(
+            Bar(
+                _short(label, 60),
+                e.get("samples_per_s") if ok else None,
+                *(_ci(e.get("ci")) if ok else (None, None)),
+                color=PALETTE[phases.index(str(e.get("phase"))) % len(PALETTE)],
+                note=note if ok else _short(f"FAILED: {e.get('error')}", 90),
+            )
+        )
+    fig = new_figure(bars_height(len(bars)))
+    heading(
+        fig,
+        f"{identity}: every measurement the search made",
+        f"samples/s, median with its 95 % CI; colour by phase: {', '.join(phases)}; axis from zero",
+    )
+    hbars(fig.add_subplot(), bars, "samples/s")
+    return fig
 
 
 def _ratio(value: Any, suffix: str) -> str:
@@ -110,9 +170,23 @@ class TuneReport(Report):
             lines += ["", "Skipped:", ""] + [f"- {s.get('what')}: {s.get('reason')}" for s in skipped]
         return "\n".join(lines) + "\n"
 
+    def identity(self) -> str:
+        """The tuned pipeline as its records name it."""
+        return str(self.result.get("label") or of_settings(self.summary.get("settings")) or "")
+
     def html_title(self) -> str:
-        label = self.result.get("label") or of_settings(self.summary.get("settings"))
-        return f"gluonbench tune{': ' + str(label) if label else ''}"
+        label = self.identity()
+        return f"gluonbench tune{': ' + label if label else ''}"
+
+    def charts(self) -> list[Chart]:
+        """The expected throughput (current, recommended, ceiling) and every measurement of the search."""
+        identity = self.identity() or "tune"
+        charts = [Chart("expected", "Current setting, recommendation and the model ceiling",
+                        lambda: expected_figure(identity, self.result))]  # fmt: skip
+        if self.result.get("evidence"):
+            charts.append(Chart("evidence", "Every measurement the search made",
+                                lambda: evidence_figure(identity, self.result)))  # fmt: skip
+        return charts
 
     def html_subtitle(self) -> str:
         return where_when(self.result.get("env") or {}, str(self.result.get("started_utc") or ""))

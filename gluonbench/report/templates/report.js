@@ -1,13 +1,13 @@
-/* gluonbench report.html renderer: draws a run folder's report from the JSON embedded in the page.
-   No network, no library: tables are HTML, plots are inline SVG written as text. One renderer per
-   kind of run folder (the "kind" of its records); fields a renderer does not know are shown as tables. */
+/* gluonbench report.html renderer: writes a run folder's report from the JSON embedded in the page.
+   No network, no library: the headline, tables and text are HTML written here; the charts are the
+   report's matplotlib figures, inlined in the page as SVG by Python (gluonbench/report/charts.py),
+   which this script moves into their sections. One renderer per kind of run folder (the "kind" of
+   its records); fields a renderer does not know are shown as tables. */
 (function () {
   "use strict";
 
   var payload = JSON.parse(document.getElementById("gluonbench-data").textContent);
   var root = document.getElementById("report");
-  var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
-  var SPLIT_COLORS = { wait: "#d62728", copy: "#ff7f0e", compute: "#1f77b4", kvstore: "#9467bd", rest: "#bbbbbb" };
 
   // -- formatting ---------------------------------------------------------------------------------
   function esc(s) {
@@ -79,204 +79,18 @@
     return rows.length ? table(["field", "value"], rows) : "-";
   }
 
-  // -- SVG charts ----------------------------------------------------------------------------------
-  function niceStep(span) {
-    var raw = span / 5, p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
-    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 2.5 ? 2.5 : m <= 5 ? 5 : 10) * p;
+  // -- charts ------------------------------------------------------------------------------------
+  /* A place for the chart inlined as <figure id="chart-NAME"> (moved there once the page is written),
+     or a note when the report has no such chart (nothing measured). */
+  function chart(name, missing) {
+    return document.getElementById("chart-" + name) ? '<div class="chart-slot" data-chart="' + esc(name) + '"></div>'
+      : para(esc(missing), "note");
   }
-  function axis(max) {
-    if (!(max > 0)) { max = 1; }
-    var step = niceStep(max), top = Math.ceil(max / step - 1e-9) * step, ticks = [];
-    for (var t = 0; t <= top + step / 2; t += step) { ticks.push(t); }
-    return { max: top, ticks: ticks };
-  }
-  function svgOpen(width, height, title) {
-    return '<svg width="' + width + '" height="' + height + '" viewBox="0 0 ' + width + " " + height +
-      '" role="img" aria-label="' + esc(title) + '">';
-  }
-  /* A subtitle in lines of at most about 140 characters, broken after "; ". */
-  function subLines(sub) {
-    var lines = [], line = "";
-    String(sub || "").split("; ").forEach(function (part) {
-      if (line && (line + "; " + part).length > 140) { lines.push(line + ";"); line = part; } else { line = line ? line + "; " + part : part; }
+  function placeCharts() {
+    Array.prototype.forEach.call(root.querySelectorAll("div.chart-slot"), function (slot) {
+      var figure = document.getElementById("chart-" + slot.getAttribute("data-chart"));
+      if (figure) { slot.parentNode.replaceChild(figure, slot); }
     });
-    if (line) { lines.push(line); }
-    return lines;
-  }
-  function extraLines(o) { return Math.max(subLines(o.sub).length - 1, 0) * 14; }
-  function heading(o, left) {
-    return '<text class="title" x="' + left + '" y="15">' + esc(o.title) + "</text>" +
-      subLines(o.sub).map(function (line, i) {
-        return '<text class="sub" x="' + left + '" y="' + (31 + 14 * i) + '">' + esc(line) + "</text>";
-      }).join("");
-  }
-
-  /* Points against a numeric x; y from zero; whiskers lo-hi; a legend when there are several series. */
-  function xyChart(o) {
-    var legend = o.series.filter(function (s) { return s.name; });
-    var dy = extraLines(o), W = o.width || 940, H = (o.height || 320) + dy, L = 70, R = 20;
-    var T = (legend.length > 1 ? 62 : 46) + dy, B = 44;
-    var pw = W - L - R, ph = H - T - B, xs = [], ymax = 0;
-    o.series.forEach(function (s) {
-      s.points.forEach(function (p) {
-        if (!isNum(p.y)) { return; }
-        xs.push(p.x);
-        ymax = Math.max(ymax, p.y, isNum(p.hi) ? p.hi : 0);
-      });
-    });
-    if (!xs.length) { return para(esc(o.title) + ": nothing measured.", "note"); }
-    var y = axis(ymax * 1.08), x0 = Math.min.apply(null, xs), x1 = Math.max.apply(null, xs);
-    if (x0 === x1) { x0 -= 1; x1 += 1; }
-    var pad = (x1 - x0) * 0.04;
-    x0 -= pad; x1 += pad;
-    function X(v) { return L + pw * (v - x0) / (x1 - x0); }
-    function Y(v) { return T + ph - ph * v / y.max; }
-    var out = [svgOpen(W, H, o.title), heading(o, L)];
-    y.ticks.forEach(function (t) {
-      out.push('<line x1="' + L + '" x2="' + (L + pw) + '" y1="' + Y(t).toFixed(1) + '" y2="' + Y(t).toFixed(1) +
-        '" stroke="#eee"/>');
-      out.push('<text x="' + (L - 6) + '" y="' + (Y(t) + 4).toFixed(1) + '" text-anchor="end">' + esc(fmt(t, 4)) + "</text>");
-    });
-    (o.xTicks || xs).filter(function (v, i, a) { return a.indexOf(v) === i; }).forEach(function (t) {
-      out.push('<text x="' + X(t).toFixed(1) + '" y="' + (T + ph + 16) + '" text-anchor="middle">' + esc(t) + "</text>");
-    });
-    out.push('<rect x="' + L + '" y="' + T + '" width="' + pw + '" height="' + ph + '" fill="none" stroke="#bbb"/>');
-    out.push('<text x="' + (L + pw / 2) + '" y="' + (H - 6) + '" text-anchor="middle" class="sub">' + esc(o.xLabel) + "</text>");
-    out.push('<text transform="translate(14,' + (T + ph / 2) + ') rotate(-90)" text-anchor="middle" class="sub">' +
-      esc(o.yLabel) + "</text>");
-    o.series.forEach(function (s, k) {
-      var color = s.color || PALETTE[k % PALETTE.length];
-      var pts = s.points.filter(function (p) { return isNum(p.y); });
-      if (pts.length > 1 && !s.noLine) {
-        out.push('<polyline fill="none" stroke="' + color + '" stroke-width="1.6"' +
-          (s.dash ? ' stroke-dasharray="6 4"' : "") + ' points="' +
-          pts.map(function (p) { return X(p.x).toFixed(1) + "," + Y(p.y).toFixed(1); }).join(" ") + '"/>');
-      }
-      pts.forEach(function (p) {
-        var px = X(p.x);
-        if (isNum(p.lo) && isNum(p.hi) && p.hi > p.lo) {
-          out.push('<line x1="' + px.toFixed(1) + '" x2="' + px.toFixed(1) + '" y1="' + Y(p.lo).toFixed(1) + '" y2="' +
-            Y(p.hi).toFixed(1) + '" stroke="' + color + '"/>');
-          [p.lo, p.hi].forEach(function (v) {
-            out.push('<line x1="' + (px - 5).toFixed(1) + '" x2="' + (px + 5).toFixed(1) + '" y1="' + Y(v).toFixed(1) +
-              '" y2="' + Y(v).toFixed(1) + '" stroke="' + color + '"/>');
-          });
-        }
-        if (!s.noMarkers) {
-          out.push('<circle cx="' + px.toFixed(1) + '" cy="' + Y(p.y).toFixed(1) + '" r="' + (s.small ? 2.5 : p.big ? 6 : 4) +
-            '" fill="' + (s.small ? "none" : p.fill || color) + '" stroke="' + (p.fill || color) + '"><title>' + esc((s.name ? s.name + ", " : "") + o.xName + " " + p.x + ": " +
-            fmt(p.y, 4) + (isNum(p.lo) && isNum(p.hi) ? " [" + fmt(p.lo, 4) + "-" + fmt(p.hi, 4) + "]" : "")) +
-            "</title></circle>");
-        }
-        if (p.label) {
-          out.push('<text x="' + px.toFixed(1) + '" y="' + (Y(isNum(p.hi) ? p.hi : p.y) - 9).toFixed(1) +
-            '" text-anchor="middle" font-weight="600">' + esc(p.label) + "</text>");
-        }
-        if (p.below) {
-          out.push('<text x="' + px.toFixed(1) + '" y="' + (Y(isNum(p.lo) ? p.lo : p.y) + 16).toFixed(1) +
-            '" text-anchor="middle">' + esc(p.below) + "</text>");
-        }
-      });
-    });
-    if (legend.length > 1) {
-      var lx = L;
-      legend.forEach(function (s) {
-        var color = s.color || PALETTE[o.series.indexOf(s) % PALETTE.length];
-        out.push(s.noLine
-          ? '<circle cx="' + (lx + 10) + '" cy="' + (44 + dy) + '" r="2.5" fill="none" stroke="' + color + '"/>'
-          : '<line x1="' + lx + '" x2="' + (lx + 20) + '" y1="' + (44 + dy) + '" y2="' + (44 + dy) + '" stroke="' + color +
-            '" stroke-width="2"' + (s.dash ? ' stroke-dasharray="6 4"' : "") + "/>");
-        out.push('<text x="' + (lx + 24) + '" y="' + (48 + dy) + '">' + esc(s.name) + "</text>");
-        lx += 34 + 6.2 * s.name.length;
-      });
-    }
-    out.push("</svg>");
-    return out.join("");
-  }
-
-  /* Horizontal bars from zero with optional lo-hi whiskers; items without a value show their note only. */
-  function hBars(o) {
-    var W = o.width || 940, L = o.labelWidth || 230, R = o.right || 150, T = 46 + extraLines(o), B = 36, row = 24;
-    var items = o.items, H = T + row * items.length + B, pw = W - L - R, vmax = o.max || 0;
-    if (!items.length) { return para(esc(o.title) + ": nothing measured.", "note"); }
-    if (!o.max) {
-      items.forEach(function (it) { vmax = Math.max(vmax, isNum(it.value) ? it.value : 0, isNum(it.hi) ? it.hi : 0); });
-    }
-    var x = o.max ? { max: o.max, ticks: [0, 0.25, 0.5, 0.75, 1].map(function (t) { return t * o.max; }) } : axis(vmax);
-    var f = o.format || function (v) { return fmt(v, 4); };
-    function X(v) { return L + pw * Math.min(Math.max(v, 0), x.max) / x.max; }
-    var out = [svgOpen(W, H, o.title), heading(o, 4)];
-    x.ticks.forEach(function (t) {
-      out.push('<line x1="' + X(t).toFixed(1) + '" x2="' + X(t).toFixed(1) + '" y1="' + T + '" y2="' + (T + row * items.length) +
-        '" stroke="#eee"/>');
-      out.push('<text x="' + X(t).toFixed(1) + '" y="' + (T + row * items.length + 14) + '" text-anchor="middle">' +
-        esc(o.tickFormat ? o.tickFormat(t) : fmt(t, 4)) + "</text>");
-    });
-    out.push('<line x1="' + L + '" x2="' + L + '" y1="' + T + '" y2="' + (T + row * items.length) + '" stroke="#999"/>');
-    out.push('<text x="' + (L + pw / 2) + '" y="' + (H - 4) + '" text-anchor="middle" class="sub">' + esc(o.xLabel) + "</text>");
-    items.forEach(function (it, i) {
-      var y0 = T + row * i, cy = y0 + row / 2, color = it.color || PALETTE[0];
-      out.push('<text x="' + (L - 6) + '" y="' + (cy + 4) + '" text-anchor="end"' + (it.bold ? ' font-weight="600"' : "") + ">" +
-        esc(it.label) + "</text>");
-      if (!isNum(it.value)) {
-        out.push('<text x="' + (L + 6) + '" y="' + (cy + 4) + '" class="sub">' + esc(it.note || "not measured") + "</text>");
-        return;
-      }
-      out.push('<rect x="' + L + '" y="' + (y0 + 4) + '" width="' + Math.max(X(it.value) - L, 0.5).toFixed(1) + '" height="' +
-        (row - 8) + '" fill="' + color + '" fill-opacity="0.8"><title>' + esc(it.label + ": " + f(it.value) +
-        (isNum(it.lo) && isNum(it.hi) ? " [" + f(it.lo) + "-" + f(it.hi) + "]" : "")) + "</title></rect>");
-      var end = X(it.value);
-      if (isNum(it.lo) && isNum(it.hi)) {
-        out.push('<line x1="' + X(it.lo).toFixed(1) + '" x2="' + X(it.hi).toFixed(1) + '" y1="' + cy + '" y2="' + cy +
-          '" stroke="#222"/>');
-        [it.lo, it.hi].forEach(function (v) {
-          out.push('<line x1="' + X(v).toFixed(1) + '" x2="' + X(v).toFixed(1) + '" y1="' + (cy - 5) + '" y2="' + (cy + 5) +
-            '" stroke="#222"/>');
-        });
-        end = Math.max(end, X(it.hi));
-      }
-      var text = f(it.value) + (isNum(it.lo) && isNum(it.hi) ? " [" + f(it.lo) + "-" + f(it.hi) + "]" : "") +
-        (it.note ? "  " + it.note : "");
-      out.push('<text x="' + (end + 6).toFixed(1) + '" y="' + (cy + 4) + '">' + esc(text) + "</text>");
-    });
-    out.push("</svg>");
-    return out.join("");
-  }
-
-  /* 100 % stacked horizontal bars: each item's parts as shares of its whole. */
-  function stacked(o) {
-    var dy = extraLines(o), W = o.width || 940, L = o.labelWidth || 150, R = 20, T = 64 + dy, B = 28, row = 24;
-    var items = o.items.filter(function (it) { return it.parts; });
-    if (!items.length) { return para(esc(o.title) + ": not recorded.", "note"); }
-    var H = T + row * items.length + B, pw = W - L - R;
-    var out = [svgOpen(W, H, o.title), heading(o, 4)];
-    o.names.forEach(function (n, k) {
-      var lx = L + k * 150;
-      out.push('<rect x="' + lx + '" y="' + (40 + dy) + '" width="12" height="12" fill="' + o.colors[k] + '"/>');
-      out.push('<text x="' + (lx + 16) + '" y="' + (50 + dy) + '">' + esc(n) + "</text>");
-    });
-    items.forEach(function (it, i) {
-      var y0 = T + row * i, x = L, total = 0;
-      it.parts.forEach(function (v) { total += isNum(v) && v > 0 ? v : 0; });
-      out.push('<text x="' + (L - 6) + '" y="' + (y0 + row / 2 + 4) + '" text-anchor="end">' + esc(it.label) + "</text>");
-      it.parts.forEach(function (v, k) {
-        if (!(isNum(v) && v > 0) || !(total > 0)) { return; }
-        var w = pw * v / total;
-        out.push('<rect x="' + x.toFixed(1) + '" y="' + (y0 + 3) + '" width="' + w.toFixed(1) + '" height="' + (row - 6) +
-          '" fill="' + o.colors[k] + '"><title>' + esc(it.label + ", " + o.names[k] + ": " + pct(v / total, 1)) + "</title></rect>");
-        if (w > 38) {
-          out.push('<text x="' + (x + w / 2).toFixed(1) + '" y="' + (y0 + row / 2 + 4) + '" text-anchor="middle" style="fill:#fff">' +
-            esc(pct(v / total)) + "</text>");
-        }
-        x += w;
-      });
-    });
-    [0, 0.25, 0.5, 0.75, 1].forEach(function (t) {
-      out.push('<text x="' + (L + pw * t).toFixed(1) + '" y="' + (T + row * items.length + 14) + '" text-anchor="middle">' +
-        (t * 100) + " %</text>");
-    });
-    out.push("</svg>");
-    return out.join("");
   }
 
   // -- shared pieces -------------------------------------------------------------------------------
@@ -294,13 +108,6 @@
       ["Command", command ? code(command) : ""]
     ].concat(extra || [])));
   }
-  function repeatsText(counts, what) {
-    var max = Math.max.apply(null, counts), min = Math.min.apply(null, counts);
-    if (max <= 1) { return "one run per " + what + " (no spread measured)"; }
-    return (min === max ? "median of " + max + " repeats" : "median of " + min + "-" + max + " repeats") +
-      "; whiskers: min-max";
-  }
-
   // a headline stage as reports name it (gluonbench/report/exporters.py stage_label)
   var STAGE_LABEL = { preprocessing: "preprocessing", disk_io: "disk I/O", gpu_io: "GPU I/O" };
   function stageLabel(k, ctx) {
@@ -336,44 +143,9 @@
     } else {
       out.push(para("No worker count finished a run.", "headline warn"));
     }
-    var counts = ok.map(function (r) { return r.runs; });
-    var repeats = counts.some(function (n) { return n > 1; })
-      ? list(d.runs).filter(function (r) { return r.status === "ok" && isNum(r.samples_per_s); }) : [];
-    out.push(section("Throughput by worker count", xyChart({
-      title: "Training samples/s vs DataLoader workers",
-      sub: (counts.length ? repeatsText(counts, "worker count") : "") + "; axis from zero; green: the best" +
-        (near.length ? ", orange: within run-to-run noise of it" : ""),
-      xLabel: "DataLoader workers", yLabel: "training samples/s", xName: "workers",
-      series: [
-        { name: "samples/s (train duration, start-up included)", color: PALETTE[0], points: ok.map(function (r) {
-          var repeated = r.runs > 1;
-          return {
-            x: r.workers, y: r.samples_per_s, lo: repeated ? r.samples_per_s_min : null, hi: repeated ? r.samples_per_s_max : null,
-            fill: r === best ? "#2ca02c" : near.indexOf(r.workers) >= 0 ? "#ff7f0e" : null, big: r === best,
-            label: r === best ? "best: " + r.workers : ""
-          };
-        }) },
-        { name: "steady samples/s (first step left out, median)", color: "#999", dash: true, noMarkers: true,
-          points: ok.map(function (r) { return { x: r.workers, y: r.steady_samples_per_s }; }) }
-      ].concat(repeats.length ? [{ name: "each repeat", color: "#1f77b4", noLine: true, small: true,
-        points: repeats.map(function (r) { return { x: r.workers, y: r.samples_per_s }; }) }] : [])
-    })));
-    var repeated = counts.some(function (n) { return n > 1; });
-    var split = ok.map(function (r) {
-      var sp = r.split || {}, wait = isNum(r.wait_frac) ? r.wait_frac : sp.wait, rest = sp.copy + sp.compute;
-      if (!isNum(wait)) { return { label: r.workers + " workers", parts: null }; }
-      if (isNum(rest) && rest > 0) {  // the input wait of the table; the rest of the step split as measured
-        return { label: r.workers + " workers", parts: [wait, (1 - wait) * sp.copy / rest, (1 - wait) * sp.compute / rest] };
-      }
-      return { label: r.workers + " workers", parts: [wait, 0, 1 - wait] };
-    });
-    out.push(section("Step split", stacked({
-      title: "Where the steady step time goes",
-      sub: "waiting for the next batch, copying it to the device, compute (forward, backward, update); first step " +
-        "left out" + (repeated ? "; input wait: median over repeats (as in the table), the rest split over all repeats" : ""),
-      names: ["input wait", "copy to device", "compute"], colors: [SPLIT_COLORS.wait, SPLIT_COLORS.copy, SPLIT_COLORS.compute],
-      items: split
-    })));
+    var repeated = ok.some(function (r) { return r.runs > 1; });
+    out.push(section("Throughput by worker count", chart("throughput", "Throughput: no worker count finished a run.")));
+    out.push(section("Step split", chart("split", "Step split: not recorded.")));
     var tableRows = [], classes = [];
     rows.forEach(function (r) {
       classes.push(r.workers === d.best_workers ? "best" : "");
@@ -446,23 +218,6 @@
     return order.filter(function (k) { return keys.indexOf(k) >= 0; })
       .concat(keys.filter(function (k) { return order.indexOf(k) < 0; }));
   }
-  function shareBars(title, sub, values, intervals, order, labels) {
-    values = values || {};
-    intervals = intervals || {};
-    labels = labels || {};
-    return hBars({
-      title: title, sub: sub, max: 1, labelWidth: 160, xLabel: "share of the step time",
-      format: function (v) { return pct(v); }, tickFormat: function (t) { return (t * 100) + " %"; },
-      items: ordered(values, order).map(function (k, i) {
-        var c = intervals[k];
-        return {
-          label: labels[k] || k, value: values[k], lo: c && isNum(c[0]) ? c[0] : null, hi: c && isNum(c[1]) ? c[1] : null,
-          color: PALETTE[i % PALETTE.length]
-        };
-      })
-    });
-  }
-
   function diagnosis(data) {
     var d = data.diagnosis || {}, probes = d.probes || {}, out = [];
     var order = list(data.probe_order).filter(function (k) { return probes[k]; });
@@ -511,17 +266,7 @@
     }
     var widest = 0;
     order.forEach(function (k) { var p = probes[k]; if (p && !p.same_as && isNum(p.rel_half_width)) { widest = Math.max(widest, p.rel_half_width); } });
-    out.push(section("Probe chain", hBars({
-      title: "Samples/s of each probe, in pipeline order",
-      sub: "each probe swaps stages for ready-made stand-ins; median with its 95 % CI" +
-        (isNum(d.rounds) ? " over " + d.rounds + " interleaved round" + (d.rounds === 1 ? "" : "s") : "") + "; axis from zero",
-      xLabel: "samples/s", labelWidth: 130,
-      items: order.map(function (k, i) {
-        var p = probes[k] || {}, c = p.samples_per_s_ci || [];
-        if (p.same_as) { return { label: k, value: null, note: "= " + p.same_as + " (the same pipeline here)" }; }
-        return { label: k, value: p.samples_per_s, lo: c[0], hi: c[1], color: PALETTE[i % PALETTE.length], bold: k === "full" };
-      })
-    }) + table(["probe", "removes", "samples/s", "95 % CI", "step (ms)", "+-CI", "input wait", "copy", "compute"],
+    out.push(section("Probe chain", chart("probes", "Probe chain: nothing measured.") + table(["probe", "removes", "samples/s", "95 % CI", "step (ms)", "+-CI", "input wait", "copy", "compute"],
       order.map(function (k) {
         var p = probes[k] || {}, sp = p.split || {}, total = sp.total_s || 0;
         if (p.same_as) { return [esc(k), esc(p.removes || ""), esc("= " + p.same_as), "", "", "", "", "", ""]; }
@@ -530,15 +275,9 @@
           esc(fmt(isNum(p.step_s) ? p.step_s * 1000 : null, 3)), esc(isNum(p.rel_half_width) ? (p.rel_half_width * 100).toFixed(1) + " %" : "-"),
           esc(part("wait_s")), esc(part("copy_s")), esc(part("compute_s"))];
       }), [0, 0, 1, 1, 1, 1, 1, 1, 1])));
-    var shareHtml = "";
-    if (Object.keys(shares).length) {
-      shareHtml += shareBars("Shares of the step time", "each bar's whisker: its 95 % interval", shares, shareCi, STAGE_ORDER, labels);
+    if (Object.keys(shares).length || (d.stages && Object.keys(d.stages).length)) {
+      out.push(section("Shares", chart("shares", "Shares: not recorded.")));
     }
-    if (d.stages && Object.keys(d.stages).length) {
-      shareHtml += shareBars("Sub-stages, each measured by its own probe", "each bar's whisker: its 95 % interval",
-        d.stages, d.stage_ci, SUBSTAGE_ORDER);
-    }
-    if (shareHtml) { out.push(section("Shares", shareHtml)); }
     var measured = [];
     if (isNum(d.rounds)) { measured.push(d.rounds + " interleaved round" + (d.rounds === 1 ? "" : "s")); }
     if (isNum(d.elapsed_s)) { measured.push("in " + d.elapsed_s.toFixed(1) + " s"); }
@@ -573,7 +312,7 @@
       .map(function (k) { return k + "=" + s[k]; }).join(", ");
   }
   function tune(d) {
-    var out = [], evidence = list(d.evidence), rec = list(d.ci), cur = list(d.current_ci);
+    var out = [], rec = list(d.ci), cur = list(d.current_ci);
     var overlap = isNum(rec[0]) && isNum(cur[1]) && isNum(rec[1]) && isNum(cur[0]) && rec[0] <= cur[1] && cur[0] <= rec[1] &&
       JSON.stringify(d.setting) !== JSON.stringify(d.current);
     var same = JSON.stringify(d.setting) === JSON.stringify(d.current) && d.batch_size === d.current_batch_size;
@@ -590,40 +329,14 @@
       out.push(para("The " + esc(d.budget_s) + " s budget ran out before " + esc(cut.map(function (s) { return s.what; }).join("; ")) +
         ": this is the best of what was measured, maybe not the best there is.", "headline warn"));
     }
-    out.push(section("Expected throughput", hBars({
-      title: "Current setting, recommendation and the model ceiling",
-      sub: "samples/s, median with its 95 % CI; the ceiling steps one cached batch (a perfect loader); axis from zero",
-      xLabel: "samples/s", labelWidth: 260,
-      items: [
-        { label: "current setting (batch " + get(d, "current_batch_size", "?") + ")",
-          value: d.current_samples_per_s, lo: list(d.current_ci)[0], hi: list(d.current_ci)[1], color: "#7f7f7f" },
-        { label: "recommended (batch " + get(d, "batch_size", "?") + ")", value: d.samples_per_s, lo: list(d.ci)[0], hi: list(d.ci)[1],
-          color: "#2ca02c", bold: true },
-        { label: "model ceiling", value: d.ceiling_samples_per_s, lo: list(d.ceiling_ci)[0], hi: list(d.ceiling_ci)[1], color: "#1f77b4" }
-      ]
-    }) + kv([["Recommended setting", esc(settingText(d.setting))], ["Current setting", esc(settingText(d.current))]])));
+    out.push(section("Expected throughput", chart("expected", "Expected throughput: not measured.") + kv([["Recommended setting", esc(settingText(d.setting))], ["Current setting", esc(settingText(d.current))]])));
     if (d.emulated) {
       var e = d.emulated;
       out.push(section("Emulated compute", para(esc(e.text || "") + "<br>AU " + esc(pct(e.au)) + " (" +
         (e.passes ? "passes" : "fails") + " DLIO's " + esc(pct(e.pass_line)) + " line); current setting AU " +
         esc(pct(e.au_current)) + " (" + (e.passes_current ? "passes" : "fails") + ")")));
     }
-    var phases = [];
-    evidence.forEach(function (ev) { if (phases.indexOf(ev.phase) < 0) { phases.push(ev.phase); } });
-    out.push(section("Evidence", hBars({
-      title: "Every measurement the search made",
-      sub: "samples/s, median with its 95 % CI; colour by phase: " + phases.join(", ") + "; axis from zero",
-      xLabel: "samples/s", labelWidth: 300, right: 260,
-      items: evidence.map(function (ev) {
-        var c = list(ev.ci), label = ev.phase + ": " + ev.label;
-        return {
-          label: label.length > 52 ? label.slice(0, 50) + "..." : label,
-          value: ev.status === "ok" ? ev.samples_per_s : null, lo: c[0], hi: c[1],
-          note: ev.status === "ok" ? (isNum(ev.cpu_cores) ? ev.cpu_cores.toFixed(2) + " cores busy" : "") : "FAILED: " + ev.error,
-          color: PALETTE[phases.indexOf(ev.phase) % PALETTE.length]
-        };
-      })
-    })));
+    out.push(section("Evidence", chart("evidence", "Evidence: no measurement.")));
     var batches = list(d.batch_sizes);
     if (batches.length) {
       out.push(section("Per batch size", table(["batch size", "best setting", "samples/s [95 % CI]", "within noise of it", "search stopped"],
@@ -644,29 +357,14 @@
   }
 
   // -- io ------------------------------------------------------------------------------------------------
-  var MODE_COLORS = { file: "#1f77b4", fastfile: "#ff7f0e", pipe: "#2ca02c" };
-  function cellLabel(c) { return c.size + " / " + c.layout + " / " + c.mode; }
   function io(d) {
-    var out = [], rows = list(d.rows), ok = rows.filter(function (r) { return r.status === "ok"; }), s = d.settings || {};
+    var out = [], rows = list(d.rows), s = d.settings || {};
     var advice = list(d.advice);
     out.push(advice.length
       ? h("div", "<b>Recommendation</b> (from the numbers below, seed 004's rules)" +
         bullets(advice.map(function (a) { return esc(a.text); })), 'class="headline"')
       : para("No cell finished; nothing to recommend.", "headline warn"));
-    out.push(section("Read throughput per cell", hBars({
-      title: "MB/s over all epochs, by data set / layout / input mode",
-      sub: "one run per cell (no spread measured); colour by input mode; axis from zero",
-      xLabel: "MB/s", labelWidth: 200,
-      items: rows.map(function (r) {
-        return { label: cellLabel(r.cell), value: r.status === "ok" ? r.read_mb_per_s : null,
-          note: r.status === "ok" ? "" : "failed: " + r.error, color: MODE_COLORS[r.cell.mode] };
-      })
-    }) + hBars({
-      title: "Start-up to the first batch",
-      sub: "listing, File mode's copy, the Pipe producer's start and the first read; axis from zero",
-      xLabel: "seconds", labelWidth: 200,
-      items: ok.map(function (r) { return { label: cellLabel(r.cell), value: r.startup_s, color: MODE_COLORS[r.cell.mode] }; })
-    })));
+    out.push(section("Read throughput per cell", chart("throughput", "No cell finished.")));
     var emulated = rows.some(function (r) { return r.emulated; });
     out.push(section("Cells", table(["data set", "layout", "mode", "objects", "start-up (s)", "copy (s)", "MB/s [per epoch]", "samples/s",
       "total (s)", "disk used", "cache before"].concat(emulated ? ["AU"] : []), rows.map(function (r) {
@@ -690,45 +388,13 @@
   // -- scaling (records of kind "dist") ---------------------------------------------------------------
   function scaling(d) {
     var out = [], rows = list(d.rows), jobs = list(d.jobs), s = d.settings || {};
-    var loaders = [];
-    rows.forEach(function (r) { if (loaders.indexOf(r.workers) < 0) { loaders.push(r.workers); } });
-    var hosts = [];
-    rows.forEach(function (r) { if (hosts.indexOf(r.hosts) < 0) { hosts.push(r.hosts); } });
-    var series = [], counts = [];
-    loaders.forEach(function (w, n) {
-      var mine = rows.filter(function (r) { return r.workers === w && r.jobs > 0; });
-      series.push({ name: "measured, loader " + w, color: PALETTE[n % PALETTE.length], points: mine.map(function (r) {
-        var js = jobs.filter(function (j) { return j.ok && j.hosts === r.hosts && j.workers === r.workers; })
-          .map(function (j) { return j.samples_per_s; }).filter(isNum);
-        counts.push(js.length);
-        return { x: r.hosts, y: r.samples_per_s, lo: js.length > 1 ? Math.min.apply(null, js) : null,
-          hi: js.length > 1 ? Math.max.apply(null, js) : null,
-          below: r.hosts === 1 ? "baseline" : isNum(r.efficiency) ? pct(r.efficiency) + " of ideal" : "" };
-      }) });
-      series.push({ name: "ideal (linear), loader " + w, color: PALETTE[n % PALETTE.length], dash: true, noMarkers: true,
-        points: mine.map(function (r) { return { x: r.hosts, y: r.ideal_samples_per_s }; }) });
-    });
     var best = rows.filter(function (r) { return r.jobs > 0 && isNum(r.efficiency) && r.hosts > 1; });
     out.push(para(best.length ? best.map(function (r) {
       return "<b>" + esc(r.hosts) + " workers</b> (loader " + esc(r.workers) + "): " + esc(fmt(r.samples_per_s, 4)) +
         " samples/s, " + esc(pct(r.efficiency)) + " of linear scaling";
     }).join("<br>") : "No multi-worker job finished with a 1-worker baseline to compare against.", best.length ? "headline" : "headline warn"));
-    out.push(section("Aggregate throughput", xyChart({
-      title: "Aggregate steady samples/s vs kvstore workers",
-      sub: (counts.length ? repeatsText(counts, "setting") : "") + "; dashed: ideal (the 1-worker figure times the workers); axis from zero",
-      xLabel: "kvstore workers", yLabel: "aggregate samples/s", xName: "workers", xTicks: hosts, series: series
-    })));
-    out.push(section("Step split", stacked({
-      title: "Summed steady step time of all workers",
-      sub: "kvstore push/pull is part of compute, drawn apart here",
-      names: ["input wait", "copy", "compute (no kvstore)", "kvstore"],
-      colors: [SPLIT_COLORS.wait, SPLIT_COLORS.copy, SPLIT_COLORS.compute, SPLIT_COLORS.kvstore],
-      items: rows.filter(function (r) { return r.jobs > 0; }).map(function (r) {
-        var comm = isNum(r.comm_share) ? r.comm_share : 0;
-        return { label: r.hosts + " workers, loader " + r.workers,
-          parts: isNum(r.compute_share) ? [r.wait_share, r.copy_share, Math.max(r.compute_share - comm, 0), comm] : null };
-      })
-    })));
+    out.push(section("Aggregate throughput", chart("throughput", "No job finished.")));
+    out.push(section("Step split", chart("split", "Step split: not recorded.")));
     out.push(section("Per setting", table(["workers (dist)", "loader", "global batch", "samples/s", "ideal", "efficiency",
       "slowest worker (rank: samples/s)", "input wait", "kvstore", "start-up (s)", "test accuracy", "params identical"],
       rows.map(function (r) {
@@ -768,6 +434,7 @@
   if (render) {
     try {
       root.insertAdjacentHTML("afterbegin", render(payload.data || {}));
+      placeCharts();
     } catch (err) {
       root.insertAdjacentHTML("afterbegin", para("This page could not draw its report: " + esc(err) +
         ". The records are embedded in the page source (script #gluonbench-data).", "headline warn"));
