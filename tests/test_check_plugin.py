@@ -105,7 +105,9 @@ def test_under_ci_a_missing_baseline_fails_and_is_found_from_the_rootdir(tmp_pat
     )
     # a bad budget in the call is one failure naming it (0 was once silently 60 s)
     bad = _pytest(tests, CI="true")
-    assert bad.returncode == 1 and "gluonbench_check: budget_s must be at least 10 seconds (got 0)" in bad.stdout, bad.stdout
+    assert bad.returncode == 1 and "gluonbench_check: budget_s must be at least 10 seconds (got 0)" in bad.stdout, (
+        bad.stdout
+    )
     (tests / "test_speed.py").write_text(
         "def test_loader_speed(gluonbench_check):\n"
         "    gluonbench_check('no.such:pipeline', baseline='baselines/loader.json')\n"
