@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.bounds import check_int
+from gluonbench.budgets import check_budget
 from gluonbench.errors import GluonbenchError
 from gluonbench.files import read_text
 from gluonbench.identity import describe
@@ -151,10 +152,7 @@ class SweepSettings(RunSetting):
         from gluonbench.validate import check_seed
 
         check_seed(self.seed)
-        if not self.diagnose_budget_s >= 2:
-            raise GluonbenchError(
-                f"{arg('diagnose_budget_s')} must be at least 2 seconds (got {self.diagnose_budget_s:g})"
-            )
+        check_budget(self.diagnose_budget_s, "sweep.diagnose")
         if not isinstance(self.options, dict):
             raise GluonbenchError(f"options must be a table of workload options (got {self.options!r})")
         for key, value in self.options.items():
@@ -730,11 +728,7 @@ class DiagnoseSettings(_MeasuresAPipeline):
         # the loader's knobs it holds, against their declarations (bounds included); an unset batch size beside a
         # pipeline is the pipeline's own
         check_knobs(self, arg, unset=("batch_size",))
-        if not 2 <= self.budget_s < math.inf:
-            raise GluonbenchError(
-                f"{arg('budget_s')} must be at least 2 seconds (got {self.budget_s:g}); "
-                f"e.g. {example('budget_s=60', '--budget 60')}"
-            )
+        check_budget(self.budget_s, "diagnose")
         if self.ctx is not None:
             check_ctx(self.ctx)
         check_seed(self.seed)
@@ -820,19 +814,13 @@ class TuneSettings(_MeasuresAPipeline):
         for name in ("prefetch", "max_workers"):
             if getattr(self, name) is not None and not _whole(getattr(self, name)):
                 raise GluonbenchError(f"setting {name} must be a whole number or None (got {getattr(self, name)!r})")
-        if isinstance(self.budget_s, bool) or not isinstance(self.budget_s, int | float):
-            raise GluonbenchError(f"setting budget_s must be a number of seconds (got {self.budget_s!r})")
+        check_budget(self.budget_s, "tune")
         from gluonbench.knobs import check_knobs
 
         # the loader's knobs it holds, against their declarations; an unset batch size is the pipeline's own
         check_knobs(self, arg, unset=("batch_size",))
         if self.max_workers is not None and self.max_workers < 0:
             raise GluonbenchError(f"{arg('max_workers')} must be 0 or more (got {self.max_workers})")
-        if not 10 <= self.budget_s < math.inf:
-            raise GluonbenchError(
-                f"{arg('budget_s')} must be at least 10 seconds (got {self.budget_s:g}); "
-                f"e.g. {example('budget_s=60', '--budget 60')}"
-            )
         if self.batch_sizes is not None and (not self.batch_sizes or min(self.batch_sizes) < 1):
             raise GluonbenchError(f"{arg('batch_sizes')} must be at least 1 each (got {self.batch_sizes})")
         if self.emulate_step_ms is not None:

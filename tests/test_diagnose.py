@@ -173,7 +173,7 @@ def test_net_weights_are_restored(mnist_dir):
         ({"dataset": 42}, "dataset must be a gluon.data.Dataset"),
         ({"dataset": [np.zeros(3)] * 80}, "not (data, label)"),
         ({"dataset": [(np.zeros(3), 0)] * 80, "transform": lambda x, y: x.nope}, "transform fails on dataset[0]"),
-        ({"dataset": [(np.zeros(3), 0)] * 80, "budget_s": 0.5}, "budget must be at least 2 seconds"),
+        ({"dataset": [(np.zeros(3), 0)] * 80, "budget_s": 0.5}, "budget_s must be at least 2 seconds"),
         ({"dataset": [(np.zeros(3), 0)] * 80, "ctx": "tpu"}, "cpu, gpu or gpu:N"),
         ({"dataset": [(np.zeros(3), 0)] * 80, "num_workers": -1}, "num_workers must be"),
     ],

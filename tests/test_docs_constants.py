@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS
+from gluonbench.budgets import BUDGETS
 from gluonbench.diagnosis.verdict import FREE_RUNQ_SHARE, Thresholds
 from gluonbench.report import DEFAULT_OUT, versions
 from gluonbench.report.summary import NOISE_ONE_RUN
@@ -50,6 +51,13 @@ QUOTES: list[tuple[str, str]] = [
     ("docs/tutorials/diagnose.md", f"waited for a core under {pct(FREE_RUNQ_SHARE)} of the time"),
     ("docs/tutorials/diagnose.md", f"until every probe has at least {T.min_blocks} blocks"),
     ("docs/tutorials/diagnose.md", f"spread wider than ±{pct(T.rel_ci)} (`rel_ci`"),
+    # the budgets' ranges (budgets.py)
+    ("docs/reference/python.md", f"wall-clock budget (at least {BUDGETS['diagnose'].minimum:g} s)"),
+    (
+        "docs/tutorials/ci.md",
+        f"`--gluonbench-budget` (seconds, {BUDGETS['check'].minimum:g}..{BUDGETS['check'].maximum:g}, default 60)",
+    ),
+    ("docs/tutorials/script.md", f"`--budget` (at least {BUDGETS['tune'].minimum:g} s, default 60)"),
     # the default output folder (report/__init__.py)
     ("README.md", f"Run folders go under `{DEFAULT_OUT}/`"),
     ("docs/reference/python.md", f"(default `{DEFAULT_OUT}/`)"),

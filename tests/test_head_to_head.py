@@ -81,5 +81,7 @@ def test_head_to_head_bad_input():
 
     with pytest.raises(GluonbenchError, match="two different settings"):
         head_to_head(_pipeline(), Setting(2), Setting(2), 5)
-    with pytest.raises(GluonbenchError, match="at least 3 seconds"):
+    with pytest.raises(GluonbenchError, match="budget_s must be a number of seconds"):
         head_to_head(_pipeline(), Setting(0), Setting(2), math.nan)
+    with pytest.raises(GluonbenchError, match="budget_s must be at least 3 seconds"):
+        head_to_head(_pipeline(), Setting(0), Setting(2), 1)

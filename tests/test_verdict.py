@@ -123,6 +123,11 @@ def test_overlap_names_contention_and_balance():
         {"full_vs_model": (1.01, 0.99, 1.03), "full_vs_loader": (3.1, 3.0, 3.2), "loader_vs_model": (0.4, 0.39, 0.41)}
     )
     assert not o["contention"] and not o["balanced"] and o["slower_alone"] == "cached_batch"
+    # a 39 ms loader beside a 172 ms model, measured in a few noisy rounds: a CI that reaches 1 is noise, not balance
+    o = overlap(
+        {"full_vs_model": (1.37, 0.66, 1.88), "full_vs_loader": (6.0, 2.0, 9.0), "loader_vs_model": (0.23, 0.1, 1.2)}
+    )
+    assert not o["balanced"]
     assert overlap({}) == {}
 
 

@@ -43,6 +43,7 @@ from typing import Any
 
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, median, median_ci, ratio_ci
 from gluonbench.bounds import LIMITS, MAX_SECONDS
+from gluonbench.budgets import BUDGETS
 from gluonbench.check.ruler import RULER_VERSION, ruler_description, ruler_pipeline
 from gluonbench.check.target import Target
 from gluonbench.errors import GluonbenchError
@@ -59,7 +60,7 @@ EXIT_PASS, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 EXIT_CODES = {"pass": EXIT_PASS, "regression": EXIT_REGRESSION, "inconclusive": EXIT_INCONCLUSIVE}
 RULER = "ruler"
 STAGE_ORDER = ("preprocessing", "read", "loader", "copy", "compute")
-MIN_BUDGET_S, MAX_BUDGET_S = 10.0, 3600.0
+MIN_BUDGET_S, MAX_BUDGET_S = BUDGETS["check"].minimum, BUDGETS["check"].maximum
 DEFAULT_BUDGET_S = 60.0
 DEFAULT_MAX_SLOWDOWN = 0.05
 GATE_SHARE = 0.5
@@ -199,14 +200,8 @@ def options_record(options: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def check_budget(budget_s: Any) -> float:
-    if isinstance(budget_s, bool) or not isinstance(budget_s, int | float) or not math.isfinite(budget_s):
-        raise GluonbenchError(f"{arg('budget_s')} must be a number of seconds (got {budget_s!r}); e.g. 60")
-    if not MIN_BUDGET_S <= budget_s <= MAX_BUDGET_S:
-        raise GluonbenchError(
-            f"{arg('budget_s')} {budget_s:g} s is outside {MIN_BUDGET_S:g}..{MAX_BUDGET_S:g} s; e.g. "
-            + example("budget_s=60", "--budget 60")
-        )
-    return float(budget_s)
+    """A check's budget, against its declaration (:data:`gluonbench.budgets.BUDGETS`)."""
+    return BUDGETS["check"].check(budget_s)
 
 
 def parse_fraction(text: Any, flag: str | None = None) -> float:

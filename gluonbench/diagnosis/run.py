@@ -17,6 +17,7 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, fewest_for, z_of
+from gluonbench.budgets import check_budget
 from gluonbench.contexts import ctx_text, resolve_ctx
 from gluonbench.diagnosis.facts import facts
 from gluonbench.diagnosis.measure import PROBE_NAMES, ProbeResult, ProbeSet, measure_probes
@@ -192,8 +193,7 @@ def diagnose(
         raise GluonbenchError(f"batch_size must be a whole number >= 1 (got {batch_size!r})")
     if not isinstance(num_workers, int) or num_workers < 0:
         raise GluonbenchError(f"num_workers must be a whole number >= 0 (got {num_workers!r})")
-    if not (isinstance(budget_s, int | float) and math.isfinite(budget_s) and budget_s >= 2):
-        raise GluonbenchError(f"budget must be at least 2 seconds (got {budget_s!r}); e.g. 60")
+    check_budget(budget_s, "diagnose")
     if transform is not None and not callable(transform):
         raise GluonbenchError(f"transform must be callable (data, label) -> (data, label); got {transform!r}")
     if decode is not None and not callable(decode):

@@ -676,8 +676,9 @@ def overlap(gains: Mapping[str, Gain], thresholds: Thresholds = Thresholds(), mo
 
     Empty when ``loader_only`` was not measured. ``contention``: the full pipeline is clearly slower than
     the slower of the two alone (its paired ratio's CI above 1 and the ratio above the ``input_gain`` line):
-    the stages compete for a shared resource instead of overlapping. ``balanced``: the two alone are within
-    noise (1 inside the CI) or within the line of each other: speeding up either alone gains little.
+    the stages compete for a shared resource instead of overlapping. ``balanced``: the two alone are within the
+    line of each other, and 1 lies inside their ratio's CI: speeding up either alone gains little. (A ratio whose
+    CI merely contains 1, far from it, is noise, not balance: a 40 ms loader beside a 170 ms model is not.)
     """
     fm, fl, lm = (gains.get(k, _NO_GAIN) for k in OVERLAP)
     if not all(math.isfinite(x) and x > 0 for g in (fm, fl, lm) for x in g):
@@ -693,7 +694,7 @@ def overlap(gains: Mapping[str, Gain], thresholds: Thresholds = Thresholds(), mo
         "loader_vs_model": lm[0],
         "loader_vs_model_ci": [lm[1], lm[2]],
         "contention": slower[1] > 1.0 and slower[0] > line,
-        "balanced": lm[1] <= 1.0 <= lm[2] or 1.0 / line <= lm[0] <= line,
+        "balanced": lm[1] <= 1.0 <= lm[2] and 1.0 / line <= lm[0] <= line,
         # full within the line of loader + model: the two do not overlap at all
         "serial": slower[0] >= (1.0 + min(lm[0], 1.0 / lm[0])) / line,
     }

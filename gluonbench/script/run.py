@@ -27,6 +27,7 @@ from time import perf_counter
 from typing import Any
 
 from gluonbench.analysis.stats import median
+from gluonbench.budgets import check_budget
 from gluonbench.diagnosis.measure import ProbeSet, probe_results
 from gluonbench.diagnosis.probes import PROBES
 from gluonbench.diagnosis.recommend import Setting
@@ -197,8 +198,7 @@ def check_inputs(
     ``cmd`` as the user gave it (its errors name ``gluonbench COMMAND`` in their example), or the
     :class:`ScriptCommand` an earlier call returned: the command and its interpreter were checked there, and are
     not again (that check starts the interpreter)."""
-    if not (isinstance(budget_s, int | float) and math.isfinite(budget_s) and budget_s >= 2):
-        raise GluonbenchError(f"budget must be at least 2 seconds (got {budget_s!r}); e.g. 60")
+    check_budget(budget_s, "diagnose")
     if loader is not None and (isinstance(loader, bool) or not isinstance(loader, int) or not 1 <= loader < SLOTS):
         raise GluonbenchError(f"--loader {loader!r}: give the DataLoader's number, 1 for the first the script makes")
     if not (isinstance(start_timeout_s, int | float) and math.isfinite(start_timeout_s) and start_timeout_s > 0):

@@ -27,6 +27,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
+from gluonbench.budgets import check_budget
 from gluonbench.engine.measure import Record, Rounds
 from gluonbench.env import environment, usable_cores, utc_now
 from gluonbench.errors import GluonbenchError
@@ -112,13 +113,7 @@ class ScriptTrial:
 
 def check_tune(budget_s: Any, max_workers: Any) -> None:
     """The tune's own settings, before anything runs: one clear error naming the flag."""
-    if isinstance(budget_s, bool) or not (isinstance(budget_s, int | float) and math.isfinite(budget_s)):
-        raise GluonbenchError(f"--budget {budget_s!r}: give seconds, e.g. --budget 60")
-    if budget_s < 10:
-        raise GluonbenchError(
-            f"--budget must be at least 10 seconds (got {budget_s:g}): each setting is a fresh run of the script; "
-            "e.g. --budget 60"
-        )
+    check_budget(budget_s, "tune")
     if max_workers is not None and (
         isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 0
     ):

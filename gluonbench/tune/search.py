@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from time import perf_counter
 from typing import Any
 
+from gluonbench.budgets import check_budget
 from gluonbench.engine.deadline import BudgetExceededError, PipelineFaultError, grace_s, with_deadline
 from gluonbench.engine.measure import Measurement, Record, Rounds, measure
 from gluonbench.errors import GluonbenchError
@@ -365,8 +366,7 @@ def _check_inputs(
 
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise GluonbenchError(f"batch_size must be a whole number >= 1 (got {batch_size!r})")
-    if not (isinstance(budget_s, int | float) and math.isfinite(budget_s) and budget_s >= 10):
-        raise GluonbenchError(f"budget must be at least 10 seconds (got {budget_s!r}); e.g. 60")
+    check_budget(budget_s, "tune")
     if max_workers is not None and (
         isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 0
     ):
@@ -674,8 +674,7 @@ def head_to_head(pipeline: Pipeline, a: Setting, b: Setting, budget_s: float = 2
 
     if a == b:
         raise GluonbenchError(f"head_to_head needs two different settings (got {a.label} twice)")
-    if not (isinstance(budget_s, int | float) and math.isfinite(budget_s) and budget_s >= 3):
-        raise GluonbenchError(f"the head-to-head budget must be at least 3 seconds (got {budget_s!r})")
+    check_budget(budget_s, "head_to_head")
     t0 = perf_counter()
     search = _Search(
         pipeline,
