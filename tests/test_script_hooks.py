@@ -30,3 +30,12 @@ def test_a_loader_only_slice_does_not_time_the_step_still_computing():
     batch_s = [dt for dt, _, _ in block]
     assert len(batch_s) == 4
     assert engine_s > 5 * max(batch_s) and engine_s > queued_s, (engine_s, queued_s, batch_s)
+
+
+def test_each_round_of_a_script_check_gets_the_ruler_on_both_sides():
+    from gluonbench.script.check import bracketed
+
+    # before round 1, then after rounds 1, 2 and 4 (round 3's pass timed nothing): a load that arrived during round 2
+    raw = {0: 1.0, 1: 1.0, 2: 2.0, 4: 1.0}
+    assert bracketed(raw) == {1: 1.0, 2: 1.5, 4: 1.0}
+    assert bracketed({}) == {} and bracketed({0: 1.0}) == {}

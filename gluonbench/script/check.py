@@ -42,7 +42,7 @@ from gluonbench.validate import redact_text
 log = logging.getLogger(__name__)
 
 RULER_TIMED_S = 0.25
-"""about how long the ruler's timed steps take after each of the script's rounds: their number is fixed for the whole
+"""about how long the ruler's timed steps take before the script's first round and after each round: their number is fixed for the whole
 check from the warm-up's step time, within :data:`RULER_STEPS` (its figure: their median time per sample)"""
 RULER_STEPS = (4, 32)
 """the fewest and the most ruler steps timed a round"""
@@ -79,14 +79,15 @@ def measure_script(
     identity = script_identity(command, loader)
     started = utc_now()
     ruler = RulerSteps()
-    rw: dict[int, float] = {}
+    raw: dict[int, float] = {}
+    """the ruler's seconds per sample after round n (0: before the first)"""
     kept: dict[str, dict[str, Record]] = {}
 
     def ruler_round(n: int, records: dict[str, Record]) -> None:
         kept["records"] = records
         value = ruler.time_round()
         if value > 0:
-            rw[n] = value
+            raw[n] = value
 
     proc = ScriptProcess(command, loader)
     t_launch = perf_counter()
@@ -94,6 +95,7 @@ def measure_script(
         proc.start()
         found, ready = until_training(proc, start_timeout_s)
         info = found.get("loader") or {}
+        ruler_round(0, {})  # before the first round, while the script waits: each round has the ruler on both sides
         probes = probe_rounds(
             proc,
             info,
@@ -108,6 +110,7 @@ def measure_script(
     finally:
         proc.stop()
         ruler.close()
+    rw = bracketed(raw)
     records = kept.get("records") or {}
     if "full" not in records or not records["full"].per_round:
         raise GluonbenchError(
@@ -127,6 +130,17 @@ def measure_script(
         started_utc=started,
         background=None,
     )
+
+
+def bracketed(raw: dict[int, float]) -> dict[int, float]:
+    """Each round's ruler figure from the ruler's passes around it (``raw[n]``: after round ``n``, ``raw[0]``
+    before the first): the mean of the one before and the one after, or the one there is. A load that comes or
+    goes while the script measures then moves the ruler's figure for that round too, not only the next round's."""
+    out = {}
+    for n in sorted(k for k in raw if k > 0):
+        sides = [raw[k] for k in (n - 1, n) if k in raw]
+        out[n] = sum(sides) / len(sides)
+    return out
 
 
 def script_snapshot(
@@ -176,7 +190,8 @@ def script_snapshot(
 class RulerSteps:
     """The ruler's pipeline, open for the whole check: warmed up once, then a fixed number of its steps (``steps``;
     by default what takes about :data:`RULER_TIMED_S` at the warm-up's pace, within :data:`RULER_STEPS`) timed by
-    the engine's step timer (:func:`~gluonbench.engine.loop.run_steps`) after each of the script's rounds.
+    the engine's step timer (:func:`~gluonbench.engine.loop.run_steps`) before the script's first round and after
+    each round (:func:`bracketed` gives each round the mean of the passes on its two sides).
 
     One pass a round, as the pipelines' own rounds run: the steps after the pause that still find a prefetched
     batch are left out (the ruler has no workers: the first step, whose fetch waited on nothing), and the pass ends
