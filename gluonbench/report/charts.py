@@ -205,6 +205,14 @@ def bars_height(n: int, heading_lines: int = 2) -> float:
     return 0.75 + 0.17 * heading_lines + 0.3 * max(n, 1)
 
 
+def bars_figure(bars: Sequence[Bar], title: str, sub: str, xlabel: str = "samples/s") -> Any:
+    """A figure of one :func:`hbars` chart under its :func:`heading`, as tall as its bars need."""
+    fig = new_figure(bars_height(len(bars)))
+    heading(fig, title, sub)
+    hbars(fig.add_subplot(), bars, xlabel)
+    return fig
+
+
 def stacked(ax: Any, labels: Sequence[str], parts: Sequence[Sequence[Any] | None], names: Sequence[str],
             colors: Sequence[str]) -> None:  # fmt: skip
     """100 % stacked horizontal bars, first on top: each row's parts as shares of its sum, labelled where wide
@@ -287,14 +295,11 @@ def probe_chain_figure(identity: str, diagnosis: dict[str, Any], probe_order: Se
         bars.append(Bar(k, p.get("samples_per_s"), lo, hi, PALETTE[i % len(PALETTE)], bold=k == "full"))
     rounds = diagnosis.get("rounds")
     over = f" over {rounds} interleaved round{'' if rounds == 1 else 's'}" if finite(rounds) else ""
-    fig = new_figure(bars_height(len(bars)))
-    heading(
-        fig,
+    return bars_figure(
+        bars,
         f"{identity}: samples/s of each probe, in pipeline order",
         f"each probe swaps stages for ready-made stand-ins; median with its 95 % CI{over}; axis from zero",
     )
-    hbars(fig.add_subplot(), bars, "samples/s")
-    return fig
 
 
 def shares_figure(identity: str, diagnosis: dict[str, Any], labels: dict[str, str] | None = None) -> Any:

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.identity import of_settings
-from gluonbench.report.charts import PALETTE, Bar, Chart, bars_height, hbars, heading, new_figure
+from gluonbench.report.charts import PALETTE, Bar, Chart, bars_figure
 from gluonbench.report.exporters import Report, Table, TableSyntax, fmt, where_when, wide_text
 
 
@@ -37,14 +37,11 @@ def expected_figure(identity: str, r: dict[str, Any]) -> Any:
             color="#2ca02c", bold=True),
         Bar("model ceiling", r.get("ceiling_samples_per_s"), *_ci(r.get("ceiling_ci")), color="#1f77b4"),
     ]  # fmt: skip
-    fig = new_figure(bars_height(len(bars)))
-    heading(
-        fig,
+    return bars_figure(
+        bars,
         f"{identity}: current setting, recommendation and the model ceiling",
         "samples/s, median with its 95 % CI; the ceiling steps one cached batch (a perfect loader); axis from zero",
     )
-    hbars(fig.add_subplot(), bars, "samples/s")
-    return fig
 
 
 def _short(text: str, limit: int) -> str:
@@ -73,14 +70,11 @@ def evidence_figure(identity: str, r: dict[str, Any]) -> Any:
                 note=note if ok else _short(f"FAILED: {e.get('error')}", 90),
             )
         )
-    fig = new_figure(bars_height(len(bars)))
-    heading(
-        fig,
+    return bars_figure(
+        bars,
         f"{identity}: every measurement the search made",
         f"samples/s, median with its 95 % CI; colour by phase: {', '.join(phases)}; axis from zero",
     )
-    hbars(fig.add_subplot(), bars, "samples/s")
-    return fig
 
 
 def _ratio(value: Any, suffix: str) -> str:
