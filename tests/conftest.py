@@ -95,11 +95,14 @@ def run_cli(
     )
 
 
-def run_clis(*calls: Sequence[str], timeout: float = 600, cwd: Path | None = None) -> list[subprocess.CompletedProcess]:
+def run_clis(
+    *calls: Sequence[str], timeout: float = 600, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> list[subprocess.CompletedProcess]:
     """:func:`run_cli` of each argument list at once (independent commands that measure nothing, such as bad
-    inputs or ``report``): a test waits for the slowest start-up, not for the sum of them. In the order given."""
+    inputs or ``report``): a test waits for the slowest start-up, not for the sum of them. In the order given;
+    ``env`` for each of them."""
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-        return list(pool.map(lambda args: run_cli(*args, timeout=timeout, cwd=cwd), calls))
+        return list(pool.map(lambda args: run_cli(*args, env=env, timeout=timeout, cwd=cwd), calls))
 
 
 PLAN_LINE = re.compile(r"^(sweep|diagnose|tune|io): |^profile: running ")

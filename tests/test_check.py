@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli, with_more_budget
+from conftest import REPO, run_cli, run_clis, with_more_budget
 
 from gluonbench.check import render
 from gluonbench.check.gate import Figure, Snapshot, decide, load_baseline
@@ -196,30 +196,42 @@ def test_truncated_real_baseline_is_refused(baseline, tmp_path):
     assert "not readable JSON" in one_line_error(run_cli("check", "--pipeline", PIPE, "--baseline", str(path)))
 
 
-@pytest.mark.parametrize(
-    "args, words",
-    [
-        (["--max-slowdown", "fast"], "not a percentage"),
-        (["--max-slowdown", "0%"], "above 0 %"),
-        (["--budget", "1"], "outside"),
-        (["--workers", "-1"], "num_workers"),
-        (["--pipeline", "nosuchmodule_xyz:make"], "not found"),
-        (["--pipeline", "tests/nope.py:make"], "not found"),
-        (["--pipeline", str(REPO / "tests" / "check_pipelines.py") + ":nope"], "has no function"),
-        (["--pipeline", str(REPO / "tests" / "check_pipelines.py") + ":not_a_pipeline"], "returned a int"),
-        (["--workload", "nosuch"], "unknown pipeline"),
-        (["--set", "samples=64"], "--pipeline-option KEY=VALUE"),
-        (["--workload", "mnist", "--pipeline-option", "samples=64"], "goes with --pipeline"),
-        (["--pipeline-option", "samples=lots"], "calling it failed"),
-        (["--pipeline-option", "colour=red"], "takes no option 'colour' (it takes samples)"),
-        (["--json", "/nonexistent-dir/x.json"], "does not exist"),
-    ],
-)
-def test_bad_input_exit_2_before_measuring(tmp_path, args, words):
-    args = ["--pipeline", PIPE, *args] if "--pipeline" not in args and "--workload" not in args else args
-    proc = run_cli("check", *args, "--save-baseline", str(tmp_path / "b.json"), timeout=120)
-    assert words in one_line_error(proc)
-    assert not (tmp_path / "b.json").exists()
+BAD_INPUTS = [
+    (["--max-slowdown", "fast"], "not a percentage"),
+    (["--max-slowdown", "0%"], "above 0 %"),
+    (["--budget", "1"], "outside"),
+    (["--workers", "-1"], "num_workers"),
+    (["--pipeline", "nosuchmodule_xyz:make"], "not found"),
+    (["--pipeline", "tests/nope.py:make"], "not found"),
+    (["--pipeline", str(REPO / "tests" / "check_pipelines.py") + ":nope"], "has no function"),
+    (["--pipeline", str(REPO / "tests" / "check_pipelines.py") + ":not_a_pipeline"], "returned a int"),
+    (["--workload", "nosuch"], "unknown pipeline"),
+    (["--set", "samples=64"], "--pipeline-option KEY=VALUE"),
+    (["--workload", "mnist", "--pipeline-option", "samples=64"], "goes with --pipeline"),
+    (["--pipeline-option", "samples=lots"], "calling it failed"),
+    (["--pipeline-option", "colour=red"], "takes no option 'colour' (it takes samples)"),
+    (["--json", "/nonexistent-dir/x.json"], "does not exist"),
+]
+"""each bad input to check and a phrase its one line must hold"""
+
+
+@pytest.fixture(scope="module")
+def bad_input_runs(tmp_path_factory) -> tuple[Path, list]:
+    """check with each of BAD_INPUTS, all at once (none of them measures: the suite's time), each saving to its own
+    baseline path: (the folder of those paths, the finished processes in BAD_INPUTS' order)."""
+    base = tmp_path_factory.mktemp("bad-input")
+    calls = []
+    for i, (args, _) in enumerate(BAD_INPUTS):
+        args = ["--pipeline", PIPE, *args] if "--pipeline" not in args and "--workload" not in args else args
+        calls.append(("check", *args, "--save-baseline", str(base / f"b{i}.json")))
+    return base, run_clis(*calls, timeout=300)
+
+
+@pytest.mark.parametrize("case", range(len(BAD_INPUTS)), ids=[words for _, words in BAD_INPUTS])
+def test_bad_input_exit_2_before_measuring(bad_input_runs, case):
+    base, procs = bad_input_runs
+    assert BAD_INPUTS[case][1] in one_line_error(procs[case])
+    assert not (base / f"b{case}.json").exists()
 
 
 def test_check_needs_a_baseline_or_save():

@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
-from conftest import assert_one_clear_line
+from conftest import PLAN_LINE, assert_one_clear_line, leak_check, run_cli
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.exporters import stage_label
@@ -270,6 +273,7 @@ def test_python_diagnose_with_a_blocking_getitem_ends_within_budget_plus_grace()
     import time
 
     import gluonbench
+    from gluonbench._mx import mx  # noqa: F401  MXNet's first import (seconds on a busy machine) is not the budget's
     from gluonbench.engine.deadline import BudgetExceededError, grace_s
 
     t0 = time.monotonic()
@@ -283,13 +287,10 @@ def test_python_diagnose_with_a_blocking_getitem_ends_within_budget_plus_grace()
     assert getattr(handler, "__self__", None).__class__.__name__ != "Deadline", "the handler before it is restored"
 
 
-def test_cli_read_ms_past_the_budget_is_one_line_naming_the_stage(cli, tmp_path):
-    import time
-
-    t0 = time.monotonic()
-    proc = cli("diagnose", "--dataset", "synthetic", "--read-ms", "100000", "--budget", "5", cwd=tmp_path, timeout=180)
+def test_cli_read_ms_past_the_budget_is_one_line_naming_the_stage(stalled_clis):
+    proc, took, _ = stalled_clis["read_ms"]
     assert_one_clear_line(proc, "stalled in read", "budget 5 s", plan=True)  # found by measuring
-    assert time.monotonic() - t0 < 5 + 10 + 60, "budget + grace + start-up on a busy machine"
+    assert took < 5 + 10 + 60, "budget + grace + start-up on a busy machine"
 
 
 STALLS_LATER = """
@@ -328,13 +329,10 @@ def make(reads=6000, after_s=None):
 """
 
 
-def test_cli_a_stall_mid_diagnosis_keeps_the_rounds_before_it(cli, tmp_path):
+def test_cli_a_stall_mid_diagnosis_keeps_the_rounds_before_it(stalled_clis):
     # "nothing already measured is lost": reads that stop answering after a few rounds (counted in reads, so a busy
     # machine gets as many rounds) still leave their diagnosis, printed, in --json and in the --out folder
-    (tmp_path / "stalls.py").write_text(STALLS_LATER)
-    # the stall: after 6000 reads, or 2.5 s after measuring began, whichever comes first (a busy machine reads less)
-    args = ["--pipeline", "stalls:make", "--pipeline-option", "after_s=2.5", "--batch-size", "8", "--budget", "6"]
-    proc = cli("diagnose", *args, "--json", "d.json", "--out", "runs", cwd=tmp_path, timeout=180)
+    proc, _, tmp_path = stalled_clis["diagnose"]
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     error = proc.stderr.strip().splitlines()[-1]
     assert error.startswith("gluonbench: error: diagnose stopped after") and "stalled in read" in error, error
@@ -354,14 +352,11 @@ def test_cli_a_stall_mid_diagnosis_keeps_the_rounds_before_it(cli, tmp_path):
     assert all(p["rounds"] <= d["rounds"] and len(p["per_round"]) <= d["rounds"] for p in d["probes"].values())
 
 
-def test_cli_a_stall_mid_tune_keeps_what_was_measured(cli, tmp_path):
+def test_cli_a_stall_mid_tune_keeps_what_was_measured(cli, stalled_clis):
     # tune too: reads that stop answering in the loader at 0 workers (the main process's own reads; counted in reads,
     # so a busy machine measures as many rounds first) leave every measurement before the stall, printed, in --json
     # and in the --out folder; no --toml and no recommendation, since the search never compared the settings
-    (tmp_path / "stalls.py").write_text(STALLS_LATER)
-    args = ["--pipeline", "stalls:make", "--pipeline-option", "reads=20000", "--pipeline-option", "after_s=6"]
-    args += ["--budget", "10"]
-    proc = cli("tune", *args, "--json", "t.json", "--toml", "t.toml", "--out", "runs", cwd=tmp_path, timeout=180)
+    proc, _, tmp_path = stalled_clis["tune"]
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     error = proc.stderr.strip().splitlines()[-1]
     assert error.startswith("gluonbench: error: tune stopped after") and "stalled in read" in error, error
@@ -434,17 +429,59 @@ def make(calls=200):
 """
 
 
-def test_cli_a_step_stuck_in_native_code_ends_within_budget_grace_and_backstop(cli, tmp_path, no_leaks):
+@pytest.fixture(scope="module")
+def stalled_clis(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, float, Path]]:
+    """The four commands that stall, in two lanes of two (the suite's time: each mostly waits out its budget and
+    grace, and one lane measures while the other waits): name -> (the finished process, its seconds from start to
+    end, its working folder). A lane pairs a command that measures little before its stall (a read that never
+    returns, a step stuck after 60 forwards) with one that measures for seconds first, so that no two measurements
+    that must reach their stall within the budget share the cores from the start. Leaves no process and no shared
+    memory behind (the native hang's backstop included)."""
+    base = tmp_path_factory.mktemp("stalls")
+    calls: dict[str, tuple[str, ...]] = {
+        "read_ms": ("diagnose", "--dataset", "synthetic", "--read-ms", "100000", "--budget", "5"),
+        # the stall: after 6000 reads, or 2.5 s after measuring began, whichever comes first (a busy machine reads less)
+        "diagnose": (
+            "diagnose", "--pipeline", "stalls:make", "--pipeline-option", "after_s=2.5", "--batch-size", "8",
+            "--budget", "6", "--json", "d.json", "--out", "runs",
+        ),
+        "tune": (
+            "tune", "--pipeline", "stalls:make", "--pipeline-option", "reads=20000", "--pipeline-option", "after_s=6",
+            "--budget", "10", "--json", "t.json", "--toml", "t.toml", "--out", "runs",
+        ),
+        # the 60th forward hangs: within the 4 s budget on a busy machine too (the first-step check runs 1 or 2)
+        "native": ("diagnose", "--pipeline", "engine_hang:make", "--pipeline-option", "calls=60", "--budget", "4"),
+    }  # fmt: skip
+    for name in calls:
+        (base / name).mkdir()
+    (base / "diagnose" / "stalls.py").write_text(STALLS_LATER)
+    (base / "tune" / "stalls.py").write_text(STALLS_LATER)
+    (base / "native" / "engine_hang.py").write_text(ENGINE_HANG)
+
+    def timed(name: str) -> tuple[subprocess.CompletedProcess, float, Path]:
+        t0 = time.monotonic()
+        proc = run_cli(*calls[name], cwd=base / name, timeout=180)
+        return proc, time.monotonic() - t0, base / name
+
+    def lane(names: tuple[str, ...]) -> list[tuple[subprocess.CompletedProcess, float, Path]]:
+        return [timed(name) for name in names]
+
+    lanes = (("read_ms", "diagnose"), ("native", "tune"))
+    with leak_check(), ThreadPoolExecutor(max_workers=len(lanes)) as pool:
+        done = [pool.submit(lane, names) for names in lanes]
+        return {
+            name: result
+            for names, call in zip(lanes, done, strict=True)
+            for name, result in zip(names, call.result(), strict=True)
+        }
+
+
+def test_cli_a_step_stuck_in_native_code_ends_within_budget_grace_and_backstop(stalled_clis):
     # a custom operator that never finishes holds the main thread in nd.waitall() (native code), where the deadline's
     # signal handler never runs: the CLI's backstop ends the process after budget + grace + HARD_EXIT_S, one line
     from gluonbench.engine.deadline import HARD_EXIT_S, grace_s
 
-    (tmp_path / "engine_hang.py").write_text(ENGINE_HANG)
-    t0 = time.monotonic()
-    # the 60th forward hangs: within the 4 s budget on a busy machine too (the first-step check runs 1 or 2)
-    args = ["--pipeline", "engine_hang:make", "--pipeline-option", "calls=60", "--budget", "4"]
-    proc = cli("diagnose", *args, cwd=tmp_path, timeout=120)
-    took = time.monotonic() - t0
+    proc, took, _ = stalled_clis["native"]
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     error = proc.stderr.strip().splitlines()[-1]
     assert error.startswith("gluonbench: error: diagnose stopped after"), error
@@ -508,10 +545,17 @@ def test_interrupting_diagnose_does_not_suggest_resume(tmp_path):
         [sys.executable, "-m", "gluonbench", "diagnose", "--dataset", "synthetic", "--budget", "60"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
     )  # fmt: skip
-    time.sleep(8)
+    # Ctrl-C once it is measuring: after its first line (what it is about to run), not after a fixed sleep that a
+    # quiet machine spends measuring and a busy one may spend importing MXNet
+    before = []  # a preflight warning may come first
+    while not (before and PLAN_LINE.match(before[-1])) and proc.poll() is None:
+        before.append(proc.stderr.readline())
+    first = "".join(before)
+    assert PLAN_LINE.match(before[-1]), first
+    time.sleep(1)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode in (130, -2), err  # -2: killed by the SIGINT while shutting down
+    assert proc.returncode in (130, -2), first + err  # -2: killed by the SIGINT while shutting down
     assert "interrupted" in err and "--resume" not in err
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import PLAN_LINE, run_cli
+from conftest import PLAN_LINE, leak_check, run_cli
 
 from gluonbench.engine.deadline import PipelineFaultError, pipeline_fault
 
@@ -44,10 +46,31 @@ def _error_line(stderr: str) -> str:
     return lines[0]
 
 
+COMMANDS = ["sweep", "tune", "check"]
+
+
+@pytest.fixture(scope="module")
+def fault_runs(tmp_path_factory) -> dict[tuple[str, str], tuple[subprocess.CompletedProcess, Path]]:
+    """Each command with each pipeline that breaks (the matrix below) and with one whose parameter gets no gradient,
+    four at a time (the suite's time: what is checked is the line and what was kept, not a figure; each fault
+    fires at given items, however busy the machine): (command, factory) -> (the finished process, its folder).
+    No process or shared memory that any of them made outlives them."""
+    base = tmp_path_factory.mktemp("faults")
+
+    def run(case: tuple[str, str]) -> tuple[subprocess.CompletedProcess, Path]:
+        folder = base / "-".join(case)
+        folder.mkdir()
+        return run_cli(*_command(*case, folder), cwd=folder, timeout=300), folder
+
+    cases = [(command, func) for command in COMMANDS for func in [*SAYS, "param_unused"]]
+    with leak_check(), ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(cases, pool.map(run, cases), strict=True))
+
+
 @pytest.mark.parametrize("func", list(SAYS))
-@pytest.mark.parametrize("command", ["sweep", "tune", "check"])
-def test_every_command_names_the_stage_of_a_pipeline_fault(tmp_path, no_leaks, command, func):
-    proc = run_cli(*_command(command, func, tmp_path), cwd=tmp_path, timeout=300)
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_names_the_stage_of_a_pipeline_fault(fault_runs, command, func):
+    proc, tmp_path = fault_runs[(command, func)]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "KeyError" not in proc.stdout + proc.stderr
     if command == "sweep" and func != "loss_detached":
@@ -137,9 +160,9 @@ def test_sweep_keeps_the_runs_before_a_fault_and_records_the_failed_one(tmp_path
     assert "1 worker: the pipeline failed mid-run in transform" in proc.stdout, proc.stdout[-2000:]
 
 
-@pytest.mark.parametrize("command", ["sweep", "tune", "check"])
-def test_a_parameter_with_no_gradient_is_one_line_before_measuring(tmp_path, no_leaks, command):
-    proc = run_cli(*_command(command, "param_unused", tmp_path), cwd=tmp_path, timeout=300)
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_parameter_with_no_gradient_is_one_line_before_measuring(fault_runs, command):
+    proc, tmp_path = fault_runs[(command, "param_unused")]
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     line = _error_line(proc.stderr)
     assert "gets no gradient from the loss SoftmaxCrossEntropyLoss" in line and "use every block" in line, line

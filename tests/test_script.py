@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import REPO, assert_one_clear_line, run_cli, run_clis, with_more_budget
+from conftest import REPO, assert_one_clear_line, leak_check, run_cli, run_clis, with_more_budget
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.script.run import parse_command
@@ -233,43 +233,56 @@ def test_no_read_removes_the_reads_in_the_workers_and_cached_batch_waits_for_the
     assert rate["cached_batch"] < 2.5 * rate["no_read"], rate
 
 
-def test_a_script_that_raises_is_one_line_with_its_exit_code_and_error(tmp_path, no_leaks):
-    script = _script(tmp_path, SMALL)
-    proc = run_cli("diagnose", "--budget", "10", "--", "python", script, "12", "fail", timeout=300)
-    assert_one_clear_line(proc, "the script ended (exit code 1)", "ValueError: the script's own error", plan=True)
+NO_LOADER = """
+import mxnet as mx
+from mxnet import autograd, gluon, nd
+it = mx.io.NDArrayIter(nd.ones((64, 4)), nd.zeros((64,)), batch_size=8)
+net = gluon.nn.Dense(2)
+net.initialize()
+trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+for batch in it:
+    with autograd.record():
+        loss = net(batch.data[0]).sum()
+    loss.backward()
+    trainer.step(8)
+"""
 
 
-def test_a_script_that_ends_early_is_one_line(tmp_path, no_leaks):
-    script = _script(tmp_path, SMALL)
-    proc = run_cli("diagnose", "--budget", "10", "--", "python", script, "12", timeout=300)
-    assert_one_clear_line(proc, "the script ended (exit code 0)", "run it longer", plan=True)
+@pytest.fixture(scope="module")
+def refused_scripts(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
+    """diagnose of four scripts it cannot diagnose, all at once (each is refused, none is timed against another: the
+    suite's time): one that raises after 12 steps, one that ends after 12, one with no DataLoader, one that never
+    starts training. No process or shared memory that any of them made outlives them."""
+    folder = tmp_path_factory.mktemp("refused")
+    small = _script(folder, SMALL)
+    calls = {
+        "raises": ("diagnose", "--budget", "10", "--", "python", small, "12", "fail"),
+        "ends": ("diagnose", "--budget", "10", "--", "python", small, "12"),
+        "no_loader": ("diagnose", "--budget", "10", "--", "python", _script(folder, NO_LOADER, "no_loader.py")),
+        "idle": ("diagnose", "--budget", "5", "--start-timeout", "3", "--", "python",
+                 _script(folder, "import time\ntime.sleep(60)\n", "idle.py")),
+    }  # fmt: skip
+    with leak_check():
+        return dict(zip(calls, run_clis(*calls.values(), timeout=300), strict=True))
 
 
-def test_a_script_without_a_dataloader_is_one_line(tmp_path, no_leaks):
-    script = _script(
-        tmp_path,
-        """
-        import mxnet as mx
-        from mxnet import autograd, gluon, nd
-        it = mx.io.NDArrayIter(nd.ones((64, 4)), nd.zeros((64,)), batch_size=8)
-        net = gluon.nn.Dense(2)
-        net.initialize()
-        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
-        for batch in it:
-            with autograd.record():
-                loss = net(batch.data[0]).sum()
-            loss.backward()
-            trainer.step(8)
-        """,
+def test_a_script_that_raises_is_one_line_with_its_exit_code_and_error(refused_scripts):
+    assert_one_clear_line(
+        refused_scripts["raises"], "the script ended (exit code 1)", "ValueError: the script's own error", plan=True
     )
-    idle = _script(tmp_path, "import time\ntime.sleep(60)\n", "idle.py")
-    proc, idle_proc = run_clis(  # both at once: each is refused, neither is timed against the other
-        ("diagnose", "--budget", "10", "--", "python", script),
-        ("diagnose", "--budget", "5", "--start-timeout", "3", "--", "python", idle),
-        timeout=300,
+
+
+def test_a_script_that_ends_early_is_one_line(refused_scripts):
+    assert_one_clear_line(refused_scripts["ends"], "the script ended (exit code 0)", "run it longer", plan=True)
+
+
+def test_a_script_without_a_dataloader_is_one_line(refused_scripts):
+    assert_one_clear_line(
+        refused_scripts["no_loader"], "no Gluon DataLoader batch before it", "needs a gluon.data.DataLoader", plan=True
     )
-    assert_one_clear_line(proc, "no Gluon DataLoader batch before it", "needs a gluon.data.DataLoader", plan=True)
-    assert_one_clear_line(idle_proc, "within 3 s", "needs a gluon.data.DataLoader feeding a gluon.Trainer", plan=True)
+    assert_one_clear_line(
+        refused_scripts["idle"], "within 3 s", "needs a gluon.data.DataLoader feeding a gluon.Trainer", plan=True
+    )
 
 
 def test_kill_9_of_gluonbench_takes_the_script_and_its_workers_with_it(tmp_path, no_leaks):

@@ -3,6 +3,8 @@
 import csv
 import json
 import math
+import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -16,12 +18,30 @@ def _run_dir(out: Path) -> Path:
     return run_dir
 
 
-def test_sweep_0_to_2_writes_every_output(cli, mnist_dir, tmp_path, no_leaks):
-    out = tmp_path / "results"
-    proc = cli("sweep", "--workers", "0..2", "--max-batches", "30", "--data-dir", str(mnist_dir), "--out", str(out))
+@pytest.fixture(scope="module")
+def sweeps(mnist_dir, tmp_path_factory):
+    """Two sweeps at once (the suite's time: the faulty one's hung run waits out its timeout while the other
+    measures). ``every``: workers 0..2, every output. ``faulty``: two faults, the 2-worker run aborts after its
+    first step with its workers alive, then the 1-worker run hangs there until the timeout; the 0-worker run
+    comes after both. Returns {name: (proc, run folder)}."""
+    base = tmp_path_factory.mktemp("sweeps")
+    every, faulty = base / "every", base / "faulty"
+    with leak_check(), ThreadPoolExecutor(max_workers=2) as pool:
+        every_call = pool.submit(
+            run_cli, "sweep", "--workers", "0..2", "--max-batches", "30", "--data-dir", str(mnist_dir), "--out", str(every)
+        )  # fmt: skip
+        faulty_call = pool.submit(
+            run_cli, "sweep", "--workers", "2,1,0", "--max-batches", "12", "--timeout", "25", "--data-dir",
+            str(mnist_dir), "--out", str(faulty), env={FAULT_ENV: "crash@2,hang@1"},
+        )  # fmt: skip
+        procs = {"every": every_call.result(), "faulty": faulty_call.result()}
+    return {name: (proc, _run_dir(base / name)) for name, proc in procs.items()}
+
+
+def test_sweep_0_to_2_writes_every_output(sweeps):
+    proc, run_dir = sweeps["every"]
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    run_dir = _run_dir(out)
     assert run_dir.name.endswith("-sweep-mnist-cpu")
     for name in ("runs.jsonl", "sweep.json", "summary.csv", "summary.md", "summary.json", "sweep.png", "report.html"):
         assert (run_dir / name).stat().st_size > 0, name
@@ -55,32 +75,13 @@ def test_sweep_0_to_2_writes_every_output(cli, mnist_dir, tmp_path, no_leaks):
     assert "Best worker count" in proc.stdout
 
 
-@pytest.fixture(scope="module")
-def faulty_sweep(mnist_dir, tmp_path_factory):
-    """One sweep, two faults (the suite's time): the 2-worker run aborts after its first step with its workers
-    alive, then the 1-worker run hangs there until the timeout; the 0-worker run comes after both."""
-    out = tmp_path_factory.mktemp("faults") / "results"
-    with leak_check():
-        proc = run_cli(
-            "sweep",
-            "--workers",
-            "2,1,0",
-            "--max-batches",
-            "12",
-            "--timeout",
-            "25",
-            "--data-dir",
-            str(mnist_dir),
-            "--out",
-            str(out),
-            env={FAULT_ENV: "crash@2,hang@1"},
-        )
-    runs = [json.loads(line) for line in (_run_dir(out) / "runs.jsonl").read_text().splitlines()]
-    return proc, runs, _run_dir(out)
+def _runs(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
 
 
-def test_crashing_run_is_recorded_and_the_sweep_goes_on(faulty_sweep):
-    proc, runs, run_dir = faulty_sweep
+def test_crashing_run_is_recorded_and_the_sweep_goes_on(sweeps):
+    proc, run_dir = sweeps["faulty"]
+    runs = _runs(run_dir)
     assert proc.returncode == 1, "a failed run makes the exit status 1"
     assert "Traceback" not in proc.stderr
     status = {r["spec"]["workers"]: r["status"] for r in runs}
@@ -90,38 +91,40 @@ def test_crashing_run_is_recorded_and_the_sweep_goes_on(faulty_sweep):
     assert "failed" in (run_dir / "summary.md").read_text()
 
 
-def test_hanging_run_times_out(faulty_sweep):
-    proc, runs, _ = faulty_sweep
+def test_hanging_run_times_out(sweeps):
+    proc, run_dir = sweeps["faulty"]
+    runs = _runs(run_dir)
     assert proc.returncode == 1
     assert [(r["spec"]["workers"], r["status"]) for r in runs] == [(2, "failed"), (1, "timeout"), (0, "ok")]
 
 
-def test_resume_finishes_an_interrupted_sweep(cli, mnist_dir, tmp_path, no_leaks):
-    out = tmp_path / "results"
-    proc = cli(
-        "sweep",
-        "--workers",
-        "0",
-        "--repeat",
-        "2",
-        "--max-batches",
-        "4",
-        "--data-dir",
-        str(mnist_dir),
-        "--out",
-        str(out),
-    )
+@pytest.fixture(scope="module")
+def thread_sweep(mnist_dir, tmp_path_factory):
+    """One sweep of two repeats, loading in threads with fixed eval workers: test_thread_pool_and_fixed_eval_workers
+    reads it, test_resume_finishes_an_interrupted_sweep resumes a copy of it (one sweep for both: the suite's time)."""
+    out = tmp_path_factory.mktemp("threads") / "results"
+    with leak_check():
+        proc = run_cli(
+            "sweep", "--workers", "2", "--thread-pool", "--eval-workers", "0", "--repeat", "2", "--max-batches", "10",
+            "--data-dir", str(mnist_dir), "--out", str(out),
+        )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    run_dir = _run_dir(out)
+    return _run_dir(out)
+
+
+def test_resume_finishes_an_interrupted_sweep(thread_sweep, tmp_path, no_leaks):
+    run_dir = tmp_path / thread_sweep.name
+    shutil.copytree(thread_sweep, run_dir)
     lines = (run_dir / "runs.jsonl").read_text().splitlines()
     assert len(lines) == 2
-    # drop the last run as if the sweep had been stopped after one (3 runs in all, not 6: the suite's time)
+    # drop the last run as if the sweep had been stopped after one
     (run_dir / "runs.jsonl").write_text(lines[0] + "\n")
-    proc = cli("sweep", "--resume", str(run_dir))
+    proc = run_cli("sweep", "--resume", str(run_dir))
     assert proc.returncode == 0, proc.stderr
-    runs = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
-    assert sorted((r["spec"]["workers"], r["spec"]["repeat"]) for r in runs) == [(0, 0), (0, 1)]
+    runs = _runs(run_dir)
+    assert sorted((r["spec"]["workers"], r["spec"]["repeat"]) for r in runs) == [(2, 0), (2, 1)]
     assert runs[0] == json.loads(lines[0]), "the finished run is kept as it was"
+    assert runs[1]["status"] == "ok" and runs[1]["spec"]["thread_pool"] is True, "resumed with the sweep's settings"
     assert "[" in (run_dir / "summary.md").read_text(), "repeats show min-max"
 
 
@@ -223,23 +226,10 @@ def test_shipped_configs_load():
         assert settings.workers and settings.batch_size >= 1
 
 
-def test_thread_pool_and_fixed_eval_workers(cli, mnist_dir, tmp_path, no_leaks):
-    proc = cli(
-        "sweep",
-        "--workers",
-        "2",
-        "--thread-pool",
-        "--eval-workers",
-        "0",
-        "--max-batches",
-        "10",
-        "--data-dir",
-        str(mnist_dir),
-        "--out",
-        str(tmp_path),
-    )
-    assert proc.returncode == 0, proc.stderr
-    (run,) = [json.loads(line) for line in _run_dir(tmp_path).joinpath("runs.jsonl").read_text().splitlines()]
-    assert run["spec"]["thread_pool"] is True and run["spec"]["eval_workers"] == 0
-    assert run["system"]["peak_processes"] == 1, "thread_pool loads in threads, not processes"
-    assert run["accuracy"] > 0.2
+def test_thread_pool_and_fixed_eval_workers(thread_sweep):
+    runs = _runs(thread_sweep)
+    assert [r["spec"]["repeat"] for r in runs] == [0, 1]
+    for run in runs:
+        assert run["spec"]["thread_pool"] is True and run["spec"]["eval_workers"] == 0
+        assert run["system"]["peak_processes"] == 1, "thread_pool loads in threads, not processes"
+        assert run["accuracy"] > 0.2
