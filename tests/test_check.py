@@ -199,7 +199,7 @@ def test_truncated_real_baseline_is_refused(baseline, tmp_path):
 BAD_INPUTS = [
     (["--max-slowdown", "fast"], "not a percentage"),
     (["--max-slowdown", "0%"], "above 0 %"),
-    (["--budget", "1"], "outside"),
+    (["--budget", "1"], "must be at least 10 seconds"),
     (["--workers", "-1"], "num_workers"),
     (["--pipeline", "nosuchmodule_xyz:make"], "not found"),
     (["--pipeline", "tests/nope.py:make"], "not found"),
