@@ -43,7 +43,7 @@ class Budget:
         """``value`` as float seconds, or one :class:`~gluonbench.errors.GluonbenchError` naming the parameter,
         the range and an example."""
         name = arg(self.param)
-        eg = example(f"{self.param}={self.default:g}", f"{arg(self.param)} {self.default:g}")
+        eg = example(f"{self.param}={self.default:g}", f"{name} {self.default:g}")
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise GluonbenchError(f"{name} must be a number of seconds (got {value!r}); e.g. {eg}")
         if value < self.minimum:

@@ -74,11 +74,11 @@ def example(command: str = "diagnose", script: str = "train.py") -> str:
 TAKES_VALUE = {"-W", "-X", "-Q"}
 """interpreter options whose value is the next word"""
 STOP_GRACE_S = 1.0
+"""seconds the script has to end by itself once told to stop (it does at once when it waits for a round)"""
 LOADER_ONLY_BATCHES = 8
 """the most batches one ``loader_only`` slice pulls (at least the workers): a cheap loader's slice would otherwise
 pull a block's worth (``block_s`` of batches) or more, and a script whose epoch is short would spend its rounds in
 the evaluation pass that every epoch's end starts"""
-"""seconds the script has to end by itself once told to stop (it does at once when it waits for a round)"""
 REMOVES = {
     "full": "nothing (the script as written)",
     "no_preprocess": "the transform of the loader's .transform()/.transform_first() dataset (its base dataset is "
