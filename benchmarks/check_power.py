@@ -22,6 +22,10 @@ Per case (mode, slowdown, hog): N checks; the share of exit 1 (regression; at 0 
     python benchmarks/check_power.py --n 20 --hog yes --out results/benchmarks     # the targets' cases (~2 h)
     python benchmarks/check_power.py --n 20 --budget 60 --out results/benchmarks   # all 8 cases (~3.5 h)
     python benchmarks/check_power.py --mode both --n 2 --hog yes --out results/benchmarks   # the two modes, side by side
+    python benchmarks/check_power.py --mode against --hog yes --cases 0:30:5%,10:20:5%,5:20:3%   # the issue's cases
+
+``--cases PCT:N:THRESHOLD,...`` sets each slowdown's number of checks and ``--max-slowdown`` (overriding
+``--slowdowns``, ``--n`` and ``--max-slowdown``).
 """
 
 from __future__ import annotations
@@ -143,14 +147,65 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hogs", type=int, default=1, help="CPU hogs beside a check in the hog cases (default 1)")
     ap.add_argument("--mode", choices=("stored", "against", "both"), default="stored",
                     help="check against a stored baseline, --against HEAD side by side, or both alternately")  # fmt: skip
+    ap.add_argument("--cases", default=None,
+                    help="PCT:N:THRESHOLD,... per slowdown: checks and --max-slowdown (overrides the three above)")  # fmt: skip
     ap.add_argument("--out", default="results/benchmarks", help="folder for the JSON and Markdown results")
     args = ap.parse_args(argv)
+    if args.cases:
+        plan = [(float(p), int(n), t) for p, n, t in (c.split(":") for c in args.cases.split(","))]
+    else:
+        plan = [(float(p), args.n, args.max_slowdown) for p in args.slowdowns.split(",")]
     from gluonbench.env import command_line, environment
     from gluonbench.report.store import atomic_write_text
     from gluonbench.workloads.synthetic import hash_rounds_per_ms
 
     started = datetime.now(UTC)
     load_before = os.getloadavg()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = f"{started:%Y%m%dT%H%M%SZ}"
+
+    def write(cases: list[dict], cpu_ms: float, complete: bool) -> str:
+        """The JSON and Markdown so far: written after every check, so a stopped run keeps what it measured."""
+        summary = {
+            "command": command_line(),
+            "started_utc": started.isoformat(timespec="seconds"),
+            "finished_utc": datetime.now(UTC).isoformat(timespec="seconds") if complete else None,
+            "load_before": load_before,
+            "load_after": os.getloadavg(),
+            "budget_s": args.budget,
+            "baseline_budget_s": args.baseline_budget,
+            "pipeline_cpu_ms_per_sample": cpu_ms,
+            "env": environment(),
+            "cases": cases,
+        }
+        lines = [
+            f"# gluonbench check: power ({started:%Y-%m-%d %H:%M} UTC)",
+            "",
+            f"`{command_line()}`",
+            "",
+            f"N checks per case, --budget {args.budget:g} s, --max-slowdown per case, "
+            f"baseline {args.baseline_budget:g} s; load average {load_before[0]:.1f} before, "
+            f"{os.getloadavg()[0]:.1f} {'after' if complete else 'now (the run is still going or was stopped)'} "
+            f"({os.cpu_count()} cores). A slowdown is extra hashing work worth that share of the pipeline's CPU time.",
+            "",
+            "| mode | slowdown | --max-slowdown | CPU hogs | N | exit 1 (regression) | exit 0 (pass) "
+            "| exit 3 (inconclusive) | other | s per check (mean, max) | load (1 min) |",
+            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for c in (c for c in cases if c["n"]):
+            lines.append(
+                f"| {c['mode']} | {c['slowdown_pct']:g} % | {c['max_slowdown']} | {c['hogs']} | {c['n']} | "
+                f"{c['regression_rate']:.0%} | {c['pass_rate']:.0%} | {c['inconclusive_rate']:.0%} | "
+                f"{c['error_rate']:.0%} | {c['mean_check_s']:.0f}, {c['max_check_s']:.0f} | "
+                f"{min(r['load_1min'] for r in c['runs']):.1f}-{max(r['load_1min'] for r in c['runs']):.1f} |"
+            )
+        lines += ["", "At 0 % an exit 1 is a false alarm; at 5-20 % it is a detection."]
+        text = "\n".join(lines) + "\n"
+        atomic_write_text(out / f"check_power-{stamp}.json", json.dumps(summary, indent=1) + "\n")
+        atomic_write_text(out / f"check_power-{stamp}.md", text)
+        return text
+
     with tempfile.TemporaryDirectory(prefix="gluonbench-check-power-") as tmp:
         work = Path(tmp)
         baseline = work / "baseline.json"
@@ -161,76 +216,46 @@ def main(argv: list[str] | None = None) -> int:
         doc = json.loads(baseline.read_text())
         cpu_ms = doc["total"]["cpu_s_per_sample"] * 1000
         rounds_per_cpu_ms = hash_rounds_per_ms()
-        cases = []
+        cases: list[dict] = []
         for hog in {"both": (False, True), "yes": (True,), "no": (False,)}[args.hog]:
-            for pct in (float(p) for p in args.slowdowns.split(",")):
+            for pct, n_checks, max_slowdown in plan:
                 extra = round(pct / 100 * cpu_ms * rounds_per_cpu_ms)
                 hogs = args.hogs if hog else 0
-                by_mode: dict[str, list[dict]] = {m: [] for m in modes}
-                for i in range(args.n):
+                mine = {m: _case(m, pct, max_slowdown, hog, hogs, extra) for m in modes}
+                cases += mine.values()
+                for i in range(n_checks):
                     for mode in modes:  # the modes alternate, check by check: the same machine for both
                         if mode == "stored":
-                            r = _check(baseline, extra, args.budget, args.max_slowdown, hogs, work)
+                            r = _check(baseline, extra, args.budget, max_slowdown, hogs, work)
                         else:
-                            r = _check_against(repo, extra, args.budget, args.max_slowdown, hogs, work)
+                            r = _check_against(repo, extra, args.budget, max_slowdown, hogs, work)
                         r["load_1min"] = os.getloadavg()[0]
-                        by_mode[mode].append(r)
-                        print(f"{mode}: slowdown {pct:g} % hogs={hogs} #{i + 1}: exit {r['exit']} slowdown "
-                              f"{r['slowdown']} in {r['wall_s']:.0f} s  load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
-                for mode, runs in by_mode.items():
-                    n = len(runs)
-                    cases.append({
-                    "mode": mode, "slowdown_pct": pct, "hog": hog, "hogs": hogs, "extra_rounds": extra, "n": n,
-                    "regression_rate": sum(r["exit"] == 1 for r in runs) / n,
-                    "pass_rate": sum(r["exit"] == 0 for r in runs) / n,
-                    "inconclusive_rate": sum(r["exit"] == 3 for r in runs) / n,
-                    "error_rate": sum(r["exit"] not in (0, 1, 3) for r in runs) / n,
-                    "mean_check_s": sum(r["wall_s"] for r in runs) / n,
-                    "max_check_s": max(r["wall_s"] for r in runs),
-                    "runs": runs,
-                    })  # fmt: skip
-    finished = datetime.now(UTC)
-    summary = {
-        "command": command_line(),
-        "started_utc": started.isoformat(timespec="seconds"),
-        "finished_utc": finished.isoformat(timespec="seconds"),
-        "load_before": load_before,
-        "load_after": os.getloadavg(),
-        "budget_s": args.budget,
-        "baseline_budget_s": args.baseline_budget,
-        "max_slowdown": args.max_slowdown,
-        "pipeline_cpu_ms_per_sample": cpu_ms,
-        "env": environment(),
-        "cases": cases,
-    }
-    lines = [
-        f"# gluonbench check: power ({started:%Y-%m-%d %H:%M} UTC)",
-        "",
-        f"`{command_line()}`",
-        "",
-        f"N = {args.n} checks per case, --budget {args.budget:g} s, --max-slowdown {args.max_slowdown}, "
-        f"baseline {args.baseline_budget:g} s; load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after "
-        f"({os.cpu_count()} cores). A slowdown is extra hashing work worth that share of the pipeline's CPU time.",
-        "",
-        "| mode | slowdown | CPU hogs | N | exit 1 (regression) | exit 0 (pass) | exit 3 (inconclusive) | other | s per check (mean, max) | load (1 min) |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for c in cases:
-        lines.append(
-            f"| {c['mode']} | {c['slowdown_pct']:g} % | {c['hogs']} | {c['n']} | {c['regression_rate']:.0%} | "
-            f"{c['pass_rate']:.0%} | {c['inconclusive_rate']:.0%} | {c['error_rate']:.0%} | "
-            f"{c['mean_check_s']:.0f}, {c['max_check_s']:.0f} | "
-            f"{min(r['load_1min'] for r in c['runs']):.1f}-{max(r['load_1min'] for r in c['runs']):.1f} |"
-        )
-    lines += ["", "At 0 % an exit 1 is a false alarm; at 5-20 % it is a detection."]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = f"{started:%Y%m%dT%H%M%SZ}"
-    atomic_write_text(out / f"check_power-{stamp}.json", json.dumps(summary, indent=1) + "\n")
-    atomic_write_text(out / f"check_power-{stamp}.md", text)
+                        _add(mine[mode], r)
+                        write(cases, cpu_ms, complete=False)
+                        print(f"{mode}: slowdown {pct:g} % (limit {max_slowdown}) hogs={hogs} #{i + 1}: "
+                              f"exit {r['exit']} slowdown {r['slowdown']} in {r['wall_s']:.0f} s  "
+                              f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    print(write(cases, cpu_ms, complete=True))
     return 0
+
+
+def _case(mode: str, pct: float, max_slowdown: str, hog: bool, hogs: int, extra: int) -> dict:
+    """An empty case: its runs and rates are filled by :func:`_add`."""
+    return {"mode": mode, "slowdown_pct": pct, "max_slowdown": max_slowdown, "hog": hog, "hogs": hogs,
+            "extra_rounds": extra, "n": 0, "runs": []}  # fmt: skip
+
+
+def _add(case: dict, run: dict) -> None:
+    """Add one check to its case and recompute the case's rates."""
+    runs = case["runs"]
+    runs.append(run)
+    n = case["n"] = len(runs)
+    case["regression_rate"] = sum(r["exit"] == 1 for r in runs) / n
+    case["pass_rate"] = sum(r["exit"] == 0 for r in runs) / n
+    case["inconclusive_rate"] = sum(r["exit"] == 3 for r in runs) / n
+    case["error_rate"] = sum(r["exit"] not in (0, 1, 3) for r in runs) / n
+    case["mean_check_s"] = sum(r["wall_s"] for r in runs) / n
+    case["max_check_s"] = max(r["wall_s"] for r in runs)
 
 
 if __name__ == "__main__":
