@@ -79,6 +79,10 @@ LOADER_ONLY_BATCHES = 8
 """the most batches one ``loader_only`` slice pulls (at least the workers): a cheap loader's slice would otherwise
 pull a block's worth (``block_s`` of batches) or more, and a script whose epoch is short would spend its rounds in
 the evaluation pass that every epoch's end starts"""
+FAST_BLOCKS = 2
+"""the blocks a fast probe's slice runs in a round whose length one slow probe's single step sets (a storage-bound
+script's full pipeline at 0.4 s a step): the round pairs them all the same, and its fast slices' full length only
+made each round, and so each verdict, later"""
 REMOVES = {
     "full": "nothing (the script as written)",
     "no_preprocess": "the transform of the loader's .transform()/.transform_first() dataset (its base dataset is "
@@ -514,6 +518,9 @@ class ScriptRounds:
         figures); the first one raises."""
         shift = number % len(self.names)
         schedule = []
+        # where one probe's step outlasts a slice, that step sets the round's length and a round gives that probe
+        # one block whatever the others do: a fast probe then runs FAST_BLOCKS blocks, not the whole slice
+        slow = max(r.est_step_s for r in self.records.values()) > self.slice_s
         for name in [only] if only is not None else self.names[shift:] + self.names[:shift]:
             rec = self.records[name]
             k = max(self.min_steps, math.ceil(self.plan.block_s / max(rec.est_step_s, 1e-6)))
@@ -521,6 +528,8 @@ class ScriptRounds:
             if name == "loader_only":  # one block of a few batches (each batch is timed on its own)
                 k = max(self.min_steps, min(k, LOADER_ONLY_BATCHES))
                 slice_s = min(slice_s, k * rec.est_step_s)
+            elif slow:
+                slice_s = min(slice_s, FAST_BLOCKS * k * rec.est_step_s)
             rec.block_steps = k
             # after a switch, the batches a worker queue made in the other mode are left out. With no worker the
             # first step (the batch handed out at the switch computed, the next one fetched in the new mode) is in
