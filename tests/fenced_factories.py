@@ -63,7 +63,17 @@ def chdir():
 
 
 def secrets(password="", aws_secret_access_key="", api_token="", db_url=""):
-    """Takes credentials as options: none of their values may be kept in any file a command writes."""
+    """Takes credentials as options: none of their values may be kept in any file a command writes, nor put in
+    the command line of a process gluonbench starts (any user's ``ps`` shows those)."""
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            argv = f.read().decode(errors="replace")
+    except OSError:  # no /proc (not Linux)
+        argv = ""
+    if "gluonbench.profiler.pipeline_run" in argv:  # profile's child: not the user's own gluonbench command
+        for value in (password, aws_secret_access_key, api_token, db_url):
+            if value and value in argv:
+                raise RuntimeError("a credential is in this process's command line")
     return _spec()
 
 

@@ -123,9 +123,15 @@ def cmd_profile(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    from gluonbench.script.commands import profile_run_as
+    if args.pipeline:
+        from gluonbench.profiler.pipeline_run import private
 
-    result = run_command(shown, settings, run_as=cmd if args.pipeline else profile_run_as(cmd))
+        run_as, env = private(cmd)
+    else:
+        from gluonbench.script.commands import profile_run_as
+
+        run_as, env = profile_run_as(cmd), None
+    result = run_command(shown, settings, run_as=run_as, env=env)
     print_rules(result.rules)
     if result.interrupted:
         print(f"gluonbench: interrupted; the profile so far is kept: {result.profile_dir}", file=sys.stderr)

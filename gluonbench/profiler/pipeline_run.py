@@ -1,7 +1,9 @@
 """``gluonbench profile --pipeline MODULE:FUNCTION``: the profiled program is one training run of that pipeline.
 
 :func:`pipeline_command` is the command ``gluonbench profile`` runs under its sampler:
-``python -m gluonbench.profiler.pipeline_run RUN_SPEC_JSON``. That program trains the pipeline once (the
+``python -m gluonbench.profiler.pipeline_run RUN_SPEC_JSON``, started as :func:`private` makes it (the spec, which
+may hold the factory's credentials, in the environment rather than in the command line that ``ps`` shows). That
+program trains the pipeline once (the
 sweep's run, :func:`gluonbench.sweeprun.run.train_and_eval`, in its own process), with the profiler's step
 events: each step and the wait for its batch are marked, inside a ``train`` phase, so the rules see steps
 as they see them from a hooked script.
@@ -31,6 +33,10 @@ LOG_FILE = "pipeline.log"
 FAULT_EXIT = 3
 """the profiled program's exit code after a pipeline fault (its line is in :data:`FAULT_FILE`)"""
 MAX_LINE = 2000
+SPEC_ENV = "GLUONBENCH_RUN_SPEC"
+"""the run's spec (JSON) when the command line says :data:`FROM_ENV`"""
+FROM_ENV = "@env"
+"""the program's argument that stands for the spec in :data:`SPEC_ENV`"""
 
 
 def pipeline_command(
@@ -78,6 +84,12 @@ def pipeline_command(
     )
     spec = resolve_batch_size(settings, keep=False).specs()[0]  # the pipeline's own batch size unless one is given
     return [sys.executable, "-m", "gluonbench.profiler.pipeline_run", json.dumps(spec.to_dict())]
+
+
+def private(cmd: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``cmd`` (from :func:`pipeline_command`) as it is started: its spec moved from the command line, which any
+    user's ``ps`` shows, to the environment, which only the same user can read; and that environment's addition."""
+    return [*cmd[:-1], FROM_ENV], {SPEC_ENV: cmd[-1]}
 
 
 def marked(batches: Iterable[Any]) -> Iterator[Any]:
@@ -133,7 +145,8 @@ def main(argv: list[str]) -> int:
         to_stderr.setLevel(logging.WARNING)
         to_stderr.setFormatter(logging.Formatter(fmt))
         logging.basicConfig(level=logging.INFO, handlers=[to_file, to_stderr])
-    spec = RunSpec.from_dict(json.loads(argv[0]))
+    text = os.environ.pop(SPEC_ENV, "") if argv[0] == FROM_ENV else argv[0]  # popped: not handed on further
+    spec = RunSpec.from_dict(json.loads(text))
     try:
         with hooks.phase("train"):
             result = train_and_eval(spec, observe=marked)

@@ -299,15 +299,17 @@ def start_watchdog(pid: int, token: str, since: float) -> subprocess.Popen:
     )
 
 
-def run_command(cmd: list[str], settings: ProfileSettings, run_as: list[str] | None = None) -> ProfileResult:
+def run_command(
+    cmd: list[str], settings: ProfileSettings, run_as: list[str] | None = None, env: dict[str, str] | None = None
+) -> ProfileResult:
     """Profile ``cmd`` until it exits; return its exit code (128+N for signal N) with the profile.
 
     ``run_as``: the command actually started in its place (the same program through a bootstrap, such as the
-    script mode's hooks); the profile's name and record keep ``cmd``."""
+    script mode's hooks); the profile's name and record keep ``cmd``. ``env``: added to the program's environment."""
     check_command(cmd)
     prof = Profiler(settings, _default_name(cmd))
     token = uuid.uuid4().hex  # marks the program's whole tree, also what leaves its group with setsid()
-    env = dict(os.environ, **prof.env(), **{MARKER_ENV: token})
+    env = dict(os.environ, **(env or {}), **prof.env(), **{MARKER_ENV: token})
     shm_before = shm_entries()
     since = time.time() - 1.0  # a segment older than the run is not the program's (a reused pid's); 1 s for clocks
     try:
