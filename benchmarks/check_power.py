@@ -40,41 +40,51 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve()
 BASE_ROUNDS = 16
 """BLAKE2b rounds per sample of the unchanged pipeline"""
 
 
 def make() -> dict:
-    """The pipeline checked; ``$CHECK_POWER_EXTRA_ROUNDS`` adds hashing rounds per sample (the slowdown)."""
-    from gluonbench._mx import gluon
-    from gluonbench.workloads.synthetic import SyntheticTransform
-
-    extra = int(os.environ.get("CHECK_POWER_EXTRA_ROUNDS", "0"))
-    rng = np.random.default_rng(0)
-    images = rng.integers(0, 256, size=(2048, 28, 28, 1), dtype=np.uint8)
-    labels = rng.integers(0, 10, size=2048).astype(np.int32)
-    dataset = gluon.data.SimpleDataset(list(zip(images, labels, strict=True)))
-    return {"dataset": dataset, "transform": SyntheticTransform(BASE_ROUNDS + extra), "batch_size": 64}
+    """The pipeline checked (the stored-baseline mode's ``--pipeline``): :data:`PIPE`'s, with
+    ``$CHECK_POWER_EXTRA_ROUNDS`` more hashing rounds per sample (the slowdown), as the other mode's working tree."""
+    scope: dict = {}
+    code = PIPE.format(extra=float(os.environ.get("CHECK_POWER_EXTRA_ROUNDS", "0")), base=BASE_ROUNDS)
+    exec(compile(code, "<check_power pipeline>", "exec"), scope)
+    return scope["make"]()
 
 
 PIPE = """
 import numpy as np
 
+from gluonbench.workloads.synthetic import SyntheticTransform
+
 EXTRA = {extra}
+
+
+class Work(SyntheticTransform):
+    \"\"\"The synthetic transform with a fractional number of hashing rounds per sample: the whole part every
+    time, one more as often as the fraction says (a 5 % slowdown is 2.5 rounds here, not 2 or 3).\"\"\"
+
+    def __init__(self, rounds: float) -> None:
+        super().__init__(int(rounds))
+        self.whole, self.fraction, self.owed = int(rounds), rounds - int(rounds), 0.0
+
+    def __call__(self, data, label):
+        self.owed += self.fraction
+        self.rounds = self.whole + (self.owed >= 1.0)
+        self.owed -= self.rounds - self.whole
+        return super().__call__(data, label)
 
 
 def make() -> dict:
     from gluonbench._mx import gluon
-    from gluonbench.workloads.synthetic import SyntheticTransform
 
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, size=(2048, 28, 28, 1), dtype=np.uint8)
     labels = rng.integers(0, 10, size=2048).astype(np.int32)
     dataset = gluon.data.SimpleDataset(list(zip(images, labels, strict=True)))
-    return {{"dataset": dataset, "transform": SyntheticTransform({base} + EXTRA), "batch_size": 64}}
+    return {{"dataset": dataset, "transform": Work({base} + EXTRA), "batch_size": 64}}
 """
 
 
@@ -84,13 +94,13 @@ def _repo(work: Path) -> Path:
     repo.mkdir()
     env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@example.org")
     env.update(GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@example.org")
-    (repo / "pipe.py").write_text(PIPE.format(extra=0, base=BASE_ROUNDS))
+    (repo / "pipe.py").write_text(PIPE.format(extra=0.0, base=BASE_ROUNDS))
     for cmd in (["init", "-q"], ["add", "pipe.py"], ["commit", "-qm", "baseline"]):
         subprocess.run(["git", "-C", str(repo), *cmd], check=True, env=env, capture_output=True)
     return repo
 
 
-def _check_against(repo: Path, extra: int, budget: float, max_slowdown: str, hogs: int, work: Path) -> dict:
+def _check_against(repo: Path, extra: float, budget: float, max_slowdown: str, hogs: int, work: Path) -> dict:
     """``check --against HEAD`` with ``extra`` rounds in the working tree (uncommitted)."""
     (repo / "pipe.py").write_text(PIPE.format(extra=extra, base=BASE_ROUNDS))
     out = work / f"a-{time.time_ns()}.json"
@@ -126,7 +136,7 @@ def _hog() -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
-def _check(baseline: Path, extra: int, budget: float, max_slowdown: str, hogs: int, work: Path) -> dict:
+def _check(baseline: Path, extra: float, budget: float, max_slowdown: str, hogs: int, work: Path) -> dict:
     out = work / f"r-{time.time_ns()}.json"
     env = dict(os.environ, CHECK_POWER_EXTRA_ROUNDS=str(extra))
     cmd = [sys.executable, "-m", "gluonbench", "check", "--pipeline", f"{HERE}:make", "--baseline", str(baseline)]
@@ -219,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         cases: list[dict] = []
         for hog in {"both": (False, True), "yes": (True,), "no": (False,)}[args.hog]:
             for pct, n_checks, max_slowdown in plan:
-                extra = round(pct / 100 * cpu_ms * rounds_per_cpu_ms)
+                extra = round(pct / 100 * cpu_ms * rounds_per_cpu_ms, 2)
                 hogs = args.hogs if hog else 0
                 mine = {m: _case(m, pct, max_slowdown, hog, hogs, extra) for m in modes}
                 cases += mine.values()
@@ -239,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _case(mode: str, pct: float, max_slowdown: str, hog: bool, hogs: int, extra: int) -> dict:
+def _case(mode: str, pct: float, max_slowdown: str, hog: bool, hogs: int, extra: float) -> dict:
     """An empty case: its runs and rates are filled by :func:`_add`."""
     return {"mode": mode, "slowdown_pct": pct, "max_slowdown": max_slowdown, "hog": hog, "hogs": hogs,
             "extra_rounds": extra, "n": 0, "runs": []}  # fmt: skip
