@@ -179,7 +179,9 @@ def run_diagnosis(
 
         # the verdict's reading (issue 17): the speed-up with a perfect input pipeline, with its interval
         reading = perfect_input_text(d)  # type: ignore[arg-type]  # a Diagnosis carries the verdict's speed-ups
-        raise NotSavedError(f"diagnosis measured (verdict: {d.verdict}; {reading}) but not saved: {exc}", d) from None
+        raise NotSavedError(
+            f"diagnosis measured (verdict: {d.verdict}; {reading}) but not saved: {exc.raw}", d
+        ) from None
 
 
 def _keep_stalled(settings: DiagnoseSettings, out: str | Path | None, exc: BudgetExceededError) -> None:
@@ -373,7 +375,9 @@ def run_tune(
         if settings.toml_path:
             atomic_write_text(settings.toml_path, result.to_toml())
     except GluonbenchError as exc:  # measured, then not saved: the one line still gives the result
-        raise NotSavedError(f"tune measured (recommended: {result.dataloader}) but not saved: {exc}", result) from None
+        raise NotSavedError(
+            f"tune measured (recommended: {result.dataloader}) but not saved: {exc.raw}", result
+        ) from None
     if out is not None:
         record = {"settings": settings.to_dict(), **pipeline_record(settings)}
         result.run_dir = str(save_run(out, settings.label(result.ctx), record, "tune", result, env=result.env))
@@ -523,7 +527,7 @@ def check(
                 raise write_error(summary_path, exc) from exc
     except GluonbenchError as exc:  # measured, then an output failed: the one line still gives the result
         done = f"baseline saved: {save}" if save is not None else render.headline(result).removeprefix("gluonbench ")
-        raise NotSavedError(f"check measured ({done}) but an output was not written: {exc}", result) from None
+        raise NotSavedError(f"check measured ({done}) but an output was not written: {exc.raw}", result) from None
     return result
 
 

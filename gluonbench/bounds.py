@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.names import param
 
 MAX_SECONDS = 10_000_000.0
 """About 115 days: the longest duration any setting takes (time.sleep and select overflow past ~1e9)."""
@@ -39,7 +40,7 @@ LIMITS: dict[str, tuple[int, int]] = {
 
 
 def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+    return param(name)
 
 
 def check_int(value: Any, name: str, what: str | None = None) -> int:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg, example
+from gluonbench.names import flag_of, param, param_example
 
 WEEK_S = 7 * 24 * 3600.0
 
@@ -42,8 +42,8 @@ class Budget:
     def check(self, value: Any) -> float:
         """``value`` as float seconds, or one :class:`~gluonbench.errors.GluonbenchError` naming the parameter,
         the range and an example."""
-        name = arg(self.param)
-        eg = example(f"{self.param}={self.default:g}", f"{name} {self.default:g}")
+        name = param(self.param)
+        eg = param_example(f"{self.param}={self.default:g}", f"{flag_of(self.param)} {self.default:g}")
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise GluonbenchError(f"{name} must be a number of seconds (got {value!r}); e.g. {eg}")
         if value < self.minimum:

@@ -152,7 +152,7 @@ def _run(args: argparse.Namespace) -> int:
         _quiet_stdout()
         return 141  # 128 + SIGPIPE, as a shell reports a command its pipe's reader ended
     except GluonbenchError as exc:
-        print(f"gluonbench: error: {exc}", file=sys.stderr)
+        print(f"gluonbench: error: {exc.worded(flags=True)}", file=sys.stderr)  # the CLI words the parameters as flags
         return 2
     except KeyboardInterrupt:
         if hasattr(args, "resume"):  # only the commands that have --resume may suggest it

@@ -19,7 +19,7 @@ from gluonbench.errors import GluonbenchError
 from gluonbench.files import read_text
 from gluonbench.identity import describe
 from gluonbench.knobs import knob_default
-from gluonbench.names import arg, example
+from gluonbench.names import arg, example, param, param_example
 from gluonbench.ranges import parse_int_list
 from gluonbench.sweeprun.run import RunSetting, RunSpec
 from gluonbench.validate import check_seed
@@ -130,25 +130,25 @@ class SweepSettings(RunSetting):
 
         check_ctx(self.ctx)
         check_types(self)
-        check_name(self.name, arg("name"))
+        check_name(self.name, param("name"))
         from gluonbench.bounds import check_settings_bounds
 
         check_settings_bounds(self)  # upper bounds too, before any work (#21)
         for name in ("batch_size", "epochs", "repeat"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise GluonbenchError(f"{arg(name)} must be at least 1 (got {getattr(self, name)})")
+                raise GluonbenchError(f"{param(name)} must be at least 1 (got {getattr(self, name)})")
         if self.max_batches is not None and self.max_batches < 1:
-            raise GluonbenchError(f"{arg('max_batches')} must be at least 1 (got {self.max_batches})")
+            raise GluonbenchError(f"{param('max_batches')} must be at least 1 (got {self.max_batches})")
         if self.eval_workers is not None and self.eval_workers < 0:
-            raise GluonbenchError(f"{arg('eval_workers')} must be 0 or more (got {self.eval_workers})")
+            raise GluonbenchError(f"{param('eval_workers')} must be 0 or more (got {self.eval_workers})")
         from gluonbench.knobs import check_knobs
 
         # workers (each), batch_size (unset beside a pipeline: its own), thread_pool, prefetch, pin_memory
-        check_knobs(self, arg, unset=("batch_size",))
-        check_seconds(self.timeout_s, arg("timeout_s"))
-        check_seconds(self.diagnose_budget_s, arg("diagnose_budget_s"))
+        check_knobs(self, param, unset=("batch_size",))
+        check_seconds(self.timeout_s, param("timeout_s"))
+        check_seconds(self.diagnose_budget_s, param("diagnose_budget_s"))
         if self.timeout_s <= 0:
-            raise GluonbenchError(f"{arg('timeout_s')} must be positive (got {self.timeout_s})")
+            raise GluonbenchError(f"{param('timeout_s')} must be positive (got {self.timeout_s})")
         from gluonbench.validate import check_seed
 
         check_seed(self.seed)
@@ -160,7 +160,7 @@ class SweepSettings(RunSetting):
                 raise GluonbenchError(f"option {key}={value} is not a finite number; give a finite value")
         if not self.workers:
             raise GluonbenchError(
-                f"{arg('workers')} names no worker count; e.g. {example('workers=(0, 1, 2)', '--workers 0..8')}"
+                f"{param('workers')} names no worker count; e.g. {param_example('workers=(0, 1, 2)', '--workers 0..8')}"
             )
         self.run_workload()  # vision settings only with image data
         from gluonbench.pipeline.scale import check_scale
@@ -233,8 +233,8 @@ def check_pipeline_settings(settings: Any) -> None:
     if pipeline is None:
         if settings.pipeline_options:
             raise GluonbenchError(
-                f"{arg('pipeline_options', '--pipeline-option')} goes with {arg('pipeline')} MODULE:FUNCTION; "
-                f"add {arg('pipeline')}"
+                f"{param('pipeline_options', '--pipeline-option')} goes with {param('pipeline')} MODULE:FUNCTION; "
+                f"add {param('pipeline')}"
             )
         return
     from gluonbench.workloads.spec import split_target
@@ -246,15 +246,15 @@ def check_pipeline_settings(settings: Any) -> None:
         )
     if settings.workload not in ("mnist", "pipeline"):
         raise GluonbenchError(
-            f"{arg('pipeline')} and {arg('workload')} {settings.workload} exclude each other; "
+            f"{param('pipeline')} and {param('workload')} {settings.workload} exclude each other; "
             "the pipeline's factory gives the data"
         )
     extra = [k for k in ("model", "preset", "classes", "image_size") if getattr(settings, k, None) is not None]
     if settings.options or extra:
         names = ", ".join([*sorted(settings.options), *extra])
         raise GluonbenchError(
-            f"{arg('pipeline')} takes no data set options ({names}); pass them to the factory with "
-            f"{example('pipeline_options={KEY: VALUE}', '--pipeline-option KEY=VALUE')}"
+            f"{param('pipeline')} takes no data set options ({names}); pass them to the factory with "
+            f"{param_example('pipeline_options={KEY: VALUE}', '--pipeline-option KEY=VALUE')}"
         )
 
 
@@ -325,15 +325,13 @@ def check_name(name: str | None, what: str) -> str | None:
         return None
     from gluonbench.validate import plain_name
 
-    return plain_name(name, what, "--name w0-8-cpu")
-
-
-_FLAGS = {"timeout_s": "--timeout", "diagnose_budget_s": "--diagnose-budget", "workload": "--dataset"}
+    return plain_name(name, what, param_example("name='w0-8-cpu'", "--name w0-8-cpu"))
 
 
 def _flag(name: str, source: str) -> str:
+    """Setting ``name`` in an error's message: its parameter from the command line, ``FILE: name`` from a config."""
     if source == "command line":
-        return _FLAGS.get(name, f"--{name.replace('_', '-')}")
+        return param(name)
     return f"{source}: {name}"
 
 
@@ -547,7 +545,7 @@ class IoSettings:
             bad = [v for v in values if v not in allowed]
             if not values or bad:
                 raise GluonbenchError(
-                    f"{arg(name)} {','.join(values)!r}: choose from {', '.join(allowed)} (comma-separated)"
+                    f"{param(name)} {','.join(values)!r}: choose from {', '.join(allowed)} (comma-separated)"
                 )
 
         subset("modes", IO_MODES)
@@ -555,15 +553,15 @@ class IoSettings:
         subset("layouts", IO_LAYOUTS)
         for name in ("epochs", "batch_size", "threads"):
             if getattr(self, name) < 1:
-                raise GluonbenchError(f"{arg(name)} must be at least 1 (got {getattr(self, name)})")
+                raise GluonbenchError(f"{param(name)} must be at least 1 (got {getattr(self, name)})")
         if self.stage not in ("read", "decode"):
-            raise GluonbenchError(f"{arg('stage')} must be read or decode (got {self.stage!r})")
+            raise GluonbenchError(f"{param('stage')} must be read or decode (got {self.stage!r})")
         if self.page_cache not in ("warm", "cold"):
-            raise GluonbenchError(f"{arg('page_cache')} must be warm or cold (got {self.page_cache!r})")
-        check_seconds(self.timeout_s, arg("timeout_s"))
+            raise GluonbenchError(f"{param('page_cache')} must be warm or cold (got {self.page_cache!r})")
+        check_seconds(self.timeout_s, param("timeout_s"))
         if self.timeout_s <= 0:
-            raise GluonbenchError(f"{arg('timeout_s')} must be positive (got {self.timeout_s})")
-        check_name(self.name, arg("name"))
+            raise GluonbenchError(f"{param('timeout_s')} must be positive (got {self.timeout_s})")
+        check_name(self.name, param("name"))
         from gluonbench.validate import check_seed
 
         check_seed(self.seed)
@@ -575,18 +573,20 @@ class IoSettings:
                 what = "is not a folder" if Path(value).exists() else "does not exist"
                 raise GluonbenchError(f"{flag} {value} {what}; give {want}")
         if self.small_bytes > self.large_bytes:
-            raise GluonbenchError(f"{arg('small_bytes', '--small')} must not exceed {arg('large_bytes', '--large')}")
+            raise GluonbenchError(
+                f"{param('small_bytes', '--small')} must not exceed {param('large_bytes', '--large')}"
+            )
         if self.file_size > self.small_bytes:
             raise GluonbenchError(
-                f"{arg('file_size')} must be below {arg('small_bytes', '--small')}; the small data set needs several files"
+                f"{param('file_size')} must be below {param('small_bytes', '--small')}; the small data set needs several files"
             )
         if self.endpoint_url and not self.s3_uri:
-            raise GluonbenchError(f"{arg('endpoint_url')} goes with {arg('s3_uri')} s3://BUCKET/PREFIX")
-        check_int(self.image_size, "image_size", arg("image_size"))  # checked with or without a preset
+            raise GluonbenchError(f"{param('endpoint_url')} goes with {param('s3_uri')} s3://BUCKET/PREFIX")
+        check_int(self.image_size, "image_size", param("image_size"))  # checked with or without a preset
         if self.preset is not None:
             if self.stage != "decode":
                 add = example("stage='decode'", "--stage decode")
-                raise GluonbenchError(f"{arg('preset')} applies to {arg('stage')} decode; add {add}")
+                raise GluonbenchError(f"{param('preset')} applies to {param('stage')} decode; add {add}")
             from gluonbench.workloads.vision_zoo import Preset
 
             Preset(self.preset, self.image_size)  # validates both
@@ -595,7 +595,7 @@ class IoSettings:
 
             check_endpoint_url(self.endpoint_url)
         if self.s3_uri and not self.s3_uri.startswith("s3://"):
-            raise GluonbenchError(f"{arg('s3_uri')} {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
+            raise GluonbenchError(f"{param('s3_uri')} {self.s3_uri!r} must look like s3://BUCKET/PREFIX")
         if self.emulate_step_ms is not None:
             from gluonbench.pipeline.emulate import step_ms
 
@@ -616,8 +616,10 @@ def synthetic_options(workload: str, knobs: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise GluonbenchError(f"unknown synthetic option(s) {', '.join(unknown)}; known: {', '.join(SYNTHETIC_KNOBS)}")
     if given and workload != "synthetic":
-        flags = ", ".join(arg(k) for k in given)
-        raise GluonbenchError(f"{flags} only apply to {arg('workload')} synthetic (got {arg('workload')} {workload})")
+        flags = ", ".join(param(k) for k in given)
+        raise GluonbenchError(
+            f"{flags} only apply to {param('workload')} synthetic (got {param('workload')} {workload})"
+        )
     return given
 
 
@@ -636,8 +638,8 @@ def source_options(
         return out
     if endpoint_url or cache_dir:
         raise GluonbenchError(
-            f"{arg('endpoint_url')} and {arg('cache_dir')} go with {arg('mode', '--source')}/{arg('uri')}; "
-            f"add {arg('uri')}"
+            f"{param('endpoint_url')} and {param('cache_dir')} go with {param('mode', '--source')}/{param('uri')}; "
+            f"add {param('uri')}"
         )
     return None
 
@@ -727,7 +729,7 @@ class DiagnoseSettings(_MeasuresAPipeline):
             return replace(self, batch_size=knob_default("batch_size")).check()
         # the loader's knobs it holds, against their declarations (bounds included); an unset batch size beside a
         # pipeline is the pipeline's own
-        check_knobs(self, arg, unset=("batch_size",))
+        check_knobs(self, param, unset=("batch_size",))
         check_budget(self.budget_s, "diagnose")
         if self.ctx is not None:
             check_ctx(self.ctx)
@@ -743,7 +745,7 @@ class DiagnoseSettings(_MeasuresAPipeline):
         check_pipeline_settings(self)
         if self.workload not in workload_names():
             raise GluonbenchError(
-                f"unknown {arg('workload')} {self.workload!r}; choose one of {', '.join(workload_names())}"
+                f"unknown {param('workload')} {self.workload!r}; choose one of {', '.join(workload_names())}"
             )
         if self.workload == "synthetic":
             from gluonbench.workloads.synthetic import check_options
@@ -818,11 +820,11 @@ class TuneSettings(_MeasuresAPipeline):
         from gluonbench.knobs import check_knobs
 
         # the loader's knobs it holds, against their declarations; an unset batch size is the pipeline's own
-        check_knobs(self, arg, unset=("batch_size",))
+        check_knobs(self, param, unset=("batch_size",))
         if self.max_workers is not None and self.max_workers < 0:
-            raise GluonbenchError(f"{arg('max_workers')} must be 0 or more (got {self.max_workers})")
+            raise GluonbenchError(f"{param('max_workers')} must be 0 or more (got {self.max_workers})")
         if self.batch_sizes is not None and (not self.batch_sizes or min(self.batch_sizes) < 1):
-            raise GluonbenchError(f"{arg('batch_sizes')} must be at least 1 each (got {self.batch_sizes})")
+            raise GluonbenchError(f"{param('batch_sizes')} must be at least 1 each (got {self.batch_sizes})")
         if self.emulate_step_ms is not None:
             step_ms(self.emulate_step_ms)
         if self.ctx is not None:
@@ -836,7 +838,7 @@ class TuneSettings(_MeasuresAPipeline):
         check_pipeline_settings(self)
         if self.workload not in workload_names():
             raise GluonbenchError(
-                f"unknown {arg('workload')} {self.workload!r}; choose one of {', '.join(workload_names())}"
+                f"unknown {param('workload')} {self.workload!r}; choose one of {', '.join(workload_names())}"
             )
         if self.workload == "synthetic":
             from gluonbench.workloads.synthetic import check_options

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import param
 
 MAX_INDEX = 1023
 """the highest device index a context string may name"""
@@ -23,7 +23,7 @@ _CTX = re.compile(r"^(cpu|gpu)(?::(\d+))?$")
 
 def check_ctx(spec: Any, what: str | None = None) -> tuple[str, int]:
     """``(kind, index)`` of a context string, validated without touching MXNet."""
-    name = what or arg("ctx")
+    name = what or param("ctx")
     match = _CTX.match(spec.strip().lower()) if isinstance(spec, str) else None
     if not match:
         raise GluonbenchError(
@@ -40,7 +40,7 @@ def parse_ctx(spec: str, what: str | None = None) -> Any:
     """The MXNet context of ``spec`` (``cpu:1`` is ``mx.cpu(1)``); raise if the GPU asked for is not there."""
     from gluonbench._mx import mx, num_gpus
 
-    name = what or arg("ctx")
+    name = what or param("ctx")
     kind, index = check_ctx(spec, name)
     if kind == "cpu":
         return mx.cpu(index)

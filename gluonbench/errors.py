@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from gluonbench import names
+
 
 class GluonbenchError(Exception):
     """Bad input or a missing prerequisite.
 
     The message names the problem and the fix in one line; the CLI prints it to
     stderr as ``gluonbench: error: <message>`` and exits with status 2.
+
+    The error carries the parameters its message names (:attr:`params`, e.g. ``("budget_s",)``) and its raw
+    message (:attr:`raw`), so that whoever shows it words them: ``str(exc)`` for this process's audience
+    (``budget_s`` from Python), :meth:`worded` for either (the CLI: ``--budget``). See :mod:`gluonbench.names`.
     """
+
+    raw: str
+    """the message as raised, its parameters marked (:func:`gluonbench.names.param`)"""
+    params: tuple[str, ...]
+    """the parameters (Python names) the message names"""
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        raw = message if isinstance(message, str) else str(message)
+        self.raw = raw
+        self.params = names.params(raw)
+        super().__init__(names.render(raw) if isinstance(message, str) else message, *args)
+
+    def worded(self, flags: bool, rename: Mapping[str, str] | None = None) -> str:
+        """The message with its parameters as command-line flags (``flags=True``) or as Python arguments;
+        ``rename`` words the parameters it holds its own way (``{"budget_s": "--gluonbench-budget"}``)."""
+        if len(self.args) > 1 or not isinstance(self.args[0] if self.args else "", str):
+            return str(self)  # an error built with several arguments words them itself
+        return names.render(self.raw, flags, rename)
 
 
 class DataError(GluonbenchError):

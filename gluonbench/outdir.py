@@ -11,7 +11,7 @@ from typing import Any
 
 from gluonbench.env import command_line, environment, utc_now
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import arg, param
 from gluonbench.report.store import RunStore, check_free_space, new_run_dir
 from gluonbench.rundir import load
 from gluonbench.validate import check_path
@@ -82,16 +82,16 @@ def make_out(out: str | Path, what: str = "out") -> Path:
     results; one line naming the fix if not. Made before measuring: a result is never measured, then lost."""
     path = check_path(out, arg(what))
     if path.exists() and not path.is_dir():
-        raise GluonbenchError(f"{arg(what)} {out} is not a folder; choose a folder for the results")
+        raise GluonbenchError(f"{param(what)} {out} is not a folder; choose a folder for the results")
     above = _nearest_existing(path.parent)
     if above is not None and not above.is_dir():
-        raise GluonbenchError(f"{arg(what)} {out}: {above} is a file, not a folder; choose a folder for the results")
+        raise GluonbenchError(f"{param(what)} {out}: {above} is a file, not a folder; choose a folder for the results")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise GluonbenchError(f"cannot create {arg(what)} {out}: {exc.strerror}; choose a writable folder") from exc
+        raise GluonbenchError(f"cannot create {param(what)} {out}: {exc.strerror}; choose a writable folder") from exc
     if not os.access(path, os.W_OK | os.X_OK):
-        raise GluonbenchError(f"cannot write into {arg(what)} {out}; choose a writable folder")
+        raise GluonbenchError(f"cannot write into {param(what)} {out}; choose a writable folder")
     check_free_space(path, arg(what))
     return path
 
@@ -106,7 +106,7 @@ def probe_mkdir(path: Path, what: str) -> None:
             p.mkdir()
             made.append(p)
     except OSError as exc:
-        raise GluonbenchError(f"cannot create {arg(what)} {path}: {exc.strerror}; choose a writable folder") from exc
+        raise GluonbenchError(f"cannot create {param(what)} {path}: {exc.strerror}; choose a writable folder") from exc
     finally:
         for p in reversed(made):
             with contextlib.suppress(OSError):
@@ -120,10 +120,10 @@ def check_out(out: str | Path, what: str = "out") -> Path:
     probe = _nearest_existing(out) or out
     if probe.exists() and not probe.is_dir():
         raise GluonbenchError(
-            f"{arg(what)} {out}: {probe} is a file, not a folder; choose a folder for the run folders"
+            f"{param(what)} {out}: {probe} is a file, not a folder; choose a folder for the run folders"
         )
     if not os.access(probe, os.W_OK | os.X_OK):
         raise GluonbenchError(
-            f"{arg(what)} {out}: cannot write in {probe} (permission denied); choose a writable folder"
+            f"{param(what)} {out}: cannot write in {probe} (permission denied); choose a writable folder"
         )
     return out

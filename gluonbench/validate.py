@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from gluonbench.errors import DataError, GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import param
 
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\xff\xd8\xff", "JPEG"),
@@ -51,7 +51,7 @@ def check_seed(seed: int, what: str | None = None) -> int:
     """A random seed numpy and MXNet both take: a whole number in 0 .. 2**32 - 1 (``what``: its name in the
     message, default ``seed``, ``--seed`` from the CLI)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
-        raise GluonbenchError(f"{what or arg('seed')} must be a whole number from 0 to 4294967295 (got {seed!r})")
+        raise GluonbenchError(f"{what or param('seed')} must be a whole number from 0 to 4294967295 (got {seed!r})")
     return seed
 
 

@@ -85,7 +85,7 @@ def run_cli(
 ) -> subprocess.CompletedProcess:
     """``python -m gluonbench ARGS`` in a real subprocess."""
     full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
-    return subprocess.run(
+    proc = subprocess.run(
         [sys.executable, "-m", "gluonbench", *args],
         capture_output=True,
         text=True,
@@ -93,6 +93,26 @@ def run_cli(
         env=full_env,
         cwd=cwd or REPO,
     )
+    assert_worded(proc, args, cwd or REPO)
+    return proc
+
+
+UNWORDED = ("\u27e6", "\u27ea")
+"""the opening marks of a parameter or an example not yet worded (gluonbench.names.param): never in output"""
+
+
+def assert_worded(proc: subprocess.CompletedProcess, args: Sequence[str], cwd: Path) -> None:
+    """Every parameter a message names is worded in what the command printed and in the text files it wrote
+    under ``--out`` (no raw marker of :func:`gluonbench.names.param` leaks)."""
+    for stream in (proc.stdout or "", proc.stderr or ""):
+        assert not any(mark in stream for mark in UNWORDED), stream
+    if "--out" in args and args.index("--out") + 1 < len(args):
+        out = Path(cwd) / args[args.index("--out") + 1]
+        if out.is_dir():
+            for path in out.rglob("*"):
+                if path.suffix in (".txt", ".md", ".json", ".jsonl", ".html", ".xml", ".log") and path.is_file():
+                    text = path.read_text(errors="replace")
+                    assert not any(mark in text for mark in UNWORDED), path
 
 
 def run_clis(

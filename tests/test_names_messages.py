@@ -7,13 +7,16 @@ run the real command line.
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import assert_one_clear_line, run_cli
 
+import gluonbench
 from gluonbench.errors import GluonbenchError
 
 
@@ -116,6 +119,31 @@ def test_from_the_cli_the_message_names_the_flag(make, _python, cli, flags):
     assert cli in str(err.value), str(err.value)
 
 
+@pytest.mark.parametrize("make, python, cli", CASES, ids=[c[1][:40] for c in CASES])
+def test_the_error_carries_its_parameters_and_the_cli_words_them(make, python, cli):
+    """Raised from Python, the error still carries the parameters it names: the CLI words them as flags without
+    any process-wide switch, and a caller reads which parameters are at fault."""
+    with pytest.raises(GluonbenchError) as err:
+        make()
+    exc = err.value
+    assert exc.params, exc.raw
+    assert python in exc.worded(flags=False) and python in str(exc)
+    assert cli in exc.worded(flags=True), exc.worded(flags=True)
+    assert all(param in python or param in str(exc) for param in exc.params)
+
+
+def test_a_renamed_parameter_words_as_its_caller_names_it():
+    """The pytest plugin's options name the check's budget their own way: the error's parameter, not its text."""
+    from gluonbench.check.gate import check_budget
+
+    with pytest.raises(GluonbenchError) as err:
+        check_budget(1e9)
+    assert err.value.params == ("budget_s",)
+    text = err.value.worded(flags=True, rename={"budget_s": "gluonbench_budget"})
+    assert text.startswith("gluonbench_budget 1e+09 s is outside") and "--budget" not in text
+    assert "e.g. --budget 60" not in text
+
+
 def test_a_runs_child_process_words_its_messages_as_its_parent(flags):
     """A sweep's runs are child processes: they inherit the CLI's wording through the environment."""
     code = "from gluonbench.names import arg; print(arg('budget_s'), arg('kvstore'))"
@@ -152,3 +180,43 @@ def test_the_cli_names_the_flags(args, needle, tmp_path):
     proc = run_cli(*args, "--out", str(tmp_path)) if args[0] == "sweep" else run_cli(*args)
     # not yet before the plan line: a vision workload's --image-size is checked inside the API (#21, left open)
     assert_one_clear_line(proc, needle, plan="--image-size" in args)
+
+
+def _error_classes(trees: dict) -> set[str]:
+    """The names of GluonbenchError and every class that derives from it in the package's source."""
+    bases = {}
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+    errors = {"GluonbenchError"}
+    while True:
+        more = {name for name, of in bases.items() if of & errors} - errors
+        if not more:
+            return errors
+        errors |= more
+
+
+def test_an_error_names_its_parameters_with_param_not_with_text_worded_early():
+    """An error's message marks each parameter (names.param): a message worded before it is raised
+    (names.arg) could not be worded by the CLI, nor read back as the error's parameters."""
+    root = Path(gluonbench.__file__).parent
+    trees = {path: ast.parse(path.read_text()) for path in root.rglob("*.py")}
+    errors = _error_classes(trees)
+    assert {"GluonbenchError", "DataError", "PipelineFaultError", "NotSavedError"} <= errors
+    early = []
+    for path, tree in trees.items():
+        worded_early = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "gluonbench.names"
+            for alias in node.names
+        } & {"arg", "example"}
+        for call in ast.walk(tree):
+            name = getattr(call.func, "id", getattr(call.func, "attr", "")) if isinstance(call, ast.Call) else ""
+            if name not in errors:
+                continue
+            for inner in ast.walk(call):
+                if isinstance(inner, ast.Call) and getattr(inner.func, "id", "") in worded_early:
+                    early.append(f"{path.relative_to(root)}:{inner.lineno}")
+    assert not early, early

@@ -33,7 +33,7 @@ from gluonbench.check.gate import (
 )
 from gluonbench.check.target import Target, resolve_pipeline
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import param
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -75,8 +75,8 @@ def run_check(
 
     if sum(x is not None for x in (baseline, save, against)) != 1:
         raise GluonbenchError(
-            f"give one of {arg('baseline')} FILE (check against it), {arg('save', '--save-baseline')} FILE (make one) "
-            f"or {arg('against')} REF (measure REF's code beside this one)"
+            f"give one of {param('baseline')} FILE (check against it), {param('save', '--save-baseline')} FILE (make one) "
+            f"or {param('against')} REF (measure REF's code beside this one)"
         )
     t = parse_fraction(max_slowdown)
     budget_s = check_budget(budget_s)
@@ -111,8 +111,8 @@ def run_check(
     try:
         if base is not None and base.identity != target.identity:
             raise GluonbenchError(
-                f"{arg('baseline')} {baseline} is for pipeline {base.identity!r}, not {target.identity!r}; "
-                f"save a baseline for this pipeline with {arg('save', '--save-baseline')}"
+                f"{param('baseline')} {baseline} is for pipeline {base.identity!r}, not {target.identity!r}; "
+                f"save a baseline for this pipeline with {param('save', '--save-baseline')}"
             )
         snap = measure_snapshot(target, budget_s, on_progress=on_progress)
     finally:

@@ -54,7 +54,7 @@ from gluonbench.check.gate import (
 )
 from gluonbench.engine.isolation import kill_group
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import param
 
 log = logging.getLogger(__name__)
 
@@ -340,7 +340,7 @@ def check_against(
     budget_s = check_budget(budget_s)
     if not isinstance(target, str):
         raise GluonbenchError(
-            f"{arg('against', '--against')} measures a pipeline by its name (MODULE:FUNC, path/to/file.py:FUNC or a "
+            f"{param('against', '--against')} measures a pipeline by its name (MODULE:FUNC, path/to/file.py:FUNC or a "
             "workload), imported in each tree; pass the name, not an object"
         )
     here = Path(cwd or os.getcwd()).resolve()

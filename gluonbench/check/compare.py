@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 from gluonbench.analysis.stats import median, ratio_ci
 from gluonbench.errors import GluonbenchError
 from gluonbench.files import load_json
-from gluonbench.names import arg
+from gluonbench.names import arg, param
 from gluonbench.report import versions
 from gluonbench.report.exporters import EXPORTERS, Report, Table, TableSyntax, TextTable
 
@@ -279,7 +279,7 @@ def compare_runs(
         raise GluonbenchError(
             f"{run_a} measured {id_a.text().split('; machine')[0]} and {run_b} "
             f"{id_b.text().split('; machine')[0]}: different pipelines; compare results of one pipeline "
-            f"(loader settings may differ), or pass {arg('force', '--force')} to compare them anyway"
+            f"(loader settings may differ), or pass {param('force', '--force')} to compare them anyway"
         )
     fa, fb = _figures(kind_a, data_a, run_a), _figures(kind_b, data_b, run_b)
     if not fa or not fb:

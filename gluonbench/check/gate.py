@@ -48,7 +48,7 @@ from gluonbench.check.ruler import RULER_VERSION, ruler_description, ruler_pipel
 from gluonbench.check.target import Target
 from gluonbench.errors import GluonbenchError
 from gluonbench.files import FieldError, load_json, number, table, text, whole
-from gluonbench.names import arg, example
+from gluonbench.names import arg, example, param, param_example
 from gluonbench.report import versions
 from gluonbench.units import count
 
@@ -206,7 +206,7 @@ def check_budget(budget_s: Any) -> float:
 
 def parse_fraction(text: Any, flag: str | None = None) -> float:
     """``5%``, ``5 %``, ``0.05`` -> 0.05; bounds 0.1 % (:data:`MIN_FRACTION`) <= x <= 1 (100 %)."""
-    flag = flag or arg("max_slowdown")  # the argument as the caller knows it
+    flag = flag or param("max_slowdown")  # the argument as the caller knows it
     if isinstance(text, int | float) and not isinstance(text, bool):
         value = float(text)
     else:
@@ -385,9 +385,9 @@ def save_baseline(snapshot: Snapshot, path: str | Path) -> Path:
     if not (math.isfinite(snapshot.total.rel) and math.isfinite(snapshot.total.cpu_rel)):
         bigger = max(60, math.ceil(2 * snapshot.budget_s))
         raise GluonbenchError(
-            f"only {snapshot.total.rounds} paired rounds of the pipeline and the ruler fitted in {arg('budget_s')} "
-            f"{snapshot.budget_s:g} (at least {PAIRED_MIN_ROUNDS} are needed); nothing saved: raise {arg('budget_s')}, "
-            f"e.g. {example(f'budget_s={bigger}', f'--budget {bigger}')}"
+            f"only {snapshot.total.rounds} paired rounds of the pipeline and the ruler fitted in {param('budget_s')} "
+            f"{snapshot.budget_s:g} (at least {PAIRED_MIN_ROUNDS} are needed); nothing saved: raise {param('budget_s')}, "
+            f"e.g. {param_example(f'budget_s={bigger}', f'--budget {bigger}')}"
         )
 
     path = check_writable_file(path, arg("save", "--save-baseline"))
@@ -455,42 +455,44 @@ def load_baseline(path: str | Path, identity: str | None = None) -> Snapshot:
     fix = f"save it again with {arg('save', '--save-baseline')}"
     if not path.exists() and not path.is_symlink():
         raise GluonbenchError(
-            f"{arg('baseline')} {path}: no such file; make one with "
-            + example(f"save='{path}'", f"gluonbench check --save-baseline {path}")
+            f"{param('baseline')} {path}: no such file; make one with "
+            + param_example(f"save='{path}'", f"gluonbench check --save-baseline {path}")
         )
     doc = load_json(path, arg("baseline"), BASELINE_MAX_BYTES, fix)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise GluonbenchError(
-            f"{arg('baseline')} {path} is not a gluonbench baseline file; save one with {arg('save', '--save-baseline')}"
+            f"{param('baseline')} {path} is not a gluonbench baseline file; save one with {param('save', '--save-baseline')}"
         )
     version = doc.get("version")
     if isinstance(version, int) and not isinstance(version, bool):  # a baseline's own version is its format version
         versions.refuse_newer("baseline", version, FORMAT_VERSION, f"{arg('baseline')} {path}")
     if version != FORMAT_VERSION:
         raise GluonbenchError(
-            f"{arg('baseline')} {path} has format version {doc.get('version')!r}, this gluonbench reads {FORMAT_VERSION}; "
-            f"save it again with {arg('save', '--save-baseline')}"
+            f"{param('baseline')} {path} has format version {doc.get('version')!r}, this gluonbench reads {FORMAT_VERSION}; "
+            f"save it again with {param('save', '--save-baseline')}"
         )
     spec = doc.get("ruler_spec")
     version = spec.get("version") if isinstance(spec, dict) else None
     if version != RULER_VERSION:
         raise GluonbenchError(
-            f"{arg('baseline')} {path} was measured with ruler version {version!r}, "
-            f"this gluonbench uses {RULER_VERSION}; save it again with {arg('save', '--save-baseline')}"
+            f"{param('baseline')} {path} was measured with ruler version {version!r}, "
+            f"this gluonbench uses {RULER_VERSION}; save it again with {param('save', '--save-baseline')}"
         )
     check_baseline_fields(doc, f"{arg('baseline')} {path}", fix)
     try:
         snap = Snapshot.from_dict(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GluonbenchError(
-            f"{arg('baseline')} {path} is damaged (field {exc}); save it again with {arg('save', '--save-baseline')}"
+            f"{param('baseline')} {path} is damaged (field {exc}); save it again with {param('save', '--save-baseline')}"
         ) from None
     if not (math.isfinite(snap.total.rel) and snap.total.rel > 0 and math.isfinite(snap.total.cpu_rel)):
-        raise GluonbenchError(f"{arg('baseline')} {path} holds no usable figures for the full pipeline; save it again")
+        raise GluonbenchError(
+            f"{param('baseline')} {path} holds no usable figures for the full pipeline; save it again"
+        )
     if identity is not None and snap.identity != identity:
         raise GluonbenchError(
-            f"{arg('baseline')} {path} is for pipeline {snap.identity!r}, not {identity!r}; "
-            f"save a baseline for this pipeline with {arg('save', '--save-baseline')}"
+            f"{param('baseline')} {path} is for pipeline {snap.identity!r}, not {identity!r}; "
+            f"save a baseline for this pipeline with {param('save', '--save-baseline')}"
         )
     return snap
 

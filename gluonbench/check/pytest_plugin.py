@@ -61,7 +61,7 @@ def _budget(value: Any, flag: str) -> float:
     try:
         return check_budget(number)
     except GluonbenchError as exc:
-        raise GluonbenchError(str(exc).replace("budget_s", flag)) from None
+        raise GluonbenchError(exc.worded(flags=True, rename={"budget_s": flag})) from None
 
 
 def _fraction(value: Any, flag: str) -> float:

@@ -40,7 +40,7 @@ import numpy as np
 from gluonbench.data.store import LocalStore, safe_key
 from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.files import read_text, require_regular
-from gluonbench.names import arg
+from gluonbench.names import param, param_example
 from gluonbench.validate import check_image_bytes, check_seed, outside_of, plain_name
 
 log = logging.getLogger(__name__)
@@ -484,7 +484,7 @@ def pack(
     t0 = perf_counter()
     src, out_dir = Path(src), Path(out_dir)
     if name is not None:
-        plain_name(name, "--name", "--name train")
+        plain_name(name, param("name"), param_example("name='train'", "--name train"))
     check_seed(seed)
     if not src.exists():
         raise DataError(f"SRC {src} does not exist; give an image folder (SRC/<class>/*.jpg) or an IDX folder")
@@ -497,7 +497,7 @@ def pack(
         raise DataError(f"{out_dir} already holds a packed data set; choose an empty folder or remove it first")
     if not force and out_dir.is_dir() and any(out_dir.iterdir()):
         raise DataError(
-            f"OUT_DIR {out_dir} is not empty; choose an empty folder, or pass {arg('force')} to write into it"
+            f"OUT_DIR {out_dir} is not empty; choose an empty folder, or pass {param('force')} to write into it"
         )
     samples, classes, input_bytes, kind = source_samples(src, split)
     if not samples:

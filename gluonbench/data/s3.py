@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from gluonbench.data.store import ObjectInfo, Store, safe_key
 from gluonbench.errors import DataError
-from gluonbench.names import arg
+from gluonbench.names import param
 from gluonbench.validate import redact_url
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def timeouts() -> tuple[float, float]:
 
 def check_endpoint_url(url: str | None, what: str | None = None) -> str | None:
     """``http(s)://host[:port][/path]`` or None; anything else is one line naming the form to use."""
-    what = what or arg("endpoint_url")  # the argument as the caller knows it
+    what = what or param("endpoint_url")  # the argument as the caller knows it
     if url is None:
         return None
     example = "e.g. http://127.0.0.1:9000"
@@ -132,14 +132,18 @@ def _explain(exc: Exception, uri: str, endpoint_url: str | None) -> DataError:
         read = timeouts()[1]
         return DataError(
             f"the S3 endpoint{where} accepted the connection but did not answer {uri} within {read:g} s "
-            f"({ATTEMPTS} attempts); check {arg('endpoint_url')} and the server"
+            f"({ATTEMPTS} attempts); check {param('endpoint_url')} and the server"
         )
     if isinstance(exc, ConnectTimeoutError):
-        return DataError(f"cannot connect to the S3 endpoint{where} for {uri} (timed out); check {arg('endpoint_url')}")
+        return DataError(
+            f"cannot connect to the S3 endpoint{where} for {uri} (timed out); check {param('endpoint_url')}"
+        )
     if isinstance(exc, NoCredentialsError):
         return DataError(f"no AWS credentials for {uri}; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile")
     if isinstance(exc, EndpointConnectionError):
-        return DataError(f"cannot reach the S3 endpoint{where} for {uri}; check {arg('endpoint_url')} and the network")
+        return DataError(
+            f"cannot reach the S3 endpoint{where} for {uri}; check {param('endpoint_url')} and the network"
+        )
     if isinstance(exc, ClientError):
         code = exc.response.get("Error", {}).get("Code", "")
         if code in ("NoSuchBucket",):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gluonbench.errors import DataError
-from gluonbench.names import arg
+from gluonbench.names import param
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +162,6 @@ def open_store(uri: str | Path, endpoint_url: str | None = None) -> Store:
         return S3Store(text, endpoint_url=endpoint_url)
     if endpoint_url:
         raise DataError(
-            f"{arg('endpoint_url')} is for s3:// sources, but the source is {text!r}; drop {arg('endpoint_url')}"
+            f"{param('endpoint_url')} is for s3:// sources, but the source is {text!r}; drop {param('endpoint_url')}"
         )
     return LocalStore(text)

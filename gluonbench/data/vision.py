@@ -30,7 +30,7 @@ from pathlib import Path
 
 from gluonbench.data.idx import read_image_label_pair
 from gluonbench.errors import DataError
-from gluonbench.names import arg
+from gluonbench.names import param
 
 log = logging.getLogger(__name__)
 
@@ -127,13 +127,13 @@ def locate(name: str, data_dir: str | Path | None = None, download: bool = True)
     if data_dir is not None:
         missing = [f for f in TRAIN_FILES + TEST_FILES if find_file(Path(data_dir), f) is None]
         raise DataError(
-            f"{name}: {arg('data_dir')} {data_dir} lacks {', '.join(missing)}; put the four files "
-            f"({needed}) there or drop {arg('data_dir')} to use the default look-up"
+            f"{name}: {param('data_dir')} {data_dir} lacks {', '.join(missing)}; put the four files "
+            f"({needed}) there or drop {param('data_dir')} to use the default look-up"
         )
     if not download or os.environ.get("GLUONBENCH_OFFLINE"):
         raise DataError(
             f"{name} not found, looked in: {looked}; put the four files ({needed}) in one of "
-            f"those folders or pass {arg('data_dir')} DIR"
+            f"those folders or pass {param('data_dir')} DIR"
         )
     cache = mxnet_cache_dir(name)
     log.info("%s not found locally; downloading into %s", name, cache)
@@ -146,7 +146,7 @@ def locate(name: str, data_dir: str | Path | None = None, download: bool = True)
         reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
         raise DataError(
             f"{name} not found and the download failed ({reason}); looked in: {looked}; "
-            f"put the four files ({needed}) in one of those folders or pass {arg('data_dir')} DIR"
+            f"put the four files ({needed}) in one of those folders or pass {param('data_dir')} DIR"
         ) from exc
     return cache
 

@@ -38,7 +38,7 @@ from gluonbench.engine.child import PROGRESS_ENV
 from gluonbench.engine.isolation import kill_group
 from gluonbench.env import utc_now
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import arg, param
 from gluonbench.pipeline.scale import LAUNCH_ENV, local_rank_gpus
 from gluonbench.report.store import open_nofollow
 from gluonbench.scratch import clean_shm, owned_tempdir, shm_entries
@@ -427,7 +427,7 @@ def run_job(spec: RunSpec, log_dir: Path, timeout_s: float, **kwargs: Any) -> Jo
     """Run one distributed job of ``spec``; see :class:`Job`."""
     if spec.hosts < 1 or spec.servers < 1:
         raise GluonbenchError(
-            f"a distributed job needs at least 1 worker ({arg('hosts')}) and 1 server ({arg('servers')})"
+            f"a distributed job needs at least 1 worker ({param('hosts')}) and 1 server ({param('servers')})"
         )
     return Job(spec, log_dir, timeout_s, **kwargs).run()
 

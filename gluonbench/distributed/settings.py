@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import param
 
 HOSTFILE_MAX_BYTES = 1 << 20
 """A hostfile larger than this is not a list of hosts."""
@@ -28,7 +28,7 @@ def parse_hostfile(path: str | Path, what: str | None = None) -> list[tuple[str,
     quotes, comments and anything else are refused with the line number, before any process starts.
     Blank lines are skipped (as ``dmlc_tracker`` skips them).
     """
-    what = what or arg("hostfile")  # the argument as the caller knows it
+    what = what or param("hostfile")  # the argument as the caller knows it
     path = Path(path)
     try:
         if not path.is_file():

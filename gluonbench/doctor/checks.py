@@ -23,7 +23,7 @@ from gluonbench.compat import mxnet_import_hint
 from gluonbench.contexts import check_ctx
 from gluonbench.errors import GluonbenchError
 from gluonbench.gpucode import arch_problem, missing_gpu_advice, mxnet_cuda_code, wheel_advice
-from gluonbench.names import arg
+from gluonbench.names import arg, param
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +77,11 @@ class DoctorSettings:
     def check(self) -> DoctorSettings:
         """Validate before any work: one clear line naming the problem and the fix."""
         if not isinstance(self.workers, int) or not 0 <= self.workers <= MAX_WORKERS:
-            raise GluonbenchError(f"{arg('workers')} {self.workers!r} is out of range: give 0..{MAX_WORKERS}")
+            raise GluonbenchError(f"{param('workers')} {self.workers!r} is out of range: give 0..{MAX_WORKERS}")
         if not isinstance(self.batch_size, int) or not 1 <= self.batch_size <= MAX_BATCH:
-            raise GluonbenchError(f"{arg('batch_size')} {self.batch_size!r} is out of range: give 1..{MAX_BATCH}")
+            raise GluonbenchError(f"{param('batch_size')} {self.batch_size!r} is out of range: give 1..{MAX_BATCH}")
         if self.prefetch is not None and (not isinstance(self.prefetch, int) or not 0 <= self.prefetch <= 4096):
-            raise GluonbenchError(f"{arg('prefetch')} {self.prefetch!r} is out of range: give 0..4096")
+            raise GluonbenchError(f"{param('prefetch')} {self.prefetch!r} is out of range: give 0..4096")
         if self.sample_bytes is not None and (not isinstance(self.sample_bytes, int) or self.sample_bytes < 1):
             raise GluonbenchError(f"sample_bytes {self.sample_bytes!r} must be a positive integer")
         parse_ctx(self.ctx)
@@ -89,16 +89,16 @@ class DoctorSettings:
             p = Path(self.data_dir)
             if not p.is_dir():
                 raise GluonbenchError(
-                    f"{arg('data_dir')} {self.data_dir} is not a folder: give the folder your data set is in"
+                    f"{param('data_dir')} {self.data_dir} is not a folder: give the folder your data set is in"
                 )
             if not os.access(p, os.R_OK | os.X_OK):
-                raise GluonbenchError(f"{arg('data_dir')} {self.data_dir} is not readable: fix its permissions")
+                raise GluonbenchError(f"{param('data_dir')} {self.data_dir} is not readable: fix its permissions")
         return self
 
 
 def parse_ctx(ctx: str | None) -> tuple[str, int]:
     """``cpu`` / ``cpu:N`` / ``gpu`` / ``gpu:N`` -> (kind, index) (:func:`gluonbench.contexts.check_ctx`)."""
-    return check_ctx(ctx or "cpu", arg("ctx"))
+    return check_ctx(ctx or "cpu", param("ctx"))
 
 
 # -- helpers that read the machine --

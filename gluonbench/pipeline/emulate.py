@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import param
 
 AU_PASS = 0.90
 """DLIO's (and MLPerf Storage's) pass line for accelerator utilisation."""
@@ -62,7 +62,7 @@ TARGETS: dict[str, Target] = {
 
 def step_ms(raw: Any, what: str | None = None) -> float | str:
     """A validated emulation setting: milliseconds per batch (a number > 0) or a target's name."""
-    what = what or arg("emulate_step_ms")  # the argument as the caller knows it
+    what = what or param("emulate_step_ms")  # the argument as the caller knows it
     if isinstance(raw, str) and raw.strip().lower() in TARGETS:
         return raw.strip().lower()
     if isinstance(raw, bool):

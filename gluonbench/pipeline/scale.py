@@ -47,7 +47,7 @@ from typing import Any
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, median, median_ci
 from gluonbench.data.shard import strided_shard
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg, example
+from gluonbench.names import arg, example, param, param_example
 
 log = logging.getLogger(__name__)
 
@@ -282,8 +282,8 @@ class ScaleOut:
                 plan.kv = mx.kv.create(kvstore)
             except Exception as exc:
                 raise GluonbenchError(
-                    f"{arg('kvstore')} {kvstore}: cannot create MXNet's distributed kvstore ({exc}); start workers "
-                    f"through gluonbench's launcher ({arg('launcher')} local|ssh), which sets DMLC_ROLE and the scheduler"
+                    f"{param('kvstore')} {kvstore}: cannot create MXNet's distributed kvstore ({exc}); start workers "
+                    f"through gluonbench's launcher ({param('launcher')} local|ssh), which sets DMLC_ROLE and the scheduler"
                 ) from exc
             plan.rank, plan.num_workers = int(plan.kv.rank), int(plan.kv.num_workers)
         plan.info = {
@@ -444,8 +444,8 @@ def local_rank_gpus(
         pool, per = list(gpus), len(gpus) // workers
         if per == 0 or len(pool) % workers:
             raise GluonbenchError(
-                f"{arg('gpus')} {','.join(map(str, gpus))} cannot be split evenly over {workers} local workers (each "
-                f"needs its own GPUs); give a multiple of {workers} GPUs or use fewer {arg('hosts')}"
+                f"{param('gpus')} {','.join(map(str, gpus))} cannot be split evenly over {workers} local workers (each "
+                f"needs its own GPUs); give a multiple of {workers} GPUs or use fewer {param('hosts')}"
             )
     else:
         first = int(ctx.split(":")[1]) if ":" in ctx else 0
@@ -454,8 +454,8 @@ def local_rank_gpus(
     if have is not None and max(pool) >= have:
         raise GluonbenchError(
             f"{workers} local workers with {per} GPU(s) each need GPUs {pool[0]}..{pool[-1]}; MXNet sees {have} "
-            f"here: use fewer {arg('hosts')} or {arg('devices')}, or "
-            + example("launcher='ssh'", "--launcher ssh")
+            f"here: use fewer {param('hosts')} or {param('devices')}, or "
+            + param_example("launcher='ssh'", "--launcher ssh")
             + " across machines"
         )
     entries = [e.strip() for e in visible.split(",") if e.strip()] if visible else None
@@ -477,24 +477,24 @@ def device_contexts(ctx: Any, devices: int = 1, gpus: Any = None) -> list[Any]:
         missing = [g for g in gpus if g >= have]
         if missing:
             raise GluonbenchError(
-                f"{arg('gpus')} {','.join(map(str, gpus))}: MXNet sees {have} GPU(s); "
+                f"{param('gpus')} {','.join(map(str, gpus))}: MXNet sees {have} GPU(s); "
                 + (missing_gpu_advice(int(gpus[0])) if have == 0 else f"use 0..{have - 1}")
             )
         for g in gpus:
             problem = gpu_problem(int(g))
             if problem:
-                raise GluonbenchError(f"{arg('gpus')} {','.join(map(str, gpus))}: {problem}")
+                raise GluonbenchError(f"{param('gpus')} {','.join(map(str, gpus))}: {problem}")
         return [mx.gpu(int(g)) for g in gpus]
     if devices == 1:
         return [ctx]
     if ctx.device_type == "gpu":
         have = num_gpus()
         if ctx.device_id + devices > have:
-            raise GluonbenchError(f"{arg('devices')} {devices} from {ctx}: MXNet sees only {have} GPU(s)")
+            raise GluonbenchError(f"{param('devices')} {devices} from {ctx}: MXNet sees only {have} GPU(s)")
         for i in range(devices):
             problem = gpu_problem(ctx.device_id + i)
             if problem:
-                raise GluonbenchError(f"{arg('devices')} {devices} from {ctx}: {problem}")
+                raise GluonbenchError(f"{param('devices')} {devices} from {ctx}: {problem}")
         return [mx.gpu(ctx.device_id + i) for i in range(devices)]
     return [mx.cpu(ctx.device_id + i) for i in range(devices)]
 
@@ -528,65 +528,69 @@ def param_checksum(net: Any, contexts: list[Any]) -> dict[str, Any]:
 def check_scale(s: Any) -> None:
     """Raise :class:`GluonbenchError` naming the fix for a bad scale-out setting of ``s`` (a SweepSettings)."""
     if s.kvstore is not None and s.kvstore not in KVSTORES:
-        raise GluonbenchError(f"{arg('kvstore')} {s.kvstore!r} is unknown; choose one of {', '.join(KVSTORES)}")
+        raise GluonbenchError(f"{param('kvstore')} {s.kvstore!r} is unknown; choose one of {', '.join(KVSTORES)}")
     if s.devices < 1:
-        raise GluonbenchError(f"{arg('devices')} must be at least 1 (got {s.devices})")
+        raise GluonbenchError(f"{param('devices')} must be at least 1 (got {s.devices})")
     on_cpu = s.ctx.strip().lower().startswith("cpu")
     if s.gpus is not None:
         if not s.gpus:
-            raise GluonbenchError(f"{arg('gpus')} names no GPU; e.g. {example('gpus=(0, 1, 2, 3)', '--gpus 0,1,2,3')}")
+            raise GluonbenchError(
+                f"{param('gpus')} names no GPU; e.g. {param_example('gpus=(0, 1, 2, 3)', '--gpus 0,1,2,3')}"
+            )
         if on_cpu:
             raise GluonbenchError(
-                f"{arg('gpus')} goes with a GPU context; drop "
-                + example("ctx='cpu'", "--ctx cpu")
+                f"{param('gpus')} goes with a GPU context; drop "
+                + param_example("ctx='cpu'", "--ctx cpu")
                 + " (or use "
-                + example("ctx='cpu', devices=N", "--ctx cpu --devices N")
+                + param_example("ctx='cpu', devices=N", "--ctx cpu --devices N")
                 + ")"
             )
         if s.devices not in (1, len(s.gpus)):
             raise GluonbenchError(
-                f"{arg('devices')} {s.devices} disagrees with {arg('gpus')} {','.join(map(str, s.gpus))}; give one"
+                f"{param('devices')} {s.devices} disagrees with {param('gpus')} {','.join(map(str, s.gpus))}; give one"
             )
     if s.kvstore == "nccl" and on_cpu:
         raise GluonbenchError(
-            f"{arg('kvstore')} nccl needs GPUs ({example('gpus=(0, 1, ...)', '--gpus 0,1,...')}); "
+            f"{param('kvstore')} nccl needs GPUs ({param_example('gpus=(0, 1, ...)', '--gpus 0,1,...')}); "
             "on CPU use local or device"
         )
     dist = is_dist(s.kvstore)
     if any(h < 1 for h in s.hosts):
-        raise GluonbenchError(f"{arg('hosts')} must be at least 1 (got {','.join(map(str, s.hosts))})")
+        raise GluonbenchError(f"{param('hosts')} must be at least 1 (got {','.join(map(str, s.hosts))})")
     if s.servers < 1:
-        raise GluonbenchError(f"{arg('servers')} must be at least 1 (got {s.servers})")
+        raise GluonbenchError(f"{param('servers')} must be at least 1 (got {s.servers})")
     if not dist and (s.hosts != (1,) or s.servers != 1 or s.launcher != "local" or s.hostfile):
         raise GluonbenchError(
-            f"{arg('hosts')}, {arg('servers')}, {arg('launcher')} and {arg('hostfile')} need a distributed kvstore: "
-            f"add {arg('kvstore')} {DIST_KVSTORES[0]} (or {', '.join(DIST_KVSTORES[1:])})"
+            f"{param('hosts')}, {param('servers')}, {param('launcher')} and {param('hostfile')} need a distributed kvstore: "
+            f"add {param('kvstore')} {DIST_KVSTORES[0]} (or {', '.join(DIST_KVSTORES[1:])})"
         )
     if s.launcher not in LAUNCHERS:
-        raise GluonbenchError(f"{arg('launcher')} {s.launcher!r} is unknown; choose local or ssh")
+        raise GluonbenchError(f"{param('launcher')} {s.launcher!r} is unknown; choose local or ssh")
     if s.launcher == "ssh":
         if not s.hostfile:
-            raise GluonbenchError(f"{arg('launcher')} ssh needs {arg('hostfile')} FILE (one host[:port] per line)")
+            raise GluonbenchError(f"{param('launcher')} ssh needs {param('hostfile')} FILE (one host[:port] per line)")
     elif s.hostfile:
         raise GluonbenchError(
-            f"{arg('hostfile')} goes with {arg('launcher')} ssh; {arg('launcher')} local runs every process here"
+            f"{param('hostfile')} goes with {param('launcher')} ssh; {param('launcher')} local runs every process here"
         )
     if dist and s.launcher == "local" and max(s.hosts) > 1 and (s.options or {}).get("channel_dir"):
         raise GluonbenchError(
-            f"channel_dir with {arg('launcher')} local: the workers on this machine would share one channel's FIFOs; "
+            f"channel_dir with {param('launcher')} local: the workers on this machine would share one channel's FIFOs; "
             "leave channel_dir out (each worker then streams its own shard through its own FIFOs)"
         )
     if dist and s.launcher == "local" and s.gpus:
         for h in s.hosts:  # G5: every local worker gets its own GPUs
             local_rank_gpus(s, h)
     if s.port is not None and not 1024 <= s.port <= 65535:
-        raise GluonbenchError(f"{arg('port')} {s.port} is out of range; use 1024..65535 (or leave it out: a free one)")
+        raise GluonbenchError(
+            f"{param('port')} {s.port} is out of range; use 1024..65535 (or leave it out: a free one)"
+        )
     if s.diagnose_rank is None or s.diagnose_rank < 0:
-        raise GluonbenchError(f"{arg('diagnose_rank')} must be 0 or more (got {s.diagnose_rank})")
+        raise GluonbenchError(f"{param('diagnose_rank')} must be 0 or more (got {s.diagnose_rank})")
     if s.diagnose_rank and not (dist and s.diagnose):
-        raise GluonbenchError(f"{arg('diagnose_rank')} goes with {arg('diagnose')} and a dist_* kvstore")
+        raise GluonbenchError(f"{param('diagnose_rank')} goes with {param('diagnose')} and a dist_* kvstore")
     if dist and s.diagnose and s.diagnose_rank >= min(s.hosts):
         raise GluonbenchError(
-            f"{arg('diagnose_rank')} {s.diagnose_rank}: the smallest job has {min(s.hosts)} worker(s) "
+            f"{param('diagnose_rank')} {s.diagnose_rank}: the smallest job has {min(s.hosts)} worker(s) "
             f"(ranks 0..{min(s.hosts) - 1}); choose one of those"
         )

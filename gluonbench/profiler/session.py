@@ -30,7 +30,7 @@ from gluonbench.engine.isolation import kill_group
 from gluonbench.errors import GluonbenchError
 from gluonbench.monitor.gpu import GpuSampler
 from gluonbench.monitor.node import NodeMonitor
-from gluonbench.names import arg
+from gluonbench.names import param
 from gluonbench.profiler import hooks
 from gluonbench.profiler.data import META
 from gluonbench.profiler.formats import SystemWriter
@@ -118,10 +118,10 @@ class ProfileSettings:
     def check(self) -> ProfileSettings:
         if self.interval_ms not in INTERVALS_MS:
             raise GluonbenchError(
-                f"{arg('interval_ms', '--interval')} {self.interval_ms}: choose one of {', '.join(map(str, INTERVALS_MS))} ms (as Debugger)"
+                f"{param('interval_ms', '--interval')} {self.interval_ms}: choose one of {', '.join(map(str, INTERVALS_MS))} ms (as Debugger)"
             )
         if self.name is not None and (not self.name or "/" in self.name):
-            raise GluonbenchError(f"{arg('name')} {self.name!r}: use a non-empty name without '/'")
+            raise GluonbenchError(f"{param('name')} {self.name!r}: use a non-empty name without '/'")
         return self
 
 
@@ -183,7 +183,7 @@ class Profiler:
             self.output.mkdir()
         except OSError as exc:
             raise GluonbenchError(
-                f"cannot write into {self.dir}: {exc.strerror}; choose a writable {arg('out')}"
+                f"cannot write into {self.dir}: {exc.strerror}; choose a writable {param('out')}"
             ) from exc
         self.writer = SystemWriter(self.output, settings.node_id, flush_s=min(FLUSH_S, 60.0))
         self.monitor: NodeMonitor | None = None
@@ -271,7 +271,7 @@ def build_report(folder: str | Path, rules: dict[str, dict[str, Any]] | None = N
             atomic_write_text(target / "trace.json", json.dumps({"traceEvents": data.events}))
     except OSError as exc:
         raise GluonbenchError(
-            f"cannot write the report into {target}: {exc.strerror}; pass a writable {arg('out')}"
+            f"cannot write the report into {target}: {exc.strerror}; pass a writable {param('out')}"
         ) from exc
     return reports
 

@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.files import parse_json, require_regular
-from gluonbench.names import arg
+from gluonbench.names import arg, param
 from gluonbench.report import versions
 from gluonbench.validate import check_path, redact
 
@@ -96,7 +96,7 @@ def write_error(path: str | Path, exc: OSError, kept: str = "") -> GluonbenchErr
     if exc.errno in (errno.EMFILE, errno.ENFILE):
         return GluonbenchError(f"cannot write {path}: too many open files; raise the limit (ulimit -n 1024)")
     if exc.errno == errno.EROFS:
-        return GluonbenchError(f"cannot write {path}: read-only file system; choose a writable {arg('out')}")
+        return GluonbenchError(f"cannot write {path}: read-only file system; choose a writable {param('out')}")
     if exc.errno in (errno.EACCES, errno.EPERM):
         return GluonbenchError(f"cannot write {path}: permission denied; choose a writable folder")
     if exc.errno == errno.EISDIR:
@@ -347,9 +347,9 @@ def new_run_dir(out: str | Path, name: str) -> Path:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise GluonbenchError(f"cannot create {arg('out')} {out}: {exc.strerror}; choose a writable folder") from exc
+        raise GluonbenchError(f"cannot create {param('out')} {out}: {exc.strerror}; choose a writable folder") from exc
     if not out.is_dir():
-        raise GluonbenchError(f"{arg('out')} {out} is not a folder; choose a folder for the run folders")
+        raise GluonbenchError(f"{param('out')} {out} is not a folder; choose a folder for the run folders")
     for n in range(100):
         path = out / (f"{stamp}-{name}" if n == 0 else f"{stamp}-{name}-{n}")
         try:
@@ -359,7 +359,7 @@ def new_run_dir(out: str | Path, name: str) -> Path:
             continue
         except OSError as exc:
             raise GluonbenchError(
-                f"cannot create a run folder in {arg('out')} {out}: {write_error(path, exc)}"
+                f"cannot create a run folder in {param('out')} {out}: {write_error(path, exc)}"
             ) from None
     raise GluonbenchError(f"cannot create a fresh run folder under {out}")
 
@@ -499,7 +499,7 @@ class RunStore:
                     need = records * RESERVE_PER_RECORD // 1024
                     raise GluonbenchError(
                         f"disk full at {self.runs_path}: the records of {records} run(s) need about {need} KiB "
-                        f"free; free some space or choose another {arg('out')}"
+                        f"free; free some space or choose another {param('out')}"
                     )
                 log.debug("cannot reserve space for %s: %s", self.runs_path, os.strerror(err))
         except AttributeError:  # pragma: no cover - a libc without fallocate

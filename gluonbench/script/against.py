@@ -164,4 +164,4 @@ def _naming(name: str, tree: Tree) -> Iterator[None]:
     try:
         yield
     except GluonbenchError as exc:
-        raise type(exc)(f"the {name} side ({tree.label}): {exc}") from None
+        raise type(exc)(f"the {name} side ({tree.label}): {exc.raw}") from None

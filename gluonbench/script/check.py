@@ -35,7 +35,7 @@ from gluonbench.check.gate import (
 from gluonbench.diagnosis.verdict import Thresholds
 from gluonbench.engine.measure import Record
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import param
 from gluonbench.script.run import ScriptCommand, ScriptProcess, check_inputs, probe_rounds, until_training
 from gluonbench.validate import redact_text
 
@@ -246,7 +246,7 @@ def check_script(
     from gluonbench.report.store import check_writable_file
 
     if against is None and sum(x is not None for x in (baseline, save)) != 1:
-        raise GluonbenchError(f"give one of {arg('baseline')} FILE or {arg('save', '--save-baseline')} FILE")
+        raise GluonbenchError(f"give one of {param('baseline')} FILE or {param('save', '--save-baseline')} FILE")
     threshold = parse_fraction(max_slowdown)
     budget_s = check_budget(budget_s)
     command = check_inputs(script, budget_s, loader, start_timeout_s, "check")  # once: the ScriptCommand goes on

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import param
 
 if TYPE_CHECKING:
     from gluonbench.sources.base import Source
@@ -33,4 +33,4 @@ def make_source(mode: str, uri: str, endpoint_url: str | None = None, **options:
         from gluonbench.sources.pipe import PipeSource
 
         return PipeSource(uri, endpoint_url, **options)
-    raise GluonbenchError(f"unknown {arg('mode', '--source')} {mode!r}; choose one of {', '.join(MODES)}")
+    raise GluonbenchError(f"unknown {param('mode', '--source')} {mode!r}; choose one of {', '.join(MODES)}")

@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from gluonbench.data.store import LocalStore, ObjectInfo
 from gluonbench.errors import DataError
-from gluonbench.names import arg
+from gluonbench.names import arg, param
 from gluonbench.report.store import atomic_writer
 from gluonbench.scratch import owned_tempdir
 from gluonbench.sources.base import DataSet, OpenStats, Source
@@ -80,7 +80,7 @@ class FileSource(Source):
         def failed(path: Path, exc: OSError) -> DataError:
             if src is not None and (not src.exists() or not os.access(src, os.R_OK)):
                 return DataError(f"cannot read {src}: {exc.strerror}; fix or remove the file")
-            return DataError(f"cannot write {path}: {exc.strerror}; choose a writable {arg('cache_dir')}")
+            return DataError(f"cannot write {path}: {exc.strerror}; choose a writable {param('cache_dir')}")
 
         # a cache that is deleted on close: no fsync, but never a half-written file under its real name
         with atomic_writer(dest, sync=False, error=failed) as f:

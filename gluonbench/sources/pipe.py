@@ -57,7 +57,7 @@ from gluonbench.data.recordio import MANIFEST, Manifest, RecordParser, frame, un
 from gluonbench.data.shard import shard_indices
 from gluonbench.data.store import ObjectInfo, Store
 from gluonbench.errors import DataError, GluonbenchError
-from gluonbench.names import arg, example
+from gluonbench.names import arg, param, param_example
 from gluonbench.scratch import die_with_parent, owned_tempdir
 from gluonbench.sources.base import OpenStats, ReadAhead, Source
 
@@ -103,13 +103,15 @@ def private_dir(path: Path) -> bool:
         path.mkdir(mode=0o700, parents=True)
     except FileExistsError:
         if not path.is_dir():
-            raise DataError(f"{arg('channel_dir')} {path} exists and is not a folder; choose another path") from None
+            raise DataError(f"{param('channel_dir')} {path} exists and is not a folder; choose another path") from None
         mode = stat.S_IMODE(path.stat().st_mode)
         if mode & 0o022:
             log.info("--channel-dir %s (mode %o) is writable by others; its FIFOs are made 0600", path, mode)
         return False
     except OSError as exc:
-        raise DataError(f"cannot create {arg('channel_dir')} {path}: {exc.strerror}; choose a writable folder") from exc
+        raise DataError(
+            f"cannot create {param('channel_dir')} {path}: {exc.strerror}; choose a writable folder"
+        ) from exc
     # mkdir's mode goes through the umask: a fresh folder is made exactly 0700
     os.chmod(path, 0o700)
     return True
@@ -136,23 +138,23 @@ class StreamOptions:
 
     def check(self) -> StreamOptions:
         if not self.channel or "/" in self.channel or self.channel.startswith("."):
-            raise GluonbenchError(f"{arg('channel')} {self.channel!r} must be a plain name such as train")
+            raise GluonbenchError(f"{param('channel')} {self.channel!r} must be a plain name such as train")
         if self.epochs < 1:
-            raise GluonbenchError(f"{arg('epochs')} must be at least 1 (got {self.epochs})")
+            raise GluonbenchError(f"{param('epochs')} must be at least 1 (got {self.epochs})")
         if self.record_wrapper not in WRAPPERS:
-            raise GluonbenchError(f"{arg('record_wrapper')} must be none or recordio (got {self.record_wrapper!r})")
+            raise GluonbenchError(f"{param('record_wrapper')} must be none or recordio (got {self.record_wrapper!r})")
         if (self.shard_index is None) != (self.shard_count is None):
             raise GluonbenchError(
-                f"{arg('shard_index')} and {arg('shard_count')} go together, e.g. "
-                + example("shard_index=0, shard_count=4", "--shard-index 0 --shard-count 4")
+                f"{param('shard_index')} and {param('shard_count')} go together, e.g. "
+                + param_example("shard_index=0, shard_count=4", "--shard-index 0 --shard-count 4")
             )
         if self.shard_count is not None and not 0 <= self.shard_index < self.shard_count:
             raise GluonbenchError(
-                f"{arg('shard_index')} must be in 0..{self.shard_count - 1} for {arg('shard_count')} {self.shard_count} "
+                f"{param('shard_index')} must be in 0..{self.shard_count - 1} for {param('shard_count')} {self.shard_count} "
                 f"(got {self.shard_index})"
             )
         if self.threads < 1:
-            raise GluonbenchError(f"{arg('threads')} must be at least 1 (got {self.threads})")
+            raise GluonbenchError(f"{param('threads')} must be at least 1 (got {self.threads})")
         for flag, value in ((arg("open_timeout"), self.open_timeout), (arg("write_timeout"), self.write_timeout)):
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise GluonbenchError(f"{flag} must be a positive, finite number of seconds (got {value!r})")
@@ -258,7 +260,7 @@ class Producer:
     def _make_fifo(self, path: Path) -> None:
         if path.exists() or path.is_symlink():
             if not stat.S_ISFIFO(path.lstat().st_mode):
-                raise DataError(f"{path} exists and is not a FIFO; remove it or choose another {arg('channel_dir')}")
+                raise DataError(f"{path} exists and is not a FIFO; remove it or choose another {param('channel_dir')}")
             # a stale FIFO left by a killed producer: reuse it rather than replace it, so a reader already
             # blocked in open() on it (a SageMaker-style training job) is connected to this producer
             os.chmod(path, 0o600)
@@ -278,7 +280,7 @@ class Producer:
             if time.monotonic() > deadline:
                 raise PipeError(
                     f"no consumer opened {path} within {self.opts.open_timeout:g} s; "
-                    f"start the training job or raise {arg('open_timeout')}"
+                    f"start the training job or raise {param('open_timeout')}"
                 )
             time.sleep(pause)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -287,7 +289,7 @@ class Producer:
         if not poller.poll(self.opts.write_timeout * 1000):
             raise PipeError(
                 f"the consumer of {self._current} stopped reading for {self.opts.write_timeout:g} s; "
-                f"giving up on this stream (raise {arg('write_timeout')} for slow consumers)"
+                f"giving up on this stream (raise {param('write_timeout')} for slow consumers)"
             )
 
     def _write(self, fd: int, data: bytes | memoryview, poller: select.poll) -> None:

@@ -32,7 +32,7 @@ from gluonbench.budgets import check_budget
 from gluonbench.engine.deadline import BudgetExceededError, PipelineFaultError, grace_s, with_deadline
 from gluonbench.engine.measure import Measurement, Record, Rounds, measure
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg, example
+from gluonbench.names import arg, param, param_example
 from gluonbench.pipeline import Pipeline, build_pipeline
 from gluonbench.pipeline.samples import check_labels, check_loss, check_samples
 from gluonbench.tune.model import (
@@ -347,8 +347,8 @@ class _Search:
             # machine or slow worker start-ups used the confirmation's time (failures raise their own line)
             raise GluonbenchError(
                 f"no setting gave a measured block in the confirmation ({budget:.0f} s for {len(named)} "
-                f"setting{'s' if len(named) != 1 else ''}: a busy machine or slow worker start-up used it up); raise {arg('budget_s')} (e.g. "
-                + example(f"budget_s={2 * self.total_budget_s:g}", f"--budget {2 * self.total_budget_s:g}")
+                f"setting{'s' if len(named) != 1 else ''}: a busy machine or slow worker start-up used it up); raise {param('budget_s')} (e.g. "
+                + param_example(f"budget_s={2 * self.total_budget_s:g}", f"--budget {2 * self.total_budget_s:g}")
                 + ")"
             )
         out = []
@@ -445,7 +445,7 @@ def tune(
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:
             raise GluonbenchError(
                 f"batch sizes must be whole numbers >= 1 (got {b!r}); e.g. "
-                + example("batch_sizes=(64, 128, 256)", "--batch-sizes 64,128,256")
+                + param_example("batch_sizes=(64, 128, 256)", "--batch-sizes 64,128,256")
             )
         if b > len(dataset):
             raise GluonbenchError(f"batch size {b} is larger than the dataset ({len(dataset)} samples); drop it")

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import param
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def get_workload(name: str, **options: Any) -> Any:
         factory = _REGISTRY[name]
     except KeyError:
         raise GluonbenchError(
-            f"unknown {arg('workload')} {name!r}; choose one of {', '.join(sorted(_REGISTRY))}"
+            f"unknown {param('workload')} {name!r}; choose one of {', '.join(sorted(_REGISTRY))}"
         ) from None
     unknown = _unknown_options(factory, options)
     if unknown:

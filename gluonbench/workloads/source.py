@@ -40,7 +40,7 @@ from typing import Any
 
 from gluonbench.data.store import open_store
 from gluonbench.errors import DataError, GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import param
 from gluonbench.sources import MODES, make_source
 from gluonbench.sources.base import DataSet
 from gluonbench.workloads.base import register
@@ -192,7 +192,7 @@ def require_packed(kind: str | None, mode: str | None, uri: str) -> None:
     if mode == "pipe" and kind != "recordio":
         raise DataError(
             f"pipe mode trains on a packed (RecordIO) data set (labels travel in the records), but {uri} is an "
-            f"image folder; run 'gluonbench pack {uri} OUT_DIR' and pass {arg('uri')} OUT_DIR"
+            f"image folder; run 'gluonbench pack {uri} OUT_DIR' and pass {param('uri')} OUT_DIR"
         )
 
 
@@ -208,7 +208,7 @@ def open_input(
     pipe's channel options (``channel``, ``channel_dir``, ``epochs``, ``shuffle``, ``seed``, ``timeout``,
     ``shard_index``, ``shard_count``). The ``source`` and ``imagefolder`` workloads open their data through it."""
     if mode not in MODES:
-        raise GluonbenchError(f"unknown {arg('mode', '--source')} {mode!r}; choose one of {', '.join(MODES)}")
+        raise GluonbenchError(f"unknown {param('mode', '--source')} {mode!r}; choose one of {', '.join(MODES)}")
     options: dict[str, Any] = {"threads": threads}
     if mode == "file":
         options["cache_dir"] = cache_dir
@@ -227,11 +227,11 @@ def check_source(options: dict[str, Any], data_dir: str | None = None, deep: boo
     """
     mode = options.get("mode", "file")
     if mode not in MODES:
-        raise GluonbenchError(f"unknown {arg('mode', '--source')} {mode!r}; choose one of {', '.join(MODES)}")
+        raise GluonbenchError(f"unknown {param('mode', '--source')} {mode!r}; choose one of {', '.join(MODES)}")
     uri = options.get("uri") or data_dir
     if not uri:
         raise GluonbenchError(
-            f"the source workload needs a data set: pass {arg('uri')} FOLDER_OR_S3_URI (or {arg('data_dir')})"
+            f"the source workload needs a data set: pass {param('uri')} FOLDER_OR_S3_URI (or {param('data_dir')})"
         )
     if mode == "file" and options.get("cache_dir"):
         from pathlib import Path
@@ -264,8 +264,8 @@ def check_pipe_shards(options: dict[str, Any], workers: int, data_dir: str | Non
     objects, _ = channel_objects(open_store(uri, options.get("endpoint_url")))
     if len(objects) < workers:
         raise DataError(
-            f"{arg('mode', '--source')} pipe shards {uri} by object, but it has {len(objects)} data object(s) for {workers} workers; "
-            f"use at most {len(objects)} workers ({arg('hosts')}) or pack into smaller shards (gluonbench pack --shard-size)"
+            f"{param('mode', '--source')} pipe shards {uri} by object, but it has {len(objects)} data object(s) for {workers} workers; "
+            f"use at most {len(objects)} workers ({param('hosts')}) or pack into smaller shards (gluonbench pack --shard-size)"
         )
 
 

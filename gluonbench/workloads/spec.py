@@ -53,7 +53,7 @@ from typing import Any
 from gluonbench.contexts import check_ctx
 from gluonbench.errors import GluonbenchError
 from gluonbench.knobs import check_loader, knob_default
-from gluonbench.names import arg, example
+from gluonbench.names import arg, param, param_example
 from gluonbench.workloads.base import register
 
 log = logging.getLogger(__name__)
@@ -466,7 +466,7 @@ def _short(x: Any) -> str:
 
 def split_target(target: str, what: str | None = None) -> tuple[str, str]:
     """``"pkg.mod:func"`` or ``"path/file.py:func"`` -> (module or file, function)."""
-    what = what or arg("pipeline")  # the argument as the caller knows it
+    what = what or param("pipeline")  # the argument as the caller knows it
     if not isinstance(target, str) or not target.strip():
         raise GluonbenchError(f"{what} must name a factory, e.g. {what} mypkg.train:make")
     where, sep, func = target.strip().rpartition(":")
@@ -693,7 +693,7 @@ def load_spec(target: str, options: Mapping[str, Any] | None = None, what: str |
         except UserCodeTimeoutError:
             raise
         except GluonbenchError as exc:  # already one line (e.g. a PipelineSpec refused its fields)
-            raise GluonbenchError(f"{what} {target}: {exc}"[:500]) from None
+            raise GluonbenchError(f"{what} {target}: {exc.raw}"[:500]) from None
         except Exception as exc:
             raise GluonbenchError(f"{what} {target}: the factory raised {type(exc).__name__}: {exc}"[:500]) from None
     if isinstance(made, Mapping):
@@ -733,7 +733,7 @@ def check_factory_options(factory: Callable[..., Any], options: Mapping[str, Any
         takes = f"it takes {', '.join(names)}" if names else "it takes no option"
         raise GluonbenchError(
             f"{what}: the factory takes no option {', '.join(map(repr, unnamed))} ({takes}); "
-            f"check the spelling of {arg('pipeline_options', '--pipeline-option')}"
+            f"check the spelling of {param('pipeline_options', '--pipeline-option')}"
         )
     return unnamed
 
@@ -892,6 +892,6 @@ def pipeline_workload(
     if not pipeline:
         raise GluonbenchError(
             "the pipeline workload needs "
-            + example("pipeline='MODULE:FUNCTION' (e.g. 'mypkg.train:make')", "--pipeline mypkg.train:make")
+            + param_example("pipeline='MODULE:FUNCTION' (e.g. 'mypkg.train:make')", "--pipeline mypkg.train:make")
         )
     return load_spec(pipeline, pipeline_options)

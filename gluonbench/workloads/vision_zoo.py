@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.errors import DataError, GluonbenchError
-from gluonbench.names import arg
+from gluonbench.names import arg, param
 from gluonbench.workloads.base import register
 from gluonbench.workloads.source import SourceDataset, open_input, require_packed, stream_batches, tally_records
 from gluonbench.workloads.spec import PipelineSpec
@@ -107,7 +107,7 @@ def check_model(name: str) -> str:
         else f"e.g. {', '.join(('resnet18_v1', 'resnet50_v1', 'mobilenetv2_1.0'))}"
     )
     raise GluonbenchError(
-        f"unknown {arg('model')} {name!r}: not one of the {len(names)} classification models of gluoncv's model zoo; {hint}"
+        f"unknown {param('model')} {name!r}: not one of the {len(names)} classification models of gluoncv's model zoo; {hint}"
     )
 
 
@@ -130,7 +130,7 @@ def make_model(name: str, classes: int) -> Any:
         net = zoo.get_model(check_model(name), pretrained=False, classes=classes)
     except TypeError as exc:
         raise GluonbenchError(
-            f"gluoncv's {name} does not take classes={classes} ({exc}); choose another {arg('model')}"
+            f"gluoncv's {name} does not take classes={classes} ({exc}); choose another {param('model')}"
         ) from exc
     net.hybridize()
     return net
@@ -174,10 +174,10 @@ class Preset:
 
     def __init__(self, name: str = "imagenet", image_size: int = 224) -> None:
         if name not in PRESETS:
-            raise GluonbenchError(f"unknown {arg('preset')} {name!r}; choose one of {', '.join(PRESETS)}")
+            raise GluonbenchError(f"unknown {param('preset')} {name!r}; choose one of {', '.join(PRESETS)}")
         if not isinstance(image_size, int) or image_size < MIN_IMAGE_SIZE:
             raise GluonbenchError(
-                f"{arg('image_size')} must be a whole number >= {MIN_IMAGE_SIZE} (got {image_size!r})"
+                f"{param('image_size')} must be a whole number >= {MIN_IMAGE_SIZE} (got {image_size!r})"
             )
         self.name = name
         self.image_size = image_size
@@ -272,7 +272,7 @@ def _open_source(uri: str, mode: str | None, endpoint_url: str | None, cache_dir
     if mode is None:
         if uri.startswith("s3://"):
             raise GluonbenchError(
-                f"{uri} is on S3: pass {arg('mode', '--source')} file, fastfile or pipe to say how to read it"
+                f"{uri} is on S3: pass {param('mode', '--source')} file, fastfile or pipe to say how to read it"
             )
         return make_source("fastfile", uri, cache_bytes=0)  # pread in place; the page cache is the only cache
     return open_input(mode, uri, endpoint_url, cache_dir, **pipe)
@@ -281,8 +281,8 @@ def _open_source(uri: str, mode: str | None, endpoint_url: str | None, cache_dir
 def check_uri(uri: str | None) -> str:
     if not uri:
         raise GluonbenchError(
-            f"{arg('workload')} imagefolder needs a data set: pass {arg('data_dir')} DIR "
-            f"(or {arg('uri')} with {arg('mode', '--source')})"
+            f"{param('workload')} imagefolder needs a data set: pass {param('data_dir')} DIR "
+            f"(or {param('uri')} with {param('mode', '--source')})"
         )
     if not uri.startswith("s3://") and not Path(uri).is_dir():
         raise DataError(f"{uri} is not a folder; pass an image folder (DIR/<class>/*.jpg) or a folder of .rec files")
@@ -296,7 +296,7 @@ def check_options(model: str | None, preset: str, image_size: int | None, classe
     size = default_image_size(model) if image_size is None else image_size
     Preset(preset, size)  # validates both
     if classes is not None and (not isinstance(classes, int) or classes < 1):
-        raise GluonbenchError(f"{arg('classes')} must be a whole number >= 1 (got {classes!r})")
+        raise GluonbenchError(f"{param('classes')} must be a whole number >= 1 (got {classes!r})")
     return size
 
 
@@ -304,13 +304,13 @@ def _n_classes(found: list[str], classes: int | None, uri: str) -> int:
     if classes is not None:
         if found and classes < len(found):
             raise GluonbenchError(
-                f"{arg('classes')} {classes} is below the {len(found)} classes of {uri}; raise it or drop it"
+                f"{param('classes')} {classes} is below the {len(found)} classes of {uri}; raise it or drop it"
             )
         return classes
     if not found:
         raise GluonbenchError(
             f"{uri} does not say how many classes it has (RecordIO with .idx but no manifest.json or .lst); "
-            f"pass {arg('classes')} N"
+            f"pass {param('classes')} N"
         )
     return len(found)
 
@@ -555,8 +555,8 @@ def resolve_workload(workload: str, options: dict[str, Any]) -> str:
         return workload
     if workload == "source":
         return "imagefolder"
-    flags = ", ".join(arg(k) for k in given)
-    dataset, data_dir, source, uri = arg("workload"), arg("data_dir"), arg("mode", "--source"), arg("uri")
+    flags = ", ".join(param(k) for k in given)
+    dataset, data_dir, source, uri = param("workload"), param("data_dir"), param("mode", "--source"), param("uri")
     raise GluonbenchError(
         f"{flags} apply to image data: add {dataset} imagefolder {data_dir} DIR, {dataset} seed004, "
         f"or {source} MODE {uri} DIR (got {dataset} {workload})"

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import example
+from gluonbench.names import example, param_example
 from gluonbench.profiler.data import NodeMetrics, ProfileData
 
 
@@ -93,7 +93,7 @@ class Rule:
         unknown = set(params) - set(self.defaults)
         if unknown:
             raise GluonbenchError(
-                f"{example(f'rules[{self.name!r}][{sorted(unknown)[0]!r}]', f'--rule {self.name}.{sorted(unknown)[0]}')}: "
+                f"{param_example(f'rules[{self.name!r}][{sorted(unknown)[0]!r}]', f'--rule {self.name}.{sorted(unknown)[0]}')}: "
                 "unknown parameter; "
                 f"{self.name} takes {', '.join(self.defaults) or 'no parameters'}"
             )
