@@ -150,6 +150,19 @@ SWITCHES = {
 """Variables that take one of a few words (any other value is not what the user meant: ``GLUONBENCH_OFFLINE=0``
 would still be offline, as the variable being set is what counts)."""
 
+SPEC_ENV = "GLUONBENCH_RUN_SPEC"
+"""a child process's run spec (JSON), when its command line says :data:`FROM_ENV`"""
+FROM_ENV = "@env"
+"""the child's argument that stands for the spec in :data:`SPEC_ENV`: a spec (a factory's options, credentials
+among them) on a command line is shown to every user by ``ps``; the environment only to the same user"""
+
+
+def handed_spec(argument: str) -> str:
+    """The spec text a child process was handed: ``argument`` itself, or for :data:`FROM_ENV` the environment's
+    (popped, so that nothing the child starts inherits it)."""
+    return os.environ.pop(SPEC_ENV, "") if argument == FROM_ENV else argument
+
+
 SECONDS = ("GLUONBENCH_S3_TIMEOUT_S", "GLUONBENCH_STALL_FLOOR_S")
 """Variables holding a duration in seconds."""
 

@@ -70,7 +70,8 @@ def secrets(password="", aws_secret_access_key="", api_token="", db_url=""):
             argv = f.read().decode(errors="replace")
     except OSError:  # no /proc (not Linux)
         argv = ""
-    if "gluonbench.profiler.pipeline_run" in argv:  # profile's child: not the user's own gluonbench command
+    # a process gluonbench started (profile's child, a distributed job's worker), not the user's own command
+    if "gluonbench.profiler.pipeline_run" in argv or "gluonbench.distributed.node" in argv:
         for value in (password, aws_secret_access_key, api_token, db_url):
             if value and value in argv:
                 raise RuntimeError("a credential is in this process's command line")

@@ -36,7 +36,7 @@ from gluonbench.distributed.node import RESULT_MARK, encode_spec, set_pdeathsig
 from gluonbench.distributed.settings import parse_hostfile
 from gluonbench.engine.child import PROGRESS_ENV
 from gluonbench.engine.isolation import kill_group
-from gluonbench.env import utc_now
+from gluonbench.env import FROM_ENV, SPEC_ENV, utc_now
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg, param
 from gluonbench.pipeline.scale import LAUNCH_ENV, local_rank_gpus
@@ -198,7 +198,15 @@ class Job:
         return env
 
     def _node_argv(self, spec: RunSpec | None = None) -> list[str]:
+        """A node's command line with its spec on it: for the ssh launcher, whose tracker starts each remote
+        node with one command line (a local node gets its spec in the environment: :meth:`_local_node`)."""
         return [sys.executable, "-m", "gluonbench.distributed.node", encode_spec((spec or self.spec).to_dict())]
+
+    def _local_node(self, env: dict[str, str], spec: RunSpec | None = None) -> tuple[list[str], dict[str, str]]:
+        """A local node's command line and environment: the spec (a factory's options, credentials among them) in
+        the environment, which only this user can read, not on the command line, which ``ps`` shows to all."""
+        argv = [sys.executable, "-m", "gluonbench.distributed.node", FROM_ENV]
+        return argv, dict(env, **{SPEC_ENV: json.dumps((spec or self.spec).to_dict())})
 
     def worker_devices(self) -> list[tuple[dict[str, str], RunSpec]]:
         """Per local worker: its extra environment and spec (G5). On GPUs each rank gets its own slice of the
@@ -219,17 +227,17 @@ class Job:
     def _start_local(self, port: int, attempt: int) -> None:
         env = self._base_env(port)
         ranks = self.worker_devices()
-        argv = self._node_argv()
+        argv, env = self._local_node(env)
         tag = f"h{self.spec.hosts}-w{self.spec.workers}-r{self.spec.repeat}"
         self._popen("scheduler", 0, argv, dict(env, DMLC_ROLE="scheduler"), f"{tag}-scheduler.log")
         for i in range(self.spec.servers):
             self._popen("server", i, argv, dict(env, DMLC_ROLE="server"), f"{tag}-server{i}.log")
         for i in range(self.spec.hosts):
             extra, spec = ranks[i]
-            wenv = dict(env, DMLC_ROLE="worker", **extra)
+            wargv, wenv = self._local_node(dict(env, DMLC_ROLE="worker", **extra), spec)
             if i == 0:
                 wenv[PROGRESS_ENV] = str(self.progress_path)
-            self._popen("worker", i, self._node_argv(spec), wenv, f"{tag}-worker{i}.log")
+            self._popen("worker", i, wargv, wenv, f"{tag}-worker{i}.log")
         log.info(
             "job %s: scheduler on 127.0.0.1:%d (attempt %d), %d server(s), %d worker(s)",
             tag,

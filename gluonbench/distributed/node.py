@@ -93,9 +93,11 @@ def main(argv: list[str]) -> int:
         print(f"gluonbench node: DMLC_ROLE={role!r}; the launcher sets scheduler, server or worker", file=sys.stderr)
         return 2
     from gluonbench.diagnosis.sweep import diagnose_run
+    from gluonbench.env import FROM_ENV, handed_spec
     from gluonbench.sweeprun.run import RunSpec, train_or_fail
 
-    spec = RunSpec.from_dict(decode_spec(argv[0]))
+    # a local job hands the spec over in the environment; the ssh launcher's remote hosts get it on the command line
+    spec = RunSpec.from_dict(json.loads(handed_spec(FROM_ENV)) if argv[0] == FROM_ENV else decode_spec(argv[0]))
     result, code = train_or_fail(spec, diagnose_run)  # --diagnose --diagnose-rank: that worker diagnoses
     from gluonbench.report.store import dumps
 

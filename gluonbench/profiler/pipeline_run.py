@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gluonbench.env import FROM_ENV, SPEC_ENV, handed_spec
 from gluonbench.profiler import hooks
 
 FAULT_FILE = "pipeline-fault.txt"
@@ -33,10 +34,6 @@ LOG_FILE = "pipeline.log"
 FAULT_EXIT = 3
 """the profiled program's exit code after a pipeline fault (its line is in :data:`FAULT_FILE`)"""
 MAX_LINE = 2000
-SPEC_ENV = "GLUONBENCH_RUN_SPEC"
-"""the run's spec (JSON) when the command line says :data:`FROM_ENV`"""
-FROM_ENV = "@env"
-"""the program's argument that stands for the spec in :data:`SPEC_ENV`"""
 
 
 def pipeline_command(
@@ -145,8 +142,7 @@ def main(argv: list[str]) -> int:
         to_stderr.setLevel(logging.WARNING)
         to_stderr.setFormatter(logging.Formatter(fmt))
         logging.basicConfig(level=logging.INFO, handlers=[to_file, to_stderr])
-    text = os.environ.pop(SPEC_ENV, "") if argv[0] == FROM_ENV else argv[0]  # popped: not handed on further
-    spec = RunSpec.from_dict(json.loads(text))
+    spec = RunSpec.from_dict(json.loads(handed_spec(argv[0])))
     try:
         with hooks.phase("train"):
             result = train_and_eval(spec, observe=marked)
