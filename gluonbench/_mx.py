@@ -15,6 +15,7 @@ from gluonbench.errors import GluonbenchError
 
 compat.restore_numpy_aliases()
 compat.require_distutils()
+compat.defer()  # scipy.stats: imported by MXNet, used by neither it nor gluonbench here
 
 try:
     import mxnet as mx

@@ -6,6 +6,10 @@
 * Python 3.12 removed ``distutils``, which MXNet imports for ``LooseVersion``;
   :func:`provide_distutils` registers setuptools' copy under the old name.
 
+Two more make the MXNet import about a third cheaper (every sweep run and probe is a process that imports it):
+:func:`require_distutils` takes the standard library's ``distutils`` where there is one, and :func:`defer` leaves
+``scipy.stats``, which MXNet imports and nothing here uses, unloaded until something reads from it.
+
 ``import gluonbench`` calls :func:`apply` (cheap: numpy is imported, MXNet is not),
 so a user's ``import gluonbench`` followed by ``from mxnet import gluon`` works;
 :mod:`gluonbench._mx` calls it again before the one MXNet import.
@@ -17,7 +21,10 @@ import importlib
 import importlib.util
 import os
 import sys
+import threading
+import types
 import warnings
+from typing import Any
 
 from gluonbench.errors import GluonbenchError
 
@@ -73,12 +80,96 @@ def _findable(name: str) -> bool:
 
 
 def require_distutils() -> None:
-    """:func:`provide_distutils`, and import ``distutils.version``; raise a one-line fix where impossible."""
+    """:func:`provide_distutils`, and import ``distutils.version``; raise a one-line fix where impossible.
+
+    Where the standard library still has ``distutils`` (Python < 3.12), that one is imported, not the copy that
+    setuptools' import redirect would load: the redirect imports setuptools itself first, about 0.4 s of CPU in
+    every process that imports MXNet (each sweep run, each probe), for one ``LooseVersion``.
+    """
+    if "distutils" not in sys.modules and sys.version_info < (3, 12) and _findable_in_stdlib("distutils"):
+        redirects = [f for f in sys.meta_path if type(f).__name__ == "DistutilsMetaFinder"]
+        try:
+            for finder in redirects:
+                sys.meta_path.remove(finder)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # "distutils ... slated for removal in 3.12"
+                importlib.import_module("distutils.version")
+        except ImportError:
+            pass  # the redirect's copy, below
+        finally:
+            for finder in reversed(redirects):
+                if finder not in sys.meta_path:
+                    sys.meta_path.insert(0, finder)
     provide_distutils()
     try:
         importlib.import_module("distutils.version")
     except ModuleNotFoundError as exc:  # pragma: no cover - depends on the interpreter
         raise GluonbenchError(DISTUTILS_HINT) from exc
+
+
+def _findable_in_stdlib(name: str) -> bool:
+    """Whether the standard library itself has module ``name`` (not a redirect installed on ``sys.meta_path``)."""
+    import sysconfig
+
+    return os.path.exists(os.path.join(sysconfig.get_paths()["stdlib"], name, "__init__.py"))
+
+
+DEFERRED = ("scipy.stats",)
+"""modules MXNet imports at start-up and gluonbench never uses (MXNet's quantization and test helpers do):
+:func:`defer` leaves each unloaded until something reads from it, about 0.5 s of CPU less per MXNet import"""
+
+
+class _Deferred(types.ModuleType):
+    """A module left unloaded: the first name read from it loads the real one (:func:`defer`)."""
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(_load_deferred(self), attr)
+
+
+_DEFER_LOCK = threading.RLock()
+
+
+def _load_deferred(stub: _Deferred) -> types.ModuleType:
+    """The real module behind ``stub``, imported now (once); ``stub`` takes its names, so that every holder of the
+    stub (``from scipy import stats`` in MXNet) reads the real module's."""
+    name = stub.__name__
+    with _DEFER_LOCK:
+        if sys.modules.get(name) is stub:
+            del sys.modules[name]
+            try:
+                real = importlib.import_module(name)
+            except BaseException:
+                sys.modules.setdefault(name, stub)  # the next read tries again, and raises the same error
+                raise
+            stub.__dict__.update(real.__dict__)
+            parent, _, child = name.rpartition(".")
+            if parent in sys.modules:
+                setattr(sys.modules[parent], child, real)
+        return sys.modules[name]
+
+
+def defer(names: tuple[str, ...] = DEFERRED) -> None:
+    """Put a stub in ``sys.modules`` for each of ``names`` that is installed and not imported yet: ``import`` of
+    it finds the stub, and the first name read from it imports the real module (a user's ``scipy.stats.norm``
+    works as ever). Finding the module imports its parent package only (``scipy``, cheap)."""
+    for name in names:
+        if name in sys.modules:
+            continue
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        stub = _Deferred(name)
+        stub.__spec__ = spec
+        stub.__loader__ = spec.loader
+        stub.__file__ = spec.origin  # read by tools that walk sys.modules: not a reason to load it
+        stub.__package__ = name if spec.submodule_search_locations is not None else name.rpartition(".")[0]
+        sys.modules[name] = stub
+        parent, _, child = name.rpartition(".")
+        if parent in sys.modules:
+            setattr(sys.modules[parent], child, stub)
 
 
 def apply() -> None:

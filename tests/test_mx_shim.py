@@ -71,3 +71,31 @@ def test_mxnet_imported_in_exactly_one_module():
 
     importers = [p.relative_to(root).as_posix() for p in root.rglob("*.py") if imports_mxnet(p)]
     assert importers == ["_mx.py"]
+
+
+def test_the_mxnet_import_leaves_unused_modules_unloaded_until_read():
+    """MXNet imports scipy.stats (for its quantization and test helpers) and, on Python 3.11, distutils through
+    setuptools' redirect, about a third of its start-up between them: neither is loaded for gluonbench's own use,
+    and a user's scipy.stats works as ever."""
+    proc = _run(
+        """
+        import sys
+        from gluonbench._mx import nd
+        import mxnet.contrib.quantization as quantization
+        assert type(sys.modules["scipy.stats"]).__name__ == "_Deferred", type(sys.modules["scipy.stats"])
+        assert "scipy.stats._stats_py" not in sys.modules
+        if sys.version_info < (3, 12):
+            assert "setuptools" not in sys.modules, sys.modules["distutils"]
+        print(nd.array([1, 2]).asnumpy().sum())
+        from scipy import stats
+        from scipy.stats import norm
+        import scipy.stats.distributions
+        print(stats.norm.cdf(0), norm.cdf(0), quantization.stats.norm.cdf(0), scipy.stats.distributions.norm.cdf(0))
+        try:
+            stats.no_such_name
+        except AttributeError:
+            print("AttributeError")
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["3.0", "0.5", "0.5", "0.5", "0.5", "AttributeError"]
