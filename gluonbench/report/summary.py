@@ -63,7 +63,9 @@ class SweepSummary:
     noise); empty otherwise"""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The summary's fields, and the counts within noise of the best (:meth:`within_noise`), which the
+        HTML page names as the Markdown and the plot do."""
+        return dict(asdict(self), within_noise=self.within_noise())
 
     @property
     def repeats(self) -> int:

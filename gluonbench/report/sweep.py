@@ -18,7 +18,7 @@ from gluonbench.report.exporters import (
     stage_label,
     where_when,
 )
-from gluonbench.report.summary import SweepSummary, summarise
+from gluonbench.report.summary import NOISE_ONE_RUN, SweepSummary, summarise
 from gluonbench.units import count
 
 CSV_FIELDS = [
@@ -193,11 +193,23 @@ def best_lines(summary: SweepSummary) -> list[str]:
     cores = summary.env.get("cores_logical")
     machine = f"; this machine has {cores} logical cores." if cores else "."
     if not summary.best_named:
-        return [
+        lines = [
             f"**Best worker count: {summary.best_note}**. The fastest: {count(best.workers, 'worker')}, "
             f"{fmt(best.samples_per_s, 4)} samples/s ({fmt(best.speedup, 3)}x the "
             f"{count(summary.baseline_workers or 0, 'worker')} throughput){machine}"
         ]
+        tied = summary.within_noise()
+        if tied:
+            why = (
+                "their best repeat reaches its worst"
+                if best.runs > 1
+                else f"{(1 - NOISE_ONE_RUN) * 100:.0f} % or less below it, with one run each"
+            )
+            lines.append(
+                f"Also within noise of it: {', '.join(map(str, tied))} workers ({why}); of those, fewer workers "
+                "cost less CPU and memory."
+            )
+        return lines
     lines = [
         f"**Best worker count: {best.workers}** ({fmt(best.samples_per_s, 4)} samples/s, "
         f"{fmt(best.speedup, 3)}x the {count(summary.baseline_workers or 0, 'worker')} throughput){machine}"
@@ -314,6 +326,15 @@ def figure(summary: SweepSummary, runs: list[dict[str, Any]] | None = None) -> A
         top = best.samples_per_s_max if repeated else best.samples_per_s
         if math.isfinite(floor):
             ax1.axhspan(floor, top, color="tab:green", alpha=0.15, label=f"within noise of the best: {rule}")
+        # what the star means goes in the legend (the axes' empty lower part), not beside the star, where it would
+        # cross the line of the counts next to it
+        tied = summary.within_noise()
+        label = (
+            f"{'best' if summary.best_named else 'fastest, within noise'}: {best.workers} "
+            f"({best.samples_per_s:.0f}/s{', median with min-max' if repeated else ''})"
+        )
+        if tied:
+            label += f"\nalso within noise: {', '.join(map(str, tied))}"
         ax1.errorbar(
             [best.workers],
             [best.samples_per_s],
@@ -323,19 +344,8 @@ def figure(summary: SweepSummary, runs: list[dict[str, Any]] | None = None) -> A
             color="tab:green",
             capsize=6,
             linestyle="none",
-            label=("best" if summary.best_named else "fastest, within noise")
-            + (" (median, min-max)" if repeated else ""),
+            label=label,
         )
-        tied = summary.within_noise()
-        text = (
-            f"{'best' if summary.best_named else 'fastest, within noise'}: {best.workers} ({best.samples_per_s:.0f}/s)"
-        )
-        if tied:
-            text += f"\nwithin noise: {', '.join(map(str, tied))}"
-        # at an end of the axis the text runs inwards, so it is not cut off
-        ha = "right" if best.workers == max(xs) and len(xs) > 1 else "left" if best.workers == min(xs) else "center"
-        ax1.annotate(text, (best.workers, best.samples_per_s), textcoords="offset points", xytext=(0, -34),
-                     ha=ha, fontsize=8)  # fmt: skip
     cores, cores_text = _cores_line(summary.env)
     if cores is not None and xs and min(xs) <= cores <= max(xs):
         for ax in (ax1, ax2):

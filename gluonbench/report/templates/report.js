@@ -121,8 +121,11 @@
     var best = ok.filter(function (r) { return r.workers === d.best_workers; })[0];
     var near = list(d.near_best), s = d.settings || {}, out = [];
     if (best && d.best_named === false) {
+      var tied = list(d.within_noise);
       out.push(para("<b>Best worker count: " + esc(d.best_note) + "</b>. The fastest: " + esc(best.workers) + " worker" +
-        (best.workers === 1 ? "" : "s") + ", " + esc(fmt(best.samples_per_s, 4)) + " samples/s.", "headline warn"));
+        (best.workers === 1 ? "" : "s") + ", " + esc(fmt(best.samples_per_s, 4)) + " samples/s." +
+        (tied.length ? " Also within noise of it: " + esc(tied.join(", ")) + " workers; of those, fewer workers cost " +
+          "less CPU and memory." : ""), "headline warn"));
     } else if (best) {
       var line = "<b>Best worker count: " + best.workers + "</b>, " + esc(fmt(best.samples_per_s, 4)) + " samples/s" +
         (best.workers === d.baseline_workers ? " (the fewest workers measured)." : " (" + esc(fmt(best.speedup, 3)) + "x the " +
