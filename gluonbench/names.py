@@ -51,11 +51,6 @@ def use_flags(on: bool = True) -> None:
         os.environ.pop(ENV, None)
 
 
-def flags_audience() -> bool:
-    """Whether this process words text for the CLI (flags) rather than for a Python caller."""
-    return _STATE["flags"]
-
-
 def flag_of(name: str, flag: str | None = None) -> str:
     """The command-line flag of parameter ``name``: ``flag`` if given, else :data:`FLAGS`, else ``--`` + the
     name with dashes."""
