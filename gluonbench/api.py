@@ -203,9 +203,9 @@ def _say_kept(exc: BudgetExceededError, what: str, n: int, kept: list[str], err:
     with ``err``, that saving it failed (naming what was kept before the failure)."""
     where = " and ".join(kept)
     if err is not None:
-        exc.args = (f"{exc}; saving the {what} before it failed{f' (kept in {where})' if kept else ''}: {err}",)
+        exc.append(f"; saving the {what} before it failed{f' (kept in {where})' if kept else ''}: {err}")
     elif kept:
-        exc.args = (f"{exc}; the {what} before it {'is' if n == 1 else 'are'} kept in {where}",)
+        exc.append(f"; the {what} before it {'is' if n == 1 else 'are'} kept in {where}")
 
 
 def _save_diagnosis(

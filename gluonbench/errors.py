@@ -28,12 +28,20 @@ class GluonbenchError(Exception):
         self.raw = raw
         self.params = names.params(raw)
         super().__init__(names.render(raw) if isinstance(message, str) else message, *args)
+        self._said = self.args[0] if isinstance(message, str) and not args else None
+
+    def append(self, text: str) -> None:
+        """End the message with ``text`` (what was kept before the error, say), its parameters marked too."""
+        self.raw += text
+        self.params = names.params(self.raw)
+        self.args = (names.render(self.raw), *self.args[1:])
+        self._said = self.args[0]
 
     def worded(self, flags: bool, rename: Mapping[str, str] | None = None) -> str:
         """The message with its parameters as command-line flags (``flags=True``) or as Python arguments;
         ``rename`` words the parameters it holds its own way (``{"budget_s": "--gluonbench-budget"}``)."""
-        if len(self.args) > 1 or not isinstance(self.args[0] if self.args else "", str):
-            return str(self)  # an error built with several arguments words them itself
+        if len(self.args) != 1 or self.args[0] != getattr(self, "_said", None):
+            return str(self)  # its arguments were set another way since it was made: as they are now
         return names.render(self.raw, flags, rename)
 
 

@@ -220,3 +220,15 @@ def test_an_error_names_its_parameters_with_param_not_with_text_worded_early():
                 if isinstance(inner, ast.Call) and getattr(inner.func, "id", "") in worded_early:
                     early.append(f"{path.relative_to(root)}:{inner.lineno}")
     assert not early, early
+
+
+def test_text_added_to_an_error_keeps_its_parameters_worded():
+    """A stall's line gets where its measurements are kept added after it was raised: the CLI's wording keeps it."""
+    from gluonbench.names import param
+
+    exc = GluonbenchError(f"{param('budget_s')} ran out")
+    exc.append(f"; raise {param('budget_s')} or see {param('out')}")
+    assert str(exc) == "budget_s ran out; raise budget_s or see out" and exc.params == ("budget_s", "out")
+    assert exc.worded(flags=True) == "--budget ran out; raise --budget or see --out"
+    exc.args = ("set another way",)
+    assert exc.worded(flags=True) == "set another way"
