@@ -142,10 +142,15 @@ def _load_deferred(stub: _Deferred) -> types.ModuleType:
                 sys.modules.setdefault(name, stub)  # the next read tries again, and raises the same error
                 raise
             stub.__dict__.update(real.__dict__)
-            parent, _, child = name.rpartition(".")
-            if parent in sys.modules:
-                setattr(sys.modules[parent], child, real)
+            _bind(name, real)
         return sys.modules[name]
+
+
+def _bind(name: str, module: types.ModuleType) -> None:
+    """``module`` as its parent package's attribute (``scipy.stats``), as an import leaves it."""
+    parent, _, child = name.rpartition(".")
+    if parent in sys.modules:
+        setattr(sys.modules[parent], child, module)
 
 
 def defer(names: tuple[str, ...] = DEFERRED) -> None:
@@ -167,9 +172,7 @@ def defer(names: tuple[str, ...] = DEFERRED) -> None:
         stub.__file__ = spec.origin  # read by tools that walk sys.modules: not a reason to load it
         stub.__package__ = name if spec.submodule_search_locations is not None else name.rpartition(".")[0]
         sys.modules[name] = stub
-        parent, _, child = name.rpartition(".")
-        if parent in sys.modules:
-            setattr(sys.modules[parent], child, stub)
+        _bind(name, stub)
 
 
 def apply() -> None:
