@@ -11,7 +11,7 @@ from pathlib import Path
 from gluonbench.data.images import make_jpeg_folder
 from gluonbench.data.recordio import load_manifest, pack
 from gluonbench.errors import GluonbenchError
-from gluonbench.report.store import atomic_write_text
+from gluonbench.files import atomic_write_text
 from gluonbench.units import parse_size
 
 

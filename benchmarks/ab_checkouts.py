@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gluonbench.env import command_line
-from gluonbench.report.store import atomic_write_text
+from gluonbench.files import atomic_write_text
 from gluonbench.workloads.cases import CASES
 
 RUN = """

@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         plan = [(float(p), args.n, args.max_slowdown) for p in args.slowdowns.split(",")]
     from gluonbench.env import command_line, environment
-    from gluonbench.report.store import atomic_write_text
+    from gluonbench.files import atomic_write_text
 
     started = datetime.now(UTC)
     load_before = os.getloadavg()

@@ -46,7 +46,7 @@ import ground_truth
 
 import gluonbench
 from gluonbench.env import command_line, environment
-from gluonbench.report.store import atomic_write_text
+from gluonbench.files import atomic_write_text
 from gluonbench.workloads.cases import CASES, build
 
 MNIST_TARGET_S = 30.0

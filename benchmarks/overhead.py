@@ -34,8 +34,8 @@ import numpy as np
 from gluonbench._mx import autograd, gluon, mx, nd
 from gluonbench.analysis.stats import median_ci
 from gluonbench.env import command_line, environment
+from gluonbench.files import atomic_write_text
 from gluonbench.ranges import parse_int_list
-from gluonbench.report.store import atomic_write_text
 from gluonbench.sweeprun.run import RunSpec, train_and_eval
 
 TARGET = 1.03

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gluonbench.report.store import atomic_write_text
+from gluonbench.files import atomic_write_text
 
 TARGET = 0.01
 

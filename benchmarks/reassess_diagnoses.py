@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gluonbench.diagnosis.report import to_text
 from gluonbench.diagnosis.run import Diagnosis, reassess
-from gluonbench.report.store import atomic_write_text
+from gluonbench.files import atomic_write_text
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from gluonbench.doctor.ceilings import Ceilings, measure_decode
 from gluonbench.doctor.checks import usable_cores
 from gluonbench.doctor.roofline import decode_line
 from gluonbench.env import environment, utc_now
-from gluonbench.report.store import atomic_write_text
+from gluonbench.files import atomic_write_text
 
 TARGET = 0.25
 

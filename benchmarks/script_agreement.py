@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ground_truth import seed_rule
 
 from gluonbench.analysis.stats import median, median_ci
-from gluonbench.report.store import atomic_write_text
+from gluonbench.files import atomic_write_text
 
 SCRIPT = Path(__file__).with_name("_agreement_train.py")
 SETTLE_TARGET_S = 10.0

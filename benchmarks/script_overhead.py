@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gluonbench.analysis.stats import median_ci
-from gluonbench.report.store import atomic_write_text
+from gluonbench.files import atomic_write_text
 from gluonbench.script.channel import DIR_ENV, FLAGS
 from gluonbench.script.hooks import SLOTS
 

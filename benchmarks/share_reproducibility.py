@@ -37,7 +37,7 @@ from diagnose_accuracy import reading
 
 import gluonbench
 from gluonbench.env import command_line, environment
-from gluonbench.report.store import atomic_write_text
+from gluonbench.files import atomic_write_text
 
 TOLERANCE = 0.05
 VERDICT_TARGET_S = 10.0

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gluonbench.report.store import atomic_write_text
+from gluonbench.files import atomic_write_text
 
 HERE = Path(__file__).resolve().parent
 

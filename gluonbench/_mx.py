@@ -10,12 +10,13 @@ Every other module does ``from gluonbench._mx import mx, nd, gluon, autograd``.
 
 from __future__ import annotations
 
-from gluonbench import compat
+from gluonbench import compat, mxops
 from gluonbench.errors import GluonbenchError
 
 compat.restore_numpy_aliases()
 compat.require_distutils()
 compat.defer()  # scipy.stats: imported by MXNet, used by neither it nor gluonbench here
+mxops.install()  # MXNet's operator functions kept compiled between processes (GLUONBENCH_MXNET_CACHE)
 
 try:
     import mxnet as mx
@@ -23,6 +24,8 @@ try:
 except Exception as exc:  # pragma: no cover - depends on the environment
     # not only ImportError: a dependency MXNet imports can fail in any way (a scipy for numpy 2: AttributeError)
     raise GluonbenchError(compat.mxnet_import_hint(exc)) from exc
+finally:
+    mxops.finish()
 
 __all__ = ["autograd", "gluon", "mx", "nd", "num_gpus"]
 

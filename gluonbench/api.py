@@ -25,6 +25,7 @@ from gluonbench.doctor.runs import roofline_tune as roofline_tune
 from gluonbench.engine.deadline import BudgetExceededError
 from gluonbench.env import command_line, environment
 from gluonbench.errors import GluonbenchError
+from gluonbench.files import atomic_write_text
 from gluonbench.inputs import check_before_start as check_before_start  # the checks before a command's first line
 from gluonbench.inputs import check_inputs, check_loader_shm, user_spec, with_pipeline
 from gluonbench.inputs import check_user_pipeline as check_user_pipeline
@@ -32,7 +33,7 @@ from gluonbench.names import arg
 from gluonbench.outdir import check_out, pipeline_record, save_run, write_reports
 from gluonbench.outdir import make_out as make_out
 from gluonbench.report import DEFAULT_OUT
-from gluonbench.report.store import NotSavedError, RunStore, atomic_write_text, new_run_dir
+from gluonbench.report.store import NotSavedError, RunStore, new_run_dir
 from gluonbench.report.summary import SweepSummary
 from gluonbench.sweeping import OnProgress, OnResult, run_sweep
 from gluonbench.sweeping import check_resume as check_resume
@@ -477,7 +478,8 @@ def check(
     3 inconclusive) or, when saving, the :class:`~gluonbench.check.Snapshot`.
     """
     from gluonbench.check import render, run_check
-    from gluonbench.report.store import check_append_file, check_writable_file, refuse_overwriting_inputs, write_error
+    from gluonbench.files import write_error
+    from gluonbench.report.store import check_append_file, check_writable_file, refuse_overwriting_inputs
 
     outputs = {arg("json_path", "--json"): json_path, arg("junit_path", "--junit"): junit_path}
     if summary_path is not None:

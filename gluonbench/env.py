@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psutil
 
@@ -166,8 +167,25 @@ def handed_spec(argument: str) -> str:
 SECONDS = ("GLUONBENCH_S3_TIMEOUT_S", "GLUONBENCH_STALL_FLOOR_S")
 """Variables holding a duration in seconds."""
 
-FOLDERS = ("GLUONBENCH_DATA", "GLUONBENCH_CACHE")
+CACHE_ENV = "GLUONBENCH_CACHE"
+"""The folder of gluonbench's caches (the doctor's ceilings, synthetic data sets, MXNet's compiled operators)."""
+
+FOLDERS = ("GLUONBENCH_DATA", CACHE_ENV)
 """Variables naming a folder gluonbench reads data from or writes its caches to."""
+
+
+MXNET_CACHE_ENV = "GLUONBENCH_MXNET_CACHE"
+"""The file of MXNet's compiled operator functions (:mod:`gluonbench.mxops`) in place of the cache folder's; ``off``:
+none."""
+
+
+def cache_folder() -> Path:
+    """``$GLUONBENCH_CACHE``, else ``$XDG_CACHE_HOME/gluonbench``, else ``~/.cache/gluonbench``."""
+    root = os.environ.get(CACHE_ENV)
+    if root:
+        return Path(root)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gluonbench"
+
 
 _MAX_SECONDS = 10_000_000.0
 
@@ -231,6 +249,9 @@ def environment_problems(environ: dict[str, str] | None = None) -> list[str]:
             problems.append(f"{name}={shown(raw)} is not a folder path; set it to a folder or unset it")
         elif os.path.exists(raw) and not os.path.isdir(raw):
             problems.append(f"{name}={shown(raw)} is a file, not a folder; set it to a folder or unset it")
+    raw = env.get(MXNET_CACHE_ENV)
+    if raw and raw != "off" and (len(raw) > 4096 or os.path.isdir(raw)):
+        problems.append(f"{MXNET_CACHE_ENV}={shown(raw)} is not a file path; set it to a file, to off, or unset it")
     return problems
 
 

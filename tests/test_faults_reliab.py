@@ -18,8 +18,9 @@ import pytest
 from conftest import PLAN_LINE, assert_one_clear_line, leak_check, run_cli
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.files import atomic_write_text
 from gluonbench.report.exporters import stage_label
-from gluonbench.report.store import RunStore, atomic_write_text, check_free_space, check_writable_file, dumps
+from gluonbench.report.store import RunStore, check_free_space, check_writable_file, dumps
 
 # -- class 1: touching what is not ours ------------------------------------------------------------
 

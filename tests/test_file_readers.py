@@ -13,6 +13,7 @@ import sys
 import pytest
 from conftest import assert_one_clear_line
 
+from gluonbench import env
 from gluonbench.errors import GluonbenchError
 
 
@@ -281,7 +282,7 @@ def test_a_profile_folder_with_bad_settings_or_rows_is_one_line_or_skipped(tmp_p
 def test_a_damaged_doctor_cache_is_measured_again(tmp_path, monkeypatch, content, caplog):
     from gluonbench.doctor import ceilings
 
-    monkeypatch.setenv(ceilings.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(env.CACHE_ENV, str(tmp_path))
     ceilings.cache_file().write_bytes(content.encode("latin-1"))
     assert ceilings.cached_ceilings(None) is None
     assert str(ceilings.cache_file()) in caplog.text and "measured again" in caplog.text
@@ -290,7 +291,7 @@ def test_a_damaged_doctor_cache_is_measured_again(tmp_path, monkeypatch, content
 def test_a_doctor_cache_fifo_does_not_block(tmp_path, monkeypatch):
     from gluonbench.doctor import ceilings
 
-    monkeypatch.setenv(ceilings.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(env.CACHE_ENV, str(tmp_path))
     os.mkfifo(ceilings.cache_file())
     assert ceilings.cached_ceilings(None) is None
 

@@ -80,7 +80,7 @@ def test_bad_input_with_every_stream_closed_ends_quietly_with_exit_2(tmp_path):
 def test_a_write_past_the_file_size_limit_names_it(tmp_path):
     import errno
 
-    from gluonbench.report.store import write_error
+    from gluonbench.files import write_error
 
     line = str(write_error(tmp_path / "x.json", OSError(errno.EFBIG, "File too large")))
     assert "file size limit (ulimit -f)" in line and "raise it" in line

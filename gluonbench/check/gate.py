@@ -380,7 +380,8 @@ def _background(systems: list[Any]) -> dict[str, Any] | None:
 
 def save_baseline(snapshot: Snapshot, path: str | Path) -> Path:
     """Write ``snapshot`` as a baseline file (JSON, written atomically); refuse one without usable figures."""
-    from gluonbench.report.store import atomic_write_text, check_writable_file, write_error
+    from gluonbench.files import atomic_write_text, write_error
+    from gluonbench.report.store import check_writable_file
 
     if not (math.isfinite(snapshot.total.rel) and math.isfinite(snapshot.total.cpu_rel)):
         bigger = max(60, math.ceil(2 * snapshot.budget_s))

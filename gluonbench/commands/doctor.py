@@ -69,7 +69,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     else:
         print(report.to_text(), end="")
         if args.json:
-            from gluonbench.report.store import atomic_write_text
+            from gluonbench.files import atomic_write_text
 
             atomic_write_text(args.json, json.dumps(report.to_dict(), indent=2))
             print(f"gluonbench: wrote {args.json}", file=sys.stderr)

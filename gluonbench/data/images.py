@@ -18,7 +18,7 @@ import numpy as np
 
 from gluonbench.data.store import ObjectInfo
 from gluonbench.errors import DataError
-from gluonbench.report.store import atomic_write_bytes
+from gluonbench.files import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 

@@ -609,7 +609,7 @@ def _pack(
             for fname in (s.rec, s.idx):
                 os.replace(tmp / fname, out_dir / fname)
                 moved.append(out_dir / fname)
-        from gluonbench.report.store import atomic_write_text
+        from gluonbench.files import atomic_write_text
 
         atomic_write_text(out_dir / MANIFEST, manifest.to_json())
     except BaseException:

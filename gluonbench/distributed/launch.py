@@ -32,15 +32,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gluonbench import mxops
 from gluonbench.distributed.node import RESULT_MARK, encode_spec, set_pdeathsig
 from gluonbench.distributed.settings import parse_hostfile
 from gluonbench.engine.child import PROGRESS_ENV
 from gluonbench.engine.isolation import kill_group
 from gluonbench.env import FROM_ENV, SPEC_ENV, utc_now
 from gluonbench.errors import GluonbenchError
+from gluonbench.files import open_nofollow
 from gluonbench.names import arg, param
 from gluonbench.pipeline.scale import LAUNCH_ENV, local_rank_gpus
-from gluonbench.report.store import open_nofollow
 from gluonbench.scratch import clean_shm, owned_tempdir, shm_entries
 from gluonbench.sweeprun.run import RunResult, RunSpec
 
@@ -194,6 +195,7 @@ class Job:
         )
         if self.tmp_dir is not None:
             env["TMPDIR"] = str(self.tmp_dir)  # removed with the job (pipe FIFOs of a killed worker, ...)
+            mxops.handover(env, self.tmp_dir)  # each node's MXNet import reuses this process's compiled operators
         env[LAUNCH_ENV] = repr(time.time())
         return env
 

@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.doctor.checks import fs_kind, image_files, mount_of
+from gluonbench.env import cache_folder
 from gluonbench.errors import GluonbenchError
-from gluonbench.files import load_json
-from gluonbench.report.store import atomic_write_text
+from gluonbench.files import atomic_write_text, load_json
 
 log = logging.getLogger(__name__)
 
-CACHE_ENV = "GLUONBENCH_CACHE"
 READ_BYTES = 128 * 2**20
 BLOCK = 2**20
 COPY_BYTES = 64 * 2**20
@@ -91,10 +90,7 @@ class Ceilings:
 
 def cache_file() -> Path:
     """``$GLUONBENCH_CACHE/ceilings-HOST.json`` (default ``~/.cache/gluonbench``)."""
-    root = os.environ.get(CACHE_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gluonbench"
-    )
-    return Path(root) / f"ceilings-{platform.node() or 'host'}.json"
+    return cache_folder() / f"ceilings-{platform.node() or 'host'}.json"
 
 
 def _now() -> str:

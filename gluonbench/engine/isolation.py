@@ -34,11 +34,12 @@ from typing import Any
 
 import psutil
 
+from gluonbench import mxops
 from gluonbench.engine.child import PARENT_ENV, PROGRESS_ENV
 from gluonbench.engine.watchdog import shm_fixes
 from gluonbench.env import utc_now
+from gluonbench.files import open_nofollow
 from gluonbench.names import arg
-from gluonbench.report.store import open_nofollow
 from gluonbench.scratch import SHORT_ROOT, clean_shm, owned_tempdir, shm_entries, sockets_fit
 
 log = logging.getLogger(__name__)
@@ -176,6 +177,7 @@ def run_child(
         env = dict(
             os.environ, **{PROGRESS_ENV: str(progress_path), PARENT_ENV: str(os.getpid()), "TMPDIR": str(child_tmp)}
         )
+        mxops.handover(env, Path(tmp))  # the child's MXNet import reuses this process's compiled operators
         # the lifeline: the child's watchdog reads end-of-file on it when this process dies, however it dies
         lifeline_r, lifeline_w = os.pipe()
         try:

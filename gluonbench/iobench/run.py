@@ -19,8 +19,9 @@ from typing import Any
 from gluonbench.config import IoSettings
 from gluonbench.env import command_line
 from gluonbench.errors import GluonbenchError
+from gluonbench.files import atomic_write_text
 from gluonbench.iobench.cell import IoCell, run_cell
-from gluonbench.report.store import RunStore, atomic_write_text
+from gluonbench.report.store import RunStore
 
 
 @dataclass

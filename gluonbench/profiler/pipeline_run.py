@@ -128,7 +128,7 @@ def _fault_line(exc: BaseException) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    from gluonbench.report.store import atomic_write_text
+    from gluonbench.files import atomic_write_text
     from gluonbench.sweeprun.run import RunSpec, seed_line, train_and_eval
 
     folder = _profile_folder()

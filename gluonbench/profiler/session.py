@@ -28,6 +28,7 @@ import psutil
 
 from gluonbench.engine.isolation import kill_group
 from gluonbench.errors import GluonbenchError
+from gluonbench.files import atomic_write_text
 from gluonbench.monitor.gpu import GpuSampler
 from gluonbench.monitor.node import NodeMonitor
 from gluonbench.names import param
@@ -35,7 +36,7 @@ from gluonbench.profiler import hooks
 from gluonbench.profiler.data import META
 from gluonbench.profiler.formats import SystemWriter
 from gluonbench.report import DEFAULT_OUT, versions
-from gluonbench.report.store import atomic_write_text, new_run_dir
+from gluonbench.report.store import new_run_dir
 from gluonbench.scratch import (
     MARKER_ENV,
     MX_SEGMENT_PATTERN,

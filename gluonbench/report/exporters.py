@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gluonbench.files import atomic_write_bytes
 from gluonbench.report import versions
-from gluonbench.report.store import atomic_write_bytes, json_safe
+from gluonbench.report.store import json_safe
 
 if TYPE_CHECKING:
     from gluonbench.report.charts import Chart

@@ -23,16 +23,22 @@ import json
 import logging
 import math
 import os
-import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from gluonbench.errors import GluonbenchError
-from gluonbench.files import parse_json, require_regular
+from gluonbench.files import (
+    atomic_write_text,
+    open_nofollow,
+    parse_json,
+    refuse_non_regular,
+    require_regular,
+    write_error,
+)
 from gluonbench.names import arg, param
 from gluonbench.report import versions
 from gluonbench.validate import check_path, redact
@@ -79,74 +85,6 @@ def check_free_space(folder: str | Path, what: str, need: int = MIN_FREE_BYTES) 
             f"disk full at {probe}: {free // 1024} KiB free, {what} needs about {need // 1024} KiB for its results; "
             "free some space or choose another path (checked before measuring)"
         )
-
-
-def write_error(path: str | Path, exc: OSError, kept: str = "") -> GluonbenchError:
-    """A failed write as one line naming the path and the fix (disk full, read-only, no permission).
-
-    ``kept`` says what survived (``records already written are kept``); it is said only where true.
-    """
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return GluonbenchError(f"disk full at {path}: free some space" + (f" ({kept})" if kept else ""))
-    if exc.errno == errno.EFBIG:
-        return GluonbenchError(
-            f"cannot write {path}: the file size limit (ulimit -f) stops it; raise it (ulimit -f unlimited)"
-            + (f" ({kept})" if kept else "")
-        )
-    if exc.errno in (errno.EMFILE, errno.ENFILE):
-        return GluonbenchError(f"cannot write {path}: too many open files; raise the limit (ulimit -n 1024)")
-    if exc.errno == errno.EROFS:
-        return GluonbenchError(f"cannot write {path}: read-only file system; choose a writable {param('out')}")
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return GluonbenchError(f"cannot write {path}: permission denied; choose a writable folder")
-    if exc.errno == errno.EISDIR:
-        return GluonbenchError(f"cannot write {path}: it is a folder; give a file name")
-    if exc.errno == errno.ENOTDIR:
-        return GluonbenchError(f"cannot write {path}: a parent of it is a file, not a folder")
-    return GluonbenchError(f"cannot write {path}: {exc.strerror or exc}")
-
-
-def refuse_non_regular(path: str | Path, what: str = "") -> None:
-    """Refuse ``path`` when something other than a regular file (or nothing) is there.
-
-    A results write replaces its target; a symlink, device node, FIFO or socket there is not ours
-    to replace (``--json /dev/null`` as root would turn the device into a file; a symlink's target
-    would be written through), so it is refused with one line instead.
-    """
-    label = f"{what} {path}" if what else str(path)
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP):
-            raise GluonbenchError(f"{label}: {exc.strerror}; choose a shorter path") from None
-        return  # the write itself reports what is wrong
-    if stat.S_ISLNK(st.st_mode):
-        raise GluonbenchError(
-            f"{label} is a symbolic link; gluonbench does not write through links, give a plain file path"
-        )
-    if stat.S_ISDIR(st.st_mode):
-        raise GluonbenchError(f"{label} is a folder; give a file name, e.g. {Path(path) / 'result.json'}")
-    if not stat.S_ISREG(st.st_mode):
-        raise GluonbenchError(f"{label} is not a regular file (a device, FIFO or socket); give a plain file path")
-
-
-def open_nofollow(path: str | Path, flags: int, mode: int = 0o644) -> int:
-    """``os.open`` that refuses a symbolic link at ``path`` (``O_NOFOLLOW``) and anything but a regular file."""
-    try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise GluonbenchError(
-                f"{path} is a symbolic link; gluonbench does not write through links in a run folder, remove it"
-            ) from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise GluonbenchError(f"{path} is not a regular file (a device, FIFO or folder); remove it")
-    os.set_blocking(fd, True)
-    return fd
 
 
 def check_writable_file(path: str | Path, what: str) -> Path:
@@ -225,90 +163,6 @@ def check_append_file(path: str | Path, what: str) -> Path:
         raise GluonbenchError(f"{what} {path}: folder {parent} is not writable; fix it or unset {what}")
     check_free_space(parent, f"{what} {path}")  # a full disk found now, not after the whole budget was measured
     return path
-
-
-def _umask() -> int:
-    """The process's umask, read without changing it where Linux says it (``os.umask`` sets it for a moment,
-    which a thread creating a file at that moment would see)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (best effort: some file systems refuse to open a folder)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-@contextmanager
-def atomic_writer(
-    path: str | Path,
-    *,
-    sync: bool = True,
-    error: Callable[[Path, OSError], Exception] = write_error,
-) -> Iterator[BinaryIO]:
-    """The one way gluonbench replaces a file: ``with atomic_writer(path) as f: f.write(...)``.
-
-    The bytes go to a temporary file with a unique name in ``path``'s folder (``mkstemp``: created with
-    ``O_EXCL``, so it never opens an existing file or follows a link), which is flushed, fsynced (``sync``) and
-    renamed over ``path`` when the block ends; a block that raises leaves ``path`` as it was and the temporary
-    file removed. Two processes writing one path at once each write their own temporary file and the last rename
-    wins, whole. A symbolic link, folder or special file at ``path`` is refused (:func:`refuse_non_regular`).
-    ``sync=False`` skips the fsyncs where many small files are written that a crash may lose (generated data, a
-    cache). An ``OSError`` becomes ``error(path, exc)`` (default: one line naming the path and the fix).
-    """
-    path = Path(path)
-    refuse_non_regular(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise error(path, exc) from None
-    try:
-        # mkstemp makes the file private (0600); a results file gets the mode an ordinary one would
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            if sync:
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise error(path, exc) from None
-        raise
-    if sync:
-        _fsync_dir(path.parent)
-
-
-def atomic_write_bytes(path: str | Path, data: bytes, *, sync: bool = True) -> None:
-    """Replace ``path`` with ``data`` through :func:`atomic_writer`."""
-    with atomic_writer(path, sync=sync) as f:
-        f.write(data)
-
-
-def atomic_write_text(path: str | Path, text: str, *, sync: bool = True) -> None:
-    """Replace ``path`` with ``text`` (UTF-8) through :func:`atomic_writer`."""
-    atomic_write_bytes(path, text.encode("utf-8"), sync=sync)
 
 
 def _json_default(value: Any) -> Any:

@@ -104,8 +104,8 @@ def tune_command(args: argparse.Namespace, cmd: list[str], say: Say, make_out: C
     check)."""
     import json
 
+    from gluonbench.files import atomic_write_text
     from gluonbench.report import DEFAULT_OUT
-    from gluonbench.report.store import atomic_write_text
     from gluonbench.script.run import check_inputs
     from gluonbench.script.tune import check_tune, save_tune, tune_script
     from gluonbench.validate import redact

@@ -20,8 +20,8 @@ from typing import BinaryIO
 
 from gluonbench.data.store import LocalStore, ObjectInfo
 from gluonbench.errors import DataError
+from gluonbench.files import atomic_writer
 from gluonbench.names import arg, param
-from gluonbench.report.store import atomic_writer
 from gluonbench.scratch import owned_tempdir
 from gluonbench.sources.base import DataSet, OpenStats, Source
 

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from gluonbench.engine.child import enter
-from gluonbench.report.store import atomic_write_text
+from gluonbench.files import atomic_write_text
 
 if TYPE_CHECKING:  # imported where used: the child makes itself die with its parent before the heavy imports
     from gluonbench.sweeprun.run import DiagnoseRun, RunResult, RunSpec

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from gluonbench.env import CACHE_ENV, cache_folder
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import arg
 from gluonbench.workloads.base import register
@@ -47,7 +48,6 @@ from gluonbench.workloads.spec import PipelineSpec
 
 log = logging.getLogger(__name__)
 
-CACHE_ENV = "GLUONBENCH_CACHE"
 _HASH_BLOCK = 16 * 1024
 
 
@@ -117,10 +117,7 @@ def cache_root(data_dir: str | Path | None = None) -> Path:
     """Where the synthetic files live: ``data_dir``, ``$GLUONBENCH_CACHE`` or ``~/.cache/gluonbench``."""
     if data_dir is not None:
         return Path(data_dir)
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gluonbench"
+    return cache_folder()
 
 
 def _images(knobs: SyntheticKnobs, labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
