@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gluonbench import compat as _compat
+from gluonbench import settings as _settings  # noqa: F401  the declared settings' flags, for every message
 from gluonbench.version import __version__
 
 __all__ = [

@@ -21,8 +21,8 @@ from gluonbench.identity import describe
 from gluonbench.knobs import knob_default
 from gluonbench.names import arg, example, param, param_example
 from gluonbench.ranges import parse_int_list
+from gluonbench.settings import check_declared
 from gluonbench.sweeprun.run import RunSetting, RunSpec
-from gluonbench.validate import check_seed
 
 log = logging.getLogger(__name__)
 
@@ -126,32 +126,20 @@ class SweepSettings(RunSetting):
         :func:`resolve_batch_size` reads the pipeline's own)."""
         if self.batch_size is None and not self.pipeline:
             return replace(self, batch_size=knob_default("batch_size")).check()
-        from gluonbench.contexts import check_ctx
-
-        check_ctx(self.ctx)
+        check_declared(self, ("ctx",))
         check_types(self)
         check_name(self.name, param("name"))
         from gluonbench.bounds import check_settings_bounds
 
         check_settings_bounds(self)  # upper bounds too, before any work (#21)
-        for name in ("batch_size", "epochs", "repeat"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise GluonbenchError(f"{param(name)} must be at least 1 (got {getattr(self, name)})")
-        if self.max_batches is not None and self.max_batches < 1:
-            raise GluonbenchError(f"{param('max_batches')} must be at least 1 (got {self.max_batches})")
-        if self.eval_workers is not None and self.eval_workers < 0:
-            raise GluonbenchError(f"{param('eval_workers')} must be 0 or more (got {self.eval_workers})")
         from gluonbench.knobs import check_knobs
 
         # workers (each), batch_size (unset beside a pipeline: its own), thread_pool, prefetch, pin_memory
         check_knobs(self, param, unset=("batch_size",))
-        check_seconds(self.timeout_s, param("timeout_s"))
+        check_declared(self, SHARED)
         check_seconds(self.diagnose_budget_s, param("diagnose_budget_s"))
         if self.timeout_s <= 0:
             raise GluonbenchError(f"{param('timeout_s')} must be positive (got {self.timeout_s})")
-        from gluonbench.validate import check_seed
-
-        check_seed(self.seed)
         check_budget(self.diagnose_budget_s, "sweep.diagnose")
         if not isinstance(self.options, dict):
             raise GluonbenchError(f"options must be a table of workload options (got {self.options!r})")
@@ -258,6 +246,10 @@ def check_pipeline_settings(settings: Any) -> None:
         )
 
 
+SHARED = ("seed", "epochs", "repeat", "max_batches", "eval_workers", "timeout_s")
+"""the declared settings (:data:`gluonbench.settings.SETTINGS`) a sweep checks beside its knobs; the scale-out and
+vision ones have their own checks (:func:`gluonbench.pipeline.scale.check_scale`), their bounds the declarations'"""
+
 _INTS = ("batch_size", "epochs", "repeat", "seed")
 _OPTIONAL_INTS = ("max_batches", "eval_workers")
 _FLOATS = ("timeout_s", "diagnose_budget_s")
@@ -313,7 +305,7 @@ def check_types(settings: SweepSettings) -> None:
 
 def check_seconds(value: float, what: str) -> float:
     """A time in seconds: a finite number (``nan`` and ``inf`` are refused)."""
-    from gluonbench.bounds import check_duration
+    from gluonbench.settings import check_duration
 
     check_duration(value, what, minimum=-math.inf)
     return value
@@ -562,9 +554,7 @@ class IoSettings:
         if self.timeout_s <= 0:
             raise GluonbenchError(f"{param('timeout_s')} must be positive (got {self.timeout_s})")
         check_name(self.name, param("name"))
-        from gluonbench.validate import check_seed
-
-        check_seed(self.seed)
+        check_declared(self, ("seed",))
         for flag, value, want in (
             (arg("mnist_dir"), self.mnist_dir, "the folder of the MNIST files"),
             (arg("src"), self.src, "an image folder (SRC/<class>/*.jpg)"),
@@ -720,7 +710,6 @@ class DiagnoseSettings(_MeasuresAPipeline):
     def check(self) -> DiagnoseSettings:
         """Raise :class:`GluonbenchError` naming the bad value and the fix; return the checked settings (an unset
         ``batch_size`` is the seed's 64 without a pipeline, the pipeline's own with one: :func:`resolve_batch_size`)."""
-        from gluonbench.contexts import check_ctx
         from gluonbench.diagnosis.verdict import Thresholds
         from gluonbench.knobs import check_knobs
         from gluonbench.workloads import workload_names
@@ -731,9 +720,7 @@ class DiagnoseSettings(_MeasuresAPipeline):
         # pipeline is the pipeline's own
         check_knobs(self, param, unset=("batch_size",))
         check_budget(self.budget_s, "diagnose")
-        if self.ctx is not None:
-            check_ctx(self.ctx)
-        check_seed(self.seed)
+        check_declared(self, ("ctx", "seed"))
         if not isinstance(self.thresholds, Thresholds):
             raise GluonbenchError(f"thresholds must be a Thresholds (got {type(self.thresholds).__name__})")
         if not isinstance(self.options, dict):
@@ -802,34 +789,22 @@ class TuneSettings(_MeasuresAPipeline):
     def check(self) -> TuneSettings:
         """Raise :class:`GluonbenchError` naming the bad value and the fix; return the checked settings (an unset
         ``batch_size`` is the seed's 64 without a pipeline, the pipeline's own with one: :func:`resolve_batch_size`)."""
-        from gluonbench.contexts import check_ctx
         from gluonbench.pipeline.emulate import step_ms
         from gluonbench.workloads import workload_names
 
         if self.batch_size is None and not self.pipeline:
             return replace(self, batch_size=knob_default("batch_size")).check()
-        for name in ("batch_size", "workers", "seed"):
-            if name == "batch_size" and self.batch_size is None:
-                continue  # the pipeline's own (resolve_batch_size)
-            if not _whole(getattr(self, name)):
-                raise GluonbenchError(f"setting {name} must be a whole number (got {getattr(self, name)!r})")
-        for name in ("prefetch", "max_workers"):
-            if getattr(self, name) is not None and not _whole(getattr(self, name)):
-                raise GluonbenchError(f"setting {name} must be a whole number or None (got {getattr(self, name)!r})")
         check_budget(self.budget_s, "tune")
         from gluonbench.knobs import check_knobs
 
         # the loader's knobs it holds, against their declarations; an unset batch size is the pipeline's own
         check_knobs(self, param, unset=("batch_size",))
-        if self.max_workers is not None and self.max_workers < 0:
-            raise GluonbenchError(f"{param('max_workers')} must be 0 or more (got {self.max_workers})")
+        check_declared(self, ("seed", "max_workers"))
         if self.batch_sizes is not None and (not self.batch_sizes or min(self.batch_sizes) < 1):
             raise GluonbenchError(f"{param('batch_sizes')} must be at least 1 each (got {self.batch_sizes})")
         if self.emulate_step_ms is not None:
             step_ms(self.emulate_step_ms)
-        if self.ctx is not None:
-            check_ctx(self.ctx)
-        check_seed(self.seed)
+        check_declared(self, ("ctx",))
         for flag, path in ((arg("json_path", "--json"), self.json_path), (arg("toml_path", "--toml"), self.toml_path)):
             if path:
                 from gluonbench.report.store import check_writable_file

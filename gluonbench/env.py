@@ -11,10 +11,11 @@ import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import psutil
 
+from gluonbench.files import CACHE_ENV, MXNET_CACHE_ENV
+from gluonbench.units import MAX_SECONDS
 from gluonbench.version import __version__
 
 
@@ -167,27 +168,8 @@ def handed_spec(argument: str) -> str:
 SECONDS = ("GLUONBENCH_S3_TIMEOUT_S", "GLUONBENCH_STALL_FLOOR_S")
 """Variables holding a duration in seconds."""
 
-CACHE_ENV = "GLUONBENCH_CACHE"
-"""The folder of gluonbench's caches (the doctor's ceilings, synthetic data sets, MXNet's compiled operators)."""
-
 FOLDERS = ("GLUONBENCH_DATA", CACHE_ENV)
 """Variables naming a folder gluonbench reads data from or writes its caches to."""
-
-
-MXNET_CACHE_ENV = "GLUONBENCH_MXNET_CACHE"
-"""The file of MXNet's compiled operator functions (:mod:`gluonbench.mxops`) in place of the cache folder's; ``off``:
-none."""
-
-
-def cache_folder() -> Path:
-    """``$GLUONBENCH_CACHE``, else ``$XDG_CACHE_HOME/gluonbench``, else ``~/.cache/gluonbench``."""
-    root = os.environ.get(CACHE_ENV)
-    if root:
-        return Path(root)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gluonbench"
-
-
-_MAX_SECONDS = 10_000_000.0
 
 
 def _thread_count(name: str, raw: str) -> str | None:
@@ -236,9 +218,9 @@ def environment_problems(environ: dict[str, str] | None = None) -> list[str]:
             value = float(raw)
         except ValueError:
             value = math.nan
-        if not (math.isfinite(value) and 0 < value <= _MAX_SECONDS):
+        if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
             problems.append(
-                f"{name}={shown(raw)} must be a number of seconds above 0 and at most {_MAX_SECONDS:g}; "
+                f"{name}={shown(raw)} must be a number of seconds above 0 and at most {MAX_SECONDS:g}; "
                 "set it to e.g. 10 or unset it"
             )
     for name in FOLDERS:

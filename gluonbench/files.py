@@ -36,6 +36,23 @@ from gluonbench.names import param
 KiB = 1 << 10
 MiB = 1 << 20
 
+CACHE_ENV = "GLUONBENCH_CACHE"
+"""The folder of gluonbench's caches (the doctor's ceilings, synthetic data sets, MXNet's compiled operators)."""
+
+
+MXNET_CACHE_ENV = "GLUONBENCH_MXNET_CACHE"
+"""The file of MXNet's compiled operator functions (:mod:`gluonbench.mxops`) in place of the cache folder's; ``off``:
+none."""
+
+
+def cache_folder() -> Path:
+    """``$GLUONBENCH_CACHE``, else ``$XDG_CACHE_HOME/gluonbench``, else ``~/.cache/gluonbench``."""
+    root = os.environ.get(CACHE_ENV)
+    if root:
+        return Path(root)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gluonbench"
+
+
 MAX_DEPTH = 32
 """Nesting of a JSON document gluonbench reads (its deepest records are about 8 levels)."""
 

@@ -20,36 +20,25 @@ knob                      type      range        needs / means
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
+from gluonbench.settings import Setting
 
 
 @dataclass(frozen=True)
-class Knob:
-    """One DataLoader knob: its name, type, bounds, default, what it needs to matter, its help, its flag and
-    settings key, and how ``gluonbench tune`` searches it."""
+class Knob(Setting):
+    """One DataLoader knob: a :class:`~gluonbench.settings.Setting` (name, type, bounds, default, help, flag and
+    its one check) with what it needs to matter, its settings key and how ``gluonbench tune`` searches it."""
 
-    name: str
-    kind: type
-    default: Any
-    minimum: int | None = None
-    maximum: int | None = None
-    optional: bool = False
-    """None is a value (e.g. ``prefetch=None``: MXNet's default)"""
     requires: str = ""
     """what it needs to matter, e.g. "a GPU context" for pin_memory"""
-    help: str = ""
-    """what it does: the help of its command-line flag in every command"""
     none: str = ""
     """what None means, for an optional knob (its flag's help says it as the default)"""
-    key: str = ""
+    key: str = ""  # type: ignore[assignment]
     """its name in the commands' settings and TOML configs (``workers`` for num_workers); default: ``name``"""
-    flag: str = ""
-    """its command-line flag (``--workers`` for num_workers); default: ``--`` + ``key`` with dashes"""
     tune: str = ""
     """how ``gluonbench tune`` searches it ("" where it does not)"""
     grid: tuple[int, ...] = ()
@@ -62,25 +51,7 @@ class Knob:
     def check(self, value: Any, what: str | None = None) -> Any:
         """``value`` if it is this knob's type and within its range, else one line naming ``what`` (default: the
         knob's name) and the range."""
-        what = what or self.name
-        if value is None and self.optional:
-            return None
-        if self.kind is bool:
-            if not isinstance(value, bool):
-                raise GluonbenchError(f"{what} must be True or False (got {value!r})")
-            return value
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and math.isfinite(value) and value == int(value):
-                value = int(value)
-            else:
-                none = " or None" if self.optional else ""
-                raise GluonbenchError(f"{what} must be a whole number{none} (got {value!r})")
-        lo, hi = self.minimum, self.maximum
-        if lo is not None and value < lo:
-            raise GluonbenchError(f"{what} must be {'0 or more' if lo == 0 else f'at least {lo}'} (got {value})")
-        if hi is not None and value > hi:
-            raise GluonbenchError(f"{what} must be at most {hi} (got {value})")
-        return value
+        return super().check(value, what or self.name)
 
 
 KNOBS: dict[str, Knob] = {

@@ -27,6 +27,7 @@ import importlib.util
 import logging
 import marshal
 import os
+import stat
 import sys
 import threading
 import types
@@ -34,9 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gluonbench.env import MXNET_CACHE_ENV, cache_folder
 from gluonbench.errors import GluonbenchError
-from gluonbench.files import atomic_write_bytes
+from gluonbench.files import MXNET_CACHE_ENV, atomic_write_bytes, cache_folder
 
 log = logging.getLogger(__name__)
 
@@ -92,11 +92,23 @@ def _header() -> tuple[Any, ...] | None:
 
 
 def _load(path: Path, header: tuple[Any, ...]) -> None:
+    """Read the kept functions from ``path`` when it is a regular file of this user's that nobody else can write
+    (its code runs in this process: a file someone else could have changed is not used) and its header matches."""
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+            log.debug("%s is not a private file of this user's; not used", path)
+            return
+        with os.fdopen(os.dup(fd), "rb") as f:
             data = marshal.load(f)
     except (OSError, EOFError, ValueError, TypeError):
         return
+    finally:
+        os.close(fd)
     if not (isinstance(data, tuple) and len(data) == 2 and data[0] == header and isinstance(data[1], dict)):
         log.debug("%s was made for another Python or MXNet; not used", path)
         return

@@ -26,11 +26,11 @@ _STATE = {"flags": os.environ.get(ENV) == "flags"}
 
 FLAGS = {
     "budget_s": "--budget",
-    "timeout_s": "--timeout",
     "diagnose_budget_s": "--diagnose-budget",
     "workload": "--dataset",
 }
-"""setting names whose flag is not ``--`` + the name with dashes"""
+"""setting names whose flag is not ``--`` + the name with dashes; a declared setting's
+(:data:`gluonbench.settings.SETTINGS`) is added from its declaration"""
 
 _OPEN, _SEP, _CLOSE = "\u27e6", "\u2016", "\u27e7"  # ⟦name‖flag⟧: a parameter
 _EX_OPEN, _EX_CLOSE = "\u27ea", "\u27eb"  # ⟪python‖cli⟫: an example in the caller's terms

@@ -23,6 +23,9 @@ _UNITS = {
     "tib": 1024**4,
 }
 _SIZE = re.compile(r"^\s*(\d{1,30}(?:\.\d{1,30})?)\s*([a-zA-Z]*)\s*$", re.ASCII)
+MAX_SECONDS = 10_000_000.0
+"""About 115 days: the longest duration any setting takes (time.sleep and select overflow past ~1e9)."""
+
 MAX_SIZE = 1 << 50
 """1 PiB: the largest size any option takes (a 400-digit size is a typo, not a request)."""
 

@@ -50,9 +50,11 @@ def _utf8(text: str) -> bool:
 def check_seed(seed: int, what: str | None = None) -> int:
     """A random seed numpy and MXNet both take: a whole number in 0 .. 2**32 - 1 (``what``: its name in the
     message, default ``seed``, ``--seed`` from the CLI)."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
-        raise GluonbenchError(f"{what or param('seed')} must be a whole number from 0 to 4294967295 (got {seed!r})")
-    return seed
+    from gluonbench.settings import SETTINGS
+
+    if isinstance(seed, float):  # a seed is a whole number as given, never a float that equals one
+        raise GluonbenchError(f"{what or param('seed')} must be a whole number (got {seed!r})")
+    return SETTINGS["seed"].check(seed, what)
 
 
 def image_kind(data: bytes | memoryview) -> str | None:

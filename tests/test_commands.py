@@ -1,16 +1,20 @@
 """The command line is built from declarations: each loader knob's flag, in every command that has it, comes
-from its one :class:`gluonbench.knobs.Knob` (flag, settings key, help, default)."""
+from its one :class:`gluonbench.knobs.Knob` (flag, settings key, help, default), and each shared setting's from
+its one :class:`gluonbench.settings.Setting`."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 import pytest
 
-from gluonbench import knobs
+from gluonbench import knobs, settings
 from gluonbench.cli import build_parser
 from gluonbench.errors import GluonbenchError
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -79,3 +83,64 @@ def test_every_command_checks_the_loader_knobs_against_their_declaration():
         TuneSettings(prefetch=-1).check()
     with pytest.raises(GluonbenchError, match="batch_size must be at least 1"):
         DiagnoseSettings(batch_size=0).check()
+
+
+def _setting_actions() -> list[tuple[str, settings.Setting, argparse.Action]]:
+    out = []
+    for command, sub in _subparsers(build_parser()).items():
+        for action in sub._actions:
+            for setting in settings.SETTINGS.values():
+                if setting.flag in action.option_strings:
+                    out.append((command, setting, action))
+    return out
+
+
+def test_every_shared_setting_flag_is_generated_from_its_declaration():
+    found = _setting_actions()
+    assert {s.name for _, s, _ in found} == set(settings.SETTINGS)  # each declared setting is some command's flag
+    assert {c for c, s, _ in found if s.name == "seed"} == {"sweep", "diagnose", "tune", "io", "pack", "stream"}
+    assert {c for c, s, _ in found if s.name == "ctx"} == {"sweep", "diagnose", "tune", "check", "doctor", "profile"}
+    for command, setting, action in found:
+        assert action.option_strings == [setting.flag] and action.dest == setting.key, (command, setting.name)
+        want = str if setting.kind is str or "e.g." in action.help else setting.kind
+        assert action.type is want, (command, setting.name, action.type)
+    # no command declares one of these flags by hand
+    source = "\n".join(p.read_text() for p in (REPO / "gluonbench" / "commands").glob("*.py"))
+    for setting in settings.SETTINGS.values():
+        assert f'add_argument("{setting.flag}"' not in source and f'"{setting.flag}",' not in source, setting.flag
+
+
+def test_one_setting_declaration_changes_the_flag_in_every_command(monkeypatch):
+    changed = dataclasses.replace(settings.SETTINGS["seed"], help="the seed (changed once)", flag="--random-seed")
+    monkeypatch.setitem(settings.SETTINGS, "seed", changed)
+    parser = build_parser()
+    for command in ("sweep", "diagnose", "tune"):
+        sub = _subparsers(parser)[command]
+        action = next(a for a in sub._actions if a.dest == "seed")
+        assert action.option_strings == ["--random-seed"] and action.help.startswith("the seed (changed once)")
+        assert sub.parse_args(["--random-seed", "7"]).seed == 7
+
+
+def test_every_settings_type_checks_the_shared_settings_against_their_declaration():
+    from gluonbench.bounds import LIMITS
+    from gluonbench.config import DiagnoseSettings, IoSettings, SweepSettings, TuneSettings
+
+    top = settings.SETTINGS["seed"].maximum
+    for make in (
+        lambda: SweepSettings(seed=top + 1),
+        lambda: DiagnoseSettings(seed=top + 1),
+        lambda: TuneSettings(seed=top + 1),
+        lambda: IoSettings(seed=top + 1),
+    ):
+        with pytest.raises(GluonbenchError, match=f"seed must be from 0 to {top}"):
+            make().check()
+    with pytest.raises(GluonbenchError, match="max_workers must be 0 or more"):
+        TuneSettings(max_workers=-1).check()
+    with pytest.raises(GluonbenchError, match="ctx 'tpu' is not a context"):
+        DiagnoseSettings(ctx="tpu").check()
+    with pytest.raises(GluonbenchError, match="epochs must be from 1 to 100000"):
+        SweepSettings(epochs=100_001).check()
+    # the bounds table is the declarations'
+    for s in (*knobs.KNOBS.values(), *settings.SETTINGS.values()):
+        if s.kind is int and s.maximum is not None:
+            assert LIMITS[s.key] == (s.minimum, s.maximum), s.name

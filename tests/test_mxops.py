@@ -59,7 +59,7 @@ def test_a_function_rebuilt_from_the_file_is_the_one_mxnet_makes(tmp_path):
     assert read["sum"] == made["sum"] == 24.0  # the handle each function calls is this process's own
 
 
-@pytest.mark.parametrize("damage", ["header", "truncated", "folder"])
+@pytest.mark.parametrize("damage", ["header", "truncated", "folder", "writable by others", "link"])
 def test_a_file_made_elsewhere_or_damaged_is_not_used_and_is_made_again(tmp_path, damage):
     import marshal
 
@@ -68,14 +68,24 @@ def test_a_file_made_elsewhere_or_damaged_is_not_used_and_is_made_again(tmp_path
         kept.write_bytes(marshal.dumps(((1, b"x", "/elsewhere/libmxnet.so", 1, 1), {})))
     elif damage == "truncated":
         kept.write_bytes(b"\xe3\x00\x01")
-    else:
+    elif damage == "folder":
         kept.mkdir()
+    else:  # a good file, but one someone else could have changed (its code would run in this process)
+        good = tmp_path / "good"
+        _import(tmp_path, GLUONBENCH_MXNET_CACHE=str(good))
+        if damage == "link":
+            kept.symlink_to(good)
+        else:
+            good.rename(kept)
+            kept.chmod(0o666)
     made = _import(tmp_path)
     assert made["stats"]["made"] > 2000 and made["sum"] == 24.0
-    if damage != "folder":  # a folder where the file goes is left as it is
-        assert _import(tmp_path)["stats"]["made"] == 0
-    else:
+    if damage == "folder":  # a folder where the file goes is left as it is
         assert kept.is_dir()
+    elif damage == "link":  # a link is not written through either
+        assert kept.is_symlink()
+    else:  # the file is made again, private
+        assert _import(tmp_path)["stats"]["made"] == 0 and kept.stat().st_mode & 0o022 == 0
 
 
 def test_the_cache_can_be_turned_off_and_a_run_hands_its_children_a_file_in_its_own_folder(tmp_path):

@@ -90,7 +90,10 @@ def test_workload_options_from_flags():
     "make, python",
     [
         (lambda: SweepSettings(ctx="tpu").check(), "ctx 'tpu' is not a context"),
-        (lambda: SweepSettings(seed=-1).check(), "seed must be a whole number from 0"),
+        (
+            lambda: SweepSettings(seed=-1).check(),
+            "seed must be 0 or more (got -1); numpy and MXNet take 0 to 4294967295",
+        ),
         (lambda: SweepSettings(prefetch=-1).check(), "prefetch must be 0 or more"),
         (lambda: IoSettings(stage="parse").check(), "stage must be read or decode"),
         (lambda: IoSettings(page_cache="hot").check(), "page_cache must be warm"),

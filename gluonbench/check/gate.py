@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, median, median_ci, ratio_ci
-from gluonbench.bounds import LIMITS, MAX_SECONDS
+from gluonbench.bounds import LIMITS
 from gluonbench.budgets import BUDGETS
 from gluonbench.check.ruler import RULER_VERSION, ruler_description, ruler_pipeline
 from gluonbench.check.target import Target
@@ -50,7 +50,7 @@ from gluonbench.errors import GluonbenchError
 from gluonbench.files import FieldError, load_json, number, table, text, whole
 from gluonbench.names import arg, example, param, param_example
 from gluonbench.report import versions
-from gluonbench.units import count
+from gluonbench.units import MAX_SECONDS, count
 
 log = logging.getLogger(__name__)
 

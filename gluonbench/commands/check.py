@@ -7,11 +7,12 @@ import os
 from typing import Any
 
 from gluonbench.commands.options import (
+    BY_GPU,
     add_budget,
-    add_ctx,
     add_json,
     add_knob,
     add_script_args,
+    add_setting,
     pipeline_options,
     script_flags,
 )
@@ -81,7 +82,7 @@ def add(sub: Any) -> argparse.ArgumentParser:
     add_budget(p, "the measurement")
     add_knob(p, "batch_size", pipeline_default=True)
     add_knob(p, "num_workers", note="where the pipeline sets none")
-    add_ctx(p)
+    add_setting(p, "ctx", shown=BY_GPU)
     p.add_argument("--data-dir", help="where the workload's data are")
     add_json(p, "the result")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a regression fails, inconclusive is skipped)")

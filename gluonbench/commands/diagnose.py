@@ -8,14 +8,14 @@ from typing import Any
 
 from gluonbench.commands.common import load_warning, print_stalled, start_budgeted, what_runs
 from gluonbench.commands.options import (
+    BY_GPU,
     add_budget,
-    add_ctx,
     add_dataset_args,
     add_json,
     add_knob,
     add_pipeline_args,
     add_script_args,
-    add_seed,
+    add_setting,
     add_source_args,
     add_synthetic_args,
     add_vision_args,
@@ -86,7 +86,7 @@ def add(sub: Any) -> argparse.ArgumentParser:
     )
     add_knob(p, "num_workers")
     add_knob(p, "batch_size", pipeline_default=True)
-    add_ctx(p)
+    add_setting(p, "ctx", shown=BY_GPU)
     add_knob(p, "thread_pool")
     add_knob(p, "pin_memory", note="pinned for the --ctx GPU; the cached_batch ceiling is pinned too")
     add_budget(
@@ -95,7 +95,7 @@ def add(sub: Any) -> argparse.ArgumentParser:
         "; it stops earlier once the verdict is settled, clear of the line at 95 and 99 %%, and every share is known "
         "to +-5 points",
     )
-    add_seed(p)
+    add_setting(p, "seed", default=1)
     add_pipeline_args(p)
     add_source_args(p, modes=("file", "fastfile"))
     add_json(p, "the whole diagnosis")

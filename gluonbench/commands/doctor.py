@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from gluonbench.commands.options import add_ctx, add_knob
+from gluonbench.commands.options import add_knob, add_setting
 
 DOCTOR_EXAMPLES = """examples:
   gluonbench doctor                                     # this machine: cores, memory, /dev/shm, threads, MXNet build
@@ -38,7 +38,7 @@ def add(sub: Any) -> None:
     p.add_argument(
         "--data-dir", help="the data set's folder: its file system, size against RAM, read and decode ceilings"
     )
-    add_ctx(p, default="cpu", shown="cpu", note=": also check the GPU and measure H2D")
+    add_setting(p, "ctx", default="cpu", note="a GPU: also check it and measure H2D")
     add_knob(p, "num_workers", note="as you plan to run")
     add_knob(p, "batch_size", note="as you plan to run")
     add_knob(p, "prefetch", note="as you plan to run")

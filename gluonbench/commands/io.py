@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gluonbench.commands.options import add_emulate_step, add_knob, add_name, add_results_out, add_seed
+from gluonbench.commands.options import add_emulate_step, add_knob, add_name, add_results_out, add_setting
 
 IO_EXAMPLES = """examples:
   gluonbench io                                   # seed 004's matrix at the default scale (a few minutes)
@@ -41,7 +41,7 @@ def add(sub: Any) -> None:
     p.add_argument("--src", help="benchmark this image folder (SRC/<class>/*.jpg) instead of generated data")
     p.add_argument("--s3-uri", help="stage the data sets under s3://BUCKET/PREFIX and read them through boto3")
     p.add_argument("--endpoint-url", help="S3-compatible endpoint for --s3-uri (MinIO, moto)")
-    p.add_argument("--epochs", type=int, default=2, help="epochs per cell (default 2)")
+    add_setting(p, "epochs", default=2, help="epochs per cell")
     add_knob(p, "batch_size")
     p.add_argument("--threads", type=int, default=4, help="reader threads in every mode (default 4)")
     p.add_argument("--stage", choices=("read", "decode"), default="read", help="read only (default) or also decode")
@@ -50,17 +50,17 @@ def add(sub: Any) -> None:
         choices=("imagenet", "cifar", "none"),
         help="--stage decode: decode to RGB and apply this training preset per sample (as sweep/diagnose --preset)",
     )
-    p.add_argument("--image-size", type=int, default=224, help="--preset's output size (default 224)")
+    add_setting(p, "image_size", default=224, help="--preset's output size")
     add_emulate_step(p, note=" per cell (DLIO's 90 %% line)")
     p.add_argument("--page-cache", choices=("warm", "cold"), default="warm", help="origin cached or evicted first")
     p.add_argument(
         "--drop-caches", action="store_true", help="with --page-cache cold: also write /proc/sys/vm/drop_caches"
     )
     p.add_argument("--no-shuffle", dest="shuffle", action="store_false", help="read in key order")
-    add_seed(p, default=0, what="seed of data generation and shuffling")
+    add_setting(p, "seed", default=0, help="seed of data generation and shuffling")
     p.add_argument("--work-dir", help="keep generated data sets here and reuse them (default: a temporary folder)")
     p.add_argument("--mnist-dir", help="MNIST IDX folder whose digits the JPEGs show (default: look it up)")
-    p.add_argument("--timeout", dest="timeout_s", type=float, default=600.0, help="pipe stall limit, s (default 600)")
+    add_setting(p, "timeout_s", default=600.0, help="pipe stall limit, s")
     add_name(p, "io-local-STAGE or io-s3-STAGE")
     add_results_out(p)
     p.set_defaults(func=cmd_io)

@@ -10,6 +10,7 @@ from typing import Any
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.knobs import KNOBS
+from gluonbench.settings import SETTINGS
 
 
 class Parser(argparse.ArgumentParser):
@@ -75,20 +76,20 @@ SCALE_FLAGS = ("devices", "gpus", "kvstore", "hosts", "servers", "launcher", "ho
 def add_scale_args(p: argparse.ArgumentParser) -> None:
     """Scale-out options (gluonbench.distributed): several devices, several processes or hosts."""
     g = p.add_argument_group("scale-out: data-parallel over devices (one process) or kvstore workers (dist_*)")
-    g.add_argument("--devices", type=int, help="contexts in one process: --ctx cpu --devices 2 (batch size per device)")
-    g.add_argument("--gpus", help="GPUs by index, e.g. 0,1,2,3 or 0..7 (implies --ctx gpu)")
+    add_setting(g, "devices", help="contexts in one process: --ctx cpu --devices 2 (batch size per device)")
+    add_setting(g, "gpus", help="GPUs by index (implies --ctx gpu)", several="0,1,2,3 or 0..7")
     g.add_argument(
         "--kvstore",
         help="local, device, nccl (one process) or dist_sync, dist_device_sync, dist_async (several processes)",
     )
-    g.add_argument("--hosts", help="kvstore worker processes per job (one per host with ssh), e.g. 1,2,4")
-    g.add_argument("--servers", type=int, help="parameter servers per job (default 1)")
+    add_setting(g, "hosts", help="kvstore worker processes per job (one per host with ssh)", several="1,2,4")
+    add_setting(g, "servers", shown="1")
     g.add_argument("--launcher", help="local (every process here on 127.0.0.1, default) or ssh (needs --hostfile)")
     g.add_argument("--hostfile", help="--launcher ssh: one host[:port] per line; servers first, then workers")
-    g.add_argument("--port", type=int, help="scheduler port (default: a free one; a busy one is replaced)")
-    g.add_argument(
-        "--diagnose-rank",
-        type=int,
+    add_setting(g, "port", shown="a free one; a busy one is replaced")
+    add_setting(
+        g,
+        "diagnose_rank",
         help="with --diagnose and a dist_* kvstore: the worker rank that diagnoses its pipeline after training",
     )
 
@@ -118,8 +119,8 @@ VISION_FLAGS = ("model", "classes", "image_size", "preset", "layout")
 def add_vision_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(VISION_HELP)
     g.add_argument("--model", help="a classification model of gluoncv.model_zoo, e.g. resnet18_v1, mobilenetv2_1.0")
-    g.add_argument("--classes", type=int, help="model outputs (default: the data set's classes)")
-    g.add_argument("--image-size", type=int, help="input size (default: the model's, 224; 32 for cifar_*; 28 seed CNN)")
+    add_setting(g, "classes", shown="the data set's classes")
+    add_setting(g, "image_size", help="input size", shown="the model's, 224; 32 for cifar_*; 28 seed CNN")
     g.add_argument(
         "--preset",
         choices=("imagenet", "cifar", "none"),
@@ -217,16 +218,36 @@ def add_dataset_args(p: Any, datasets: str, *, default: str | None = None, unset
     )
 
 
-def add_ctx(p: Any, *, default: str | None = None, shown: str = BY_GPU, note: str = "") -> None:
-    """``--ctx``: the device context; ``shown``: what the default is, in words."""
-    p.add_argument("--ctx", default=default, help=f"{CTX_VALUES} (default: {shown}){note}")
+def add_setting(
+    p: Any,
+    name: str,
+    *,
+    default: Any = None,
+    shown: str | None = None,
+    help: str = "",
+    note: str = "",
+    several: str = "",
+    metavar: str | None = None,
+) -> None:
+    """The flag of shared setting ``name``, generated from its one declaration in
+    :data:`gluonbench.settings.SETTINGS`: the flag, the settings field it fills (``args.timeout_s`` for
+    ``--timeout``), its type, its help and its default.
 
-
-def add_seed(p: Any, *, default: int | None = 1, what: str = "random seed", shown: int = 1) -> None:
-    """``--seed``; ``default`` None: a --config decides (``shown`` is then the settings' default)."""
-    p.add_argument(
-        "--seed", type=int, default=default, help=f"{what} (default {shown if default is None else default})"
-    )
+    ``default``: this command's (None: a ``--config`` file or the settings' own default applies; the help says
+    the declaration's); ``shown``: the default in words where it is not a value (``gpu:0 if MXNet sees a GPU,
+    else cpu``); ``help``: this command's words for the setting in place of the declaration's; ``note``: added to
+    them; ``several``: the flag takes a list of values, written as this example (``1,2,4``).
+    """
+    s = SETTINGS[name]
+    text = (help or s.help) + (f"; {note}" if note else "")
+    if several:
+        text += f", e.g. {several}"
+    if shown is not None:
+        text += f" (default: {shown})"
+    elif default is not None or s.default is not None:
+        text += f" (default {s.shown_default(default)})"
+    kind = str if several or s.kind is str else s.kind
+    p.add_argument(s.flag, dest=s.key, type=kind, default=default, metavar=metavar, help=text)
 
 
 def add_budget(p: Any, what: str, note: str = "") -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gluonbench.commands.options import add_seed
+from gluonbench.commands.options import add_setting
 
 PACK_EXAMPLES = """examples:
   gluonbench pack data/images packed/                     # class sub-folders -> 150 MB RecordIO shards
@@ -29,7 +29,7 @@ def add(sub: Any) -> None:
     p.add_argument("out_dir", metavar="OUT_DIR", help="empty or new folder for the shards")
     p.add_argument("--shard-size", default="150MB", help="largest shard, e.g. 150MB (default), 64MiB")
     p.add_argument("--shuffle", action="store_true", help="write records in a seeded random order")
-    add_seed(p, default=0, what="seed of --shuffle")
+    add_setting(p, "seed", default=0, help="seed of --shuffle")
     p.add_argument("--name", help="shard file prefix (default: SRC's folder name)")
     p.add_argument("--split", choices=("train", "test"), default="train", help="IDX split to pack (default train)")
     p.add_argument("--force", action="store_true", help="write into a non-empty OUT_DIR (never into SRC)")

@@ -8,12 +8,12 @@ from typing import Any
 
 from gluonbench.commands.options import (
     add_command,
-    add_ctx,
     add_knob,
     add_name,
     add_pipeline_args,
     add_results_out,
     add_rule,
+    add_setting,
     pipeline_options,
 )
 from gluonbench.errors import GluonbenchError
@@ -56,9 +56,9 @@ def add(sub: Any) -> None:
     g = p.add_argument_group("with --pipeline: the one training run profiled (instead of -- CMD)")
     add_knob(g, "num_workers")
     add_knob(g, "batch_size", pipeline_default=True)
-    g.add_argument("--max-batches", type=int, help="cap on training (and eval) batches")
-    g.add_argument("--epochs", type=int, default=1, help="epochs (default 1)")
-    add_ctx(g, default="cpu", shown="cpu")
+    add_setting(g, "max_batches", help="cap on training (and eval) batches")
+    add_setting(g, "epochs", default=1, help="epochs")
+    add_setting(g, "ctx", default="cpu")
     add_knob(g, "thread_pool")
     add_knob(g, "prefetch")
     add_knob(g, "pin_memory")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gluonbench.commands.options import add_seed
+from gluonbench.commands.options import add_setting
 
 STREAM_EXAMPLES = """examples:
   gluonbench stream packed/ --channel train --channel-dir /tmp/ch --epochs 3
@@ -30,9 +30,9 @@ def add(sub: Any) -> None:
     p.add_argument("src", metavar="SRC", help="a folder or s3://bucket/prefix")
     p.add_argument("--channel", required=True, metavar="NAME", help="channel name, e.g. train")
     p.add_argument("--channel-dir", required=True, metavar="DIR", help="folder for the FIFOs (made private, 0700)")
-    p.add_argument("--epochs", type=int, default=1, help="epochs to stream (default 1)")
+    add_setting(p, "epochs", default=1, help="epochs to stream")
     p.add_argument("--shuffle", action="store_true", help="new object order each epoch")
-    add_seed(p, default=0, what="seed of --shuffle")
+    add_setting(p, "seed", default=0, help="seed of --shuffle")
     p.add_argument("--record-wrapper", choices=WRAPPERS_CHOICES, default="none", help="none (default) or recordio")
     p.add_argument("--gzip", action="store_true", help="objects are gzip files: decompress before streaming")
     p.add_argument("--shard-index", type=int, help="ShardedByS3Key: this consumer's index I (object i if i %% K == I)")

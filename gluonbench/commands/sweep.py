@@ -10,7 +10,6 @@ from gluonbench.commands.common import pipeline_first, preflight, print_roofline
 from gluonbench.commands.options import (
     SCALE_FLAGS,
     SCRIPT_ONLY,
-    add_ctx,
     add_dataset_args,
     add_emulate_step,
     add_knob,
@@ -19,7 +18,7 @@ from gluonbench.commands.options import (
     add_results_out,
     add_scale_args,
     add_script_args,
-    add_seed,
+    add_setting,
     add_source_args,
     add_synthetic_args,
     add_vision_args,
@@ -71,23 +70,18 @@ def add(sub: Any) -> argparse.ArgumentParser:
     )
     add_knob(p, "num_workers", unset=True, several="0..8")
     add_dataset_args(p, "mnist (default), fashion-mnist, synthetic, imagefolder, seed004", unset=True)
-    p.add_argument("--repeat", type=int, help="runs per worker count (median and min-max); default 1")
-    p.add_argument("--epochs", type=int, help="epochs per run (default 1)")
-    p.add_argument("--max-batches", type=int, help="cap on training (and eval) batches per run, for quick looks")
+    add_setting(p, "repeat")
+    add_setting(p, "epochs")
+    add_setting(p, "max_batches", note="for quick looks")
     add_knob(p, "batch_size", pipeline_default=True)
     p.add_argument(
         "--to-end", action="store_true", help="with -- CMD: run the script to its end each time (its train duration)"
     )
-    p.add_argument("--eval-workers", type=int, help="fix the eval loader's workers (default: same as training)")
-    add_ctx(p, shown="cpu", note="; cpu:N is another CPU device")
+    add_setting(p, "eval_workers", shown="same as training")
+    add_setting(p, "ctx", shown="cpu", note="cpu:N is another CPU device")
     add_knob(p, "thread_pool", unset=True)
-    p.add_argument(
-        "--timeout",
-        dest="timeout_s",
-        type=float,
-        help="seconds before a run is killed and recorded as failed (default 3600)",
-    )
-    add_seed(p, default=None)
+    add_setting(p, "timeout_s", help="seconds before a run is killed and recorded as failed")
+    add_setting(p, "seed")
     p.add_argument(
         "--diagnose",
         action="store_true",

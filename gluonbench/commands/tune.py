@@ -8,15 +8,15 @@ from typing import Any
 
 from gluonbench.commands.common import load_warning, print_roofline, print_stalled, start_budgeted, what_runs
 from gluonbench.commands.options import (
+    BY_GPU,
     add_budget,
-    add_ctx,
     add_dataset_args,
     add_emulate_step,
     add_json,
     add_knob,
     add_pipeline_args,
     add_script_args,
-    add_seed,
+    add_setting,
     add_source_args,
     add_synthetic_args,
     pipeline_options,
@@ -89,11 +89,11 @@ def add(sub: Any) -> argparse.ArgumentParser:
     add_knob(p, "prefetch", note=CURRENT)
     add_knob(p, "batch_size", pipeline_default=True)
     p.add_argument("--batch-sizes", help="also tune these batch sizes, e.g. 64,128,256 (budget shared)")
-    p.add_argument("--max-workers", type=int, help="most workers tried (default max(16, 4 x cores))")
-    add_ctx(p)
+    add_setting(p, "max_workers", shown="max(16, 4 x cores)")
+    add_setting(p, "ctx", shown=BY_GPU)
     add_emulate_step(p)
     add_budget(p, "the search")
-    add_seed(p)
+    add_setting(p, "seed", default=1)
     add_pipeline_args(p)
     add_source_args(p, modes=("file", "fastfile"))
     add_json(p, "the whole result")

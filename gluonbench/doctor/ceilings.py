@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from gluonbench.doctor.checks import fs_kind, image_files, mount_of
-from gluonbench.env import cache_folder
 from gluonbench.errors import GluonbenchError
-from gluonbench.files import atomic_write_text, load_json
+from gluonbench.files import atomic_write_text, cache_folder, load_json
 
 log = logging.getLogger(__name__)
 

@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from gluonbench.env import CACHE_ENV, cache_folder
 from gluonbench.errors import GluonbenchError
+from gluonbench.files import CACHE_ENV, cache_folder
 from gluonbench.names import arg
 from gluonbench.workloads.base import register
 from gluonbench.workloads.spec import PipelineSpec

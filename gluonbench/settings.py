@@ -1,0 +1,168 @@
+"""Every setting the commands share beside the loader's knobs and the budgets, declared once.
+
+A :class:`Setting` holds what a setting is: its name (the settings' field, the TOML key and the Python
+argument), type, bounds, default, help and command-line flag. The commands' flags are generated from it
+(:func:`gluonbench.commands.options.add_setting`), every settings type checks the fields it holds against it
+(:func:`check_declared`), the bounds table (:data:`gluonbench.bounds.LIMITS`) is read from it, and an error
+names the setting by its name (``seed``) from Python and by its flag (``--seed``) on the command line. The
+loader's knobs (:data:`gluonbench.knobs.KNOBS`) are settings too, with what tune needs to search them; the
+budgets (:data:`gluonbench.budgets.BUDGETS`) have one range per command.
+
+=================  ========  ===================  ===============================================================
+setting            type      range                means
+=================  ========  ===================  ===============================================================
+``seed``           int       0 .. 2**32 - 1       numpy's and MXNet's random seed
+``ctx``            str                            cpu, cpu:N, gpu or gpu:N
+``epochs``         int       1 .. 100,000         epochs per run
+``repeat``         int       1 .. 1,000           runs per worker count
+``max_batches``    int|None  1 .. 10**9           cap on training (and eval) batches per run
+``eval_workers``   int|None  0 .. 1,024           the eval loader's workers
+``max_workers``    int|None  0 .. 1,024           most workers tune tries
+``timeout_s``      float     0 .. 10**7 s         one run's limit (``--timeout``)
+``devices``        int|None  1 .. 1,024           contexts in one process
+``hosts``          int       1 .. 1,024           kvstore worker processes per job (each)
+``servers``        int|None  0 .. 1,024           parameter servers per job
+``port``           int|None  0 .. 65,535          the kvstore scheduler's port
+``diagnose_rank``  int|None  0 .. 1,023           the worker rank that diagnoses its pipeline
+``gpus``           int       0 .. 1,023           GPU indexes (each)
+``classes``        int|None  1 .. 1,000,000       model outputs
+``image_size``     int|None  1 .. 16,384          the model's input size
+=================  ========  ===================  ===============================================================
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gluonbench.errors import GluonbenchError
+from gluonbench.names import FLAGS, param
+from gluonbench.units import MAX_SECONDS
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its name, type, bounds, default, help and flag; :meth:`check` is its one check."""
+
+    name: str
+    kind: type
+    default: Any = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    optional: bool = False
+    """None is a value (e.g. ``max_batches=None``: no cap)"""
+    help: str = ""
+    """what it is: the help of its command-line flag in every command"""
+    flag: str = ""
+    """its command-line flag; default: ``--`` + the name with dashes"""
+    means: str = ""
+    """added to an error about its value (why the range is what it is)"""
+    parse: Callable[[Any, str], Any] | None = None
+    """a check of a text value beyond its type (a context string), given the value and its worded name"""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "flag", self.flag or "--" + self.name.replace("_", "-"))
+
+    @property
+    def key(self) -> str:
+        """Its field in the commands' settings and its TOML key (a knob's may differ from its name)."""
+        return self.name
+
+    def check(self, value: Any, what: str | None = None) -> Any:
+        """``value`` if it is this setting's type and within its range, else one line naming ``what`` (default:
+        the setting as a parameter, worded for the caller) and the range."""
+        what = what or param(self.key)
+        tail = f"; {self.means}" if self.means else ""
+        if value is None and self.optional:
+            return None
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                raise GluonbenchError(f"{what} must be True or False (got {value!r})")
+            return value
+        if self.kind is str:
+            if not isinstance(value, str):
+                raise GluonbenchError(f"{what} must be a string (got {value!r})")
+            return self.parse(value, what) if self.parse else value
+        if self.kind is float:  # seconds
+            minimum = -math.inf if self.minimum is None else self.minimum
+            return check_duration(value, what, minimum=minimum, maximum=self.maximum or MAX_SECONDS)
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and math.isfinite(value) and value == int(value):
+                value = int(value)
+            else:
+                none = " or None" if self.optional else ""
+                raise GluonbenchError(f"{what} must be a whole number{none} (got {value!r}){tail}")
+        lo, hi = self.minimum, self.maximum
+        if lo is not None and value < lo:
+            least = "0 or more" if lo == 0 else f"at least {lo}"
+            raise GluonbenchError(f"{what} must be {least} (got {value}){tail}")
+        if hi is not None and value > hi:
+            low = f"from {lo} to {hi}" if lo is not None else f"at most {hi}"
+            raise GluonbenchError(f"{what} must be {low} (got {value}){tail}")
+        return value
+
+    def shown_default(self, default: Any = None) -> str:
+        """The default as a flag's help says it."""
+        value = self.default if default is None else default
+        return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def check_duration(value: Any, what: str, minimum: float = 0.0, maximum: float = MAX_SECONDS) -> float:
+    """A duration in seconds: a finite number, not a bool, in ``minimum .. maximum``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise GluonbenchError(f"{what} must be a finite number of seconds (got {value!r})")
+    if value > maximum:
+        about = " (about 115 days)" if maximum == MAX_SECONDS else ""
+        raise GluonbenchError(f"{what} {value:g} s is too long; the most is {maximum:g} s{about}")
+    if value < minimum:
+        raise GluonbenchError(f"{what} must be at least {minimum:g} seconds (got {value:g})")
+    return float(value)
+
+
+def _ctx(value: str, what: str) -> str:
+    from gluonbench.contexts import check_ctx
+
+    check_ctx(value, what)
+    return value
+
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s
+    for s in (
+        Setting("seed", int, 1, 0, 2**32 - 1, help="random seed", means="numpy and MXNet take 0 to 4294967295"),
+        Setting("ctx", str, None, optional=True, help="cpu, cpu:N, gpu or gpu:N", parse=_ctx),
+        Setting("epochs", int, 1, 1, 100_000, help="epochs per run"),
+        Setting("repeat", int, 1, 1, 1_000, help="runs per worker count (median and min-max)"),
+        Setting(
+            "max_batches", int, None, 1, 1_000_000_000, optional=True, help="cap on training (and eval) batches per run"
+        ),
+        Setting("eval_workers", int, None, 0, 1_024, optional=True, help="fix the eval loader's workers"),
+        Setting("max_workers", int, None, 0, 1_024, optional=True, help="most workers tried"),
+        Setting("timeout_s", float, 3600.0, 0, MAX_SECONDS, help="seconds one run may take", flag="--timeout"),
+        Setting("devices", int, None, 1, 1_024, optional=True, help="contexts in one process"),
+        Setting("hosts", int, 1, 1, 1_024, help="kvstore worker processes per job"),
+        Setting("servers", int, None, 0, 1_024, optional=True, help="parameter servers per job"),
+        Setting("port", int, None, 0, 65_535, optional=True, help="scheduler port"),
+        Setting("diagnose_rank", int, None, 0, 1_023, optional=True, help="the worker rank that diagnoses"),
+        Setting("gpus", int, None, 0, 1_023, optional=True, help="GPUs by index"),
+        Setting("classes", int, None, 1, 1_000_000, optional=True, help="model outputs"),
+        Setting("image_size", int, None, 1, 16_384, optional=True, help="the model's input size"),
+    )
+}
+"""Every shared setting by name (the loader's knobs: :data:`gluonbench.knobs.KNOBS`)."""
+
+FLAGS.update({s.name: s.flag for s in SETTINGS.values() if s.flag != "--" + s.name.replace("_", "-")})
+
+
+def check_declared(settings: Any, names: tuple[str, ...] | None = None, skip: tuple[str, ...] = ()) -> None:
+    """Check each declared setting that ``settings`` holds (``names``: only these; a tuple, such as a sweep's
+    host counts, value by value) against its declaration: the one check of these settings in every settings
+    type. ``skip``: fields this settings type holds under a declared name with another meaning."""
+    for s in SETTINGS.values():
+        if (names is not None and s.name not in names) or s.name in skip or not hasattr(settings, s.key):
+            continue
+        value = getattr(settings, s.key)
+        for one in value if isinstance(value, tuple | list) else (value,):
+            s.check(one)
