@@ -175,6 +175,22 @@ class _MeasuresAPipeline:
         """What is measured: the factory and its options, or the built-in workload's name."""
         return describe(self.pipeline, self.pipeline_options, self.workload)  # type: ignore[attr-defined]
 
+    def check_measured(self) -> None:
+        """What is measured exists: the pipeline's settings (:func:`check_pipeline_settings`), a registered
+        workload, a synthetic one's options."""
+        from gluonbench.workloads import workload_names
+
+        check_pipeline_settings(self)
+        workload = self.workload  # type: ignore[attr-defined]
+        if workload not in workload_names():
+            raise GluonbenchError(
+                f"unknown {param('workload')} {workload!r}; choose one of {', '.join(workload_names())}"
+            )
+        if workload == "synthetic":
+            from gluonbench.workloads.synthetic import check_options
+
+            check_options(self.options)  # type: ignore[attr-defined]
+
     def run_workload(self) -> tuple[str, dict[str, Any]]:
         """The registered workload and its options measured (``pipeline`` for a factory)."""
         if self.pipeline:  # type: ignore[attr-defined]
@@ -712,7 +728,6 @@ class DiagnoseSettings(_MeasuresAPipeline):
         ``batch_size`` is the seed's 64 without a pipeline, the pipeline's own with one: :func:`resolve_batch_size`)."""
         from gluonbench.diagnosis.verdict import Thresholds
         from gluonbench.knobs import check_knobs
-        from gluonbench.workloads import workload_names
 
         if self.batch_size is None and not self.pipeline:
             return replace(self, batch_size=knob_default("batch_size")).check()
@@ -729,15 +744,7 @@ class DiagnoseSettings(_MeasuresAPipeline):
             from gluonbench.report.store import check_writable_file
 
             check_writable_file(self.json_path, arg("json_path", "--json"))  # before the measurement, not after it
-        check_pipeline_settings(self)
-        if self.workload not in workload_names():
-            raise GluonbenchError(
-                f"unknown {param('workload')} {self.workload!r}; choose one of {', '.join(workload_names())}"
-            )
-        if self.workload == "synthetic":
-            from gluonbench.workloads.synthetic import check_options
-
-            check_options(self.options)
+        self.check_measured()
         return self
 
 
@@ -790,7 +797,6 @@ class TuneSettings(_MeasuresAPipeline):
         """Raise :class:`GluonbenchError` naming the bad value and the fix; return the checked settings (an unset
         ``batch_size`` is the seed's 64 without a pipeline, the pipeline's own with one: :func:`resolve_batch_size`)."""
         from gluonbench.pipeline.emulate import step_ms
-        from gluonbench.workloads import workload_names
 
         if self.batch_size is None and not self.pipeline:
             return replace(self, batch_size=knob_default("batch_size")).check()
@@ -810,13 +816,5 @@ class TuneSettings(_MeasuresAPipeline):
                 from gluonbench.report.store import check_writable_file
 
                 check_writable_file(path, flag)  # before the search, not after it
-        check_pipeline_settings(self)
-        if self.workload not in workload_names():
-            raise GluonbenchError(
-                f"unknown {param('workload')} {self.workload!r}; choose one of {', '.join(workload_names())}"
-            )
-        if self.workload == "synthetic":
-            from gluonbench.workloads.synthetic import check_options
-
-            check_options(self.options)
+        self.check_measured()
         return self

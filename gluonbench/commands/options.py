@@ -197,8 +197,6 @@ DATA_DIR_HELP = (
     "folder of the data set's files (MNIST: the four IDX files, default $GLUONBENCH_DATA/NAME, MXNet's cache or a "
     "system copy; synthetic: where its files are written)"
 )
-CTX_VALUES = "cpu, cpu:N, gpu or gpu:N"
-"""the contexts every command's --ctx takes (:mod:`gluonbench.contexts`)"""
 BY_GPU = "gpu:0 if MXNet sees a GPU, else cpu"
 
 
