@@ -21,7 +21,7 @@ from gluonbench.identity import describe
 from gluonbench.knobs import knob_default
 from gluonbench.names import arg, example, param, param_example
 from gluonbench.ranges import parse_int_list
-from gluonbench.settings import check_declared
+from gluonbench.settings import check_declared, declared
 from gluonbench.sweeprun.run import RunSetting, RunSpec
 
 log = logging.getLogger(__name__)
@@ -35,8 +35,8 @@ class SweepSettings(RunSetting):
     workers: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7, 8)
     batch_size: int | None = None  # type: ignore[assignment]
     """samples per batch; None: the pipeline's own ``batch_size`` with ``pipeline``, else 64 (as the seed)"""
-    repeat: int = 1
-    timeout_s: float = 3600.0
+    repeat: int = declared("repeat")
+    timeout_s: float = declared("timeout_s")
     name: str | None = None
     model: str | None = None
     """a classification model of gluoncv's zoo (``--model``); None: the workload's default (the seed's CNN)"""
@@ -126,7 +126,6 @@ class SweepSettings(RunSetting):
         :func:`resolve_batch_size` reads the pipeline's own)."""
         if self.batch_size is None and not self.pipeline:
             return replace(self, batch_size=knob_default("batch_size")).check()
-        check_declared(self, ("ctx",))
         check_types(self)
         check_name(self.name, param("name"))
         from gluonbench.bounds import check_settings_bounds
@@ -136,7 +135,7 @@ class SweepSettings(RunSetting):
 
         # workers (each), batch_size (unset beside a pipeline: its own), thread_pool, prefetch, pin_memory
         check_knobs(self, param, unset=("batch_size",))
-        check_declared(self, SHARED)
+        check_declared(self)
         check_seconds(self.diagnose_budget_s, param("diagnose_budget_s"))
         if self.timeout_s <= 0:
             raise GluonbenchError(f"{param('timeout_s')} must be positive (got {self.timeout_s})")
@@ -261,10 +260,6 @@ def check_pipeline_settings(settings: Any) -> None:
             f"{param_example('pipeline_options={KEY: VALUE}', '--pipeline-option KEY=VALUE')}"
         )
 
-
-SHARED = ("seed", "epochs", "repeat", "max_batches", "eval_workers", "timeout_s")
-"""the declared settings (:data:`gluonbench.settings.SETTINGS`) a sweep checks beside its knobs; the scale-out and
-vision ones have their own checks (:func:`gluonbench.pipeline.scale.check_scale`), their bounds the declarations'"""
 
 _INTS = ("batch_size", "epochs", "repeat", "seed")
 _OPTIONAL_INTS = ("max_batches", "eval_workers")
@@ -510,17 +505,17 @@ class IoSettings:
     src: str | None = None
     s3_uri: str | None = None
     endpoint_url: str | None = None
-    epochs: int = 2
+    epochs: int = declared("epochs", 2)
     batch_size: int = 64
     threads: int = 4
     stage: str = "read"
     page_cache: str = "warm"
     drop_caches: bool = False
     shuffle: bool = True
-    seed: int = 0
+    seed: int = declared("seed", 0)
     work_dir: str | None = None
     mnist_dir: str | None = None
-    timeout_s: float = 600.0
+    timeout_s: float = declared("timeout_s", 600.0)
     name: str | None = None
     preset: str | None = None
     """``stage="decode"``: decode to RGB and apply this preset (imagenet, cifar, none); None: the seed's decode"""
@@ -570,7 +565,7 @@ class IoSettings:
         if self.timeout_s <= 0:
             raise GluonbenchError(f"{param('timeout_s')} must be positive (got {self.timeout_s})")
         check_name(self.name, param("name"))
-        check_declared(self, ("seed",))
+        check_declared(self)
         for flag, value, want in (
             (arg("mnist_dir"), self.mnist_dir, "the folder of the MNIST files"),
             (arg("src"), self.src, "an image folder (SRC/<class>/*.jpg)"),
@@ -694,12 +689,12 @@ class DiagnoseSettings(_MeasuresAPipeline):
     workers: int = 0
     batch_size: int | None = None
     """samples per batch; None: the pipeline's own ``batch_size`` with ``pipeline``, else 64 (as the seed)"""
-    ctx: str | None = None
+    ctx: str | None = declared("ctx")
     thread_pool: bool = False
     pin_memory: bool = False
     """DataLoader(pin_memory=True, pin_device_id=<the context's GPU>); the cached_batch ceiling pinned too"""
     budget_s: float = 60.0
-    seed: int = 1
+    seed: int = declared("seed")
     options: dict[str, Any] = field(default_factory=dict)
     thresholds: Any = field(default_factory=_default_thresholds)
     """:class:`gluonbench.diagnosis.verdict.Thresholds`"""
@@ -735,7 +730,7 @@ class DiagnoseSettings(_MeasuresAPipeline):
         # pipeline is the pipeline's own
         check_knobs(self, param, unset=("batch_size",))
         check_budget(self.budget_s, "diagnose")
-        check_declared(self, ("ctx", "seed"))
+        check_declared(self)
         if not isinstance(self.thresholds, Thresholds):
             raise GluonbenchError(f"thresholds must be a Thresholds (got {type(self.thresholds).__name__})")
         if not isinstance(self.options, dict):
@@ -772,11 +767,11 @@ class TuneSettings(_MeasuresAPipeline):
     batch_size: int | None = None
     """samples per batch; None: the pipeline's own ``batch_size`` with ``pipeline``, else 64 (as the seed)"""
     batch_sizes: tuple[int, ...] | None = None
-    max_workers: int | None = None
-    ctx: str | None = None
+    max_workers: int | None = declared("max_workers")
+    ctx: str | None = declared("ctx")
     emulate_step_ms: float | str | None = None
     budget_s: float = 60.0
-    seed: int = 1
+    seed: int = declared("seed")
     options: dict[str, Any] = field(default_factory=dict)
     json_path: str | None = None
     toml_path: str | None = None
@@ -805,12 +800,11 @@ class TuneSettings(_MeasuresAPipeline):
 
         # the loader's knobs it holds, against their declarations; an unset batch size is the pipeline's own
         check_knobs(self, param, unset=("batch_size",))
-        check_declared(self, ("seed", "max_workers"))
+        check_declared(self)
         if self.batch_sizes is not None and (not self.batch_sizes or min(self.batch_sizes) < 1):
             raise GluonbenchError(f"{param('batch_sizes')} must be at least 1 each (got {self.batch_sizes})")
         if self.emulate_step_ms is not None:
             step_ms(self.emulate_step_ms)
-        check_declared(self, ("ctx",))
         for flag, path in ((arg("json_path", "--json"), self.json_path), (arg("toml_path", "--toml"), self.toml_path)):
             if path:
                 from gluonbench.report.store import check_writable_file

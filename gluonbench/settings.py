@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
@@ -156,13 +156,28 @@ SETTINGS: dict[str, Setting] = {
 FLAGS.update({s.name: s.flag for s in SETTINGS.values() if s.flag != "--" + s.name.replace("_", "-")})
 
 
-def check_declared(settings: Any, names: tuple[str, ...] | None = None, skip: tuple[str, ...] = ()) -> None:
-    """Check each declared setting that ``settings`` holds (``names``: only these; a tuple, such as a sweep's
-    host counts, value by value) against its declaration: the one check of these settings in every settings
-    type. ``skip``: fields this settings type holds under a declared name with another meaning."""
-    for s in SETTINGS.values():
-        if (names is not None and s.name not in names) or s.name in skip or not hasattr(settings, s.key):
+SETTING = "gluonbench.setting"
+"""the metadata key of a settings type's field that holds a declared setting (:func:`declared`)"""
+
+_UNSET: Any = object()
+
+
+def declared(name: str, default: Any = _UNSET) -> Any:
+    """A settings type's field holding declared setting ``name``: its default is the declaration's (or this
+    command's ``default``), and :func:`check_declared` checks it against the declaration.
+    ``seed: int = declared("seed")``."""
+    s = SETTINGS[name]
+    return field(default=s.default if default is _UNSET else default, metadata={SETTING: name})
+
+
+def check_declared(settings: Any) -> None:
+    """Check each field of ``settings`` (a settings dataclass) made with :func:`declared` against its
+    declaration (a tuple, such as a sweep's host counts, value by value): the one check of these settings in
+    every settings type."""
+    for f in fields(settings):
+        name = f.metadata.get(SETTING)
+        if name is None:
             continue
-        value = getattr(settings, s.key)
+        value = getattr(settings, f.name)
         for one in value if isinstance(value, tuple | list) else (value,):
-            s.check(one)
+            SETTINGS[name].check(one)

@@ -129,7 +129,7 @@ def test_bad_input_is_one_clear_line(tmp_path):
         ("doctor", "--ctx", "tpu"),
         ("doctor", "--batch-size", "0"),
     )
-    assert_one_clear_line(workers, "--workers", "0..")
+    assert_one_clear_line(workers, "--workers must be 0 or more")
     assert_one_clear_line(data_dir, "--data-dir", "not a folder")
     assert_one_clear_line(ctx, "--ctx", "cpu, gpu")
     assert_one_clear_line(batch_size, "--batch-size")

@@ -23,7 +23,9 @@ from gluonbench.compat import mxnet_import_hint
 from gluonbench.contexts import check_ctx
 from gluonbench.errors import GluonbenchError
 from gluonbench.gpucode import arch_problem, missing_gpu_advice, mxnet_cuda_code, wheel_advice
+from gluonbench.knobs import check_knobs
 from gluonbench.names import arg, param
+from gluonbench.settings import check_declared, declared
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +37,6 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS", "OPENBLAS_NUM_THR
 NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "afs")
 MEMORY_FS = ("tmpfs", "ramfs")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
-MAX_WORKERS = 1024
-MAX_BATCH = 1_000_000
 SCAN_FILES = 200_000
 """files counted at most when sizing the data folder (a bigger folder is reported as "at least")"""
 
@@ -65,7 +65,7 @@ class DoctorSettings:
     """What ``gluonbench doctor`` checks against: the loader the user plans to run and where its data lies."""
 
     data_dir: str | None = None
-    ctx: str = "cpu"
+    ctx: str = declared("ctx", "cpu")
     workers: int = 0
     batch_size: int = 64
     prefetch: int | None = None
@@ -76,15 +76,10 @@ class DoctorSettings:
 
     def check(self) -> DoctorSettings:
         """Validate before any work: one clear line naming the problem and the fix."""
-        if not isinstance(self.workers, int) or not 0 <= self.workers <= MAX_WORKERS:
-            raise GluonbenchError(f"{param('workers')} {self.workers!r} is out of range: give 0..{MAX_WORKERS}")
-        if not isinstance(self.batch_size, int) or not 1 <= self.batch_size <= MAX_BATCH:
-            raise GluonbenchError(f"{param('batch_size')} {self.batch_size!r} is out of range: give 1..{MAX_BATCH}")
-        if self.prefetch is not None and (not isinstance(self.prefetch, int) or not 0 <= self.prefetch <= 4096):
-            raise GluonbenchError(f"{param('prefetch')} {self.prefetch!r} is out of range: give 0..4096")
+        check_knobs(self, param)  # workers, batch_size, thread_pool, prefetch, pin_memory: their declarations
         if self.sample_bytes is not None and (not isinstance(self.sample_bytes, int) or self.sample_bytes < 1):
             raise GluonbenchError(f"sample_bytes {self.sample_bytes!r} must be a positive integer")
-        parse_ctx(self.ctx)
+        check_declared(self)  # ctx
         if self.data_dir is not None:
             p = Path(self.data_dir)
             if not p.is_dir():

@@ -59,6 +59,7 @@ from gluonbench.data.store import ObjectInfo, Store
 from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.names import arg, param, param_example
 from gluonbench.scratch import die_with_parent, owned_tempdir
+from gluonbench.settings import check_declared, declared
 from gluonbench.sources.base import OpenStats, ReadAhead, Source
 
 log = logging.getLogger(__name__)
@@ -124,9 +125,9 @@ def private_dir(path: Path) -> bool:
 class StreamOptions:
     channel: str
     channel_dir: str
-    epochs: int = 1
+    epochs: int = declared("epochs")
     shuffle: bool = False
-    seed: int = 0
+    seed: int = declared("seed", 0)
     record_wrapper: str = "none"
     gzip: bool = False
     shard_index: int | None = None
@@ -139,8 +140,7 @@ class StreamOptions:
     def check(self) -> StreamOptions:
         if not self.channel or "/" in self.channel or self.channel.startswith("."):
             raise GluonbenchError(f"{param('channel')} {self.channel!r} must be a plain name such as train")
-        if self.epochs < 1:
-            raise GluonbenchError(f"{param('epochs')} must be at least 1 (got {self.epochs})")
+        check_declared(self)  # epochs, seed
         if self.record_wrapper not in WRAPPERS:
             raise GluonbenchError(f"{param('record_wrapper')} must be none or recordio (got {self.record_wrapper!r})")
         if (self.shard_index is None) != (self.shard_count is None):
@@ -158,9 +158,6 @@ class StreamOptions:
         for flag, value in ((arg("open_timeout"), self.open_timeout), (arg("write_timeout"), self.write_timeout)):
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise GluonbenchError(f"{flag} must be a positive, finite number of seconds (got {value!r})")
-        from gluonbench.validate import check_seed
-
-        check_seed(self.seed)
         return self
 
 

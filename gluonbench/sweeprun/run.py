@@ -25,6 +25,7 @@ from gluonbench.knobs import knob_default
 from gluonbench.monitor import SystemMonitor
 from gluonbench.pipeline.scale import ScaleOut
 from gluonbench.pipeline.stages import EvalStep
+from gluonbench.settings import declared
 from gluonbench.units import count
 
 log = logging.getLogger(__name__)
@@ -40,13 +41,13 @@ class RunSetting:
 
     workload: str = "mnist"
     data_dir: str | None = None
-    eval_workers: int | None = None
+    eval_workers: int | None = declared("eval_workers")
     batch_size: int = knob_default("batch_size")
-    epochs: int = 1
-    max_batches: int | None = None
-    ctx: str = "cpu"
+    epochs: int = declared("epochs")
+    max_batches: int | None = declared("max_batches")
+    ctx: str = declared("ctx", "cpu")
     thread_pool: bool = knob_default("thread_pool")
-    seed: int = 1
+    seed: int = declared("seed")
     download: bool = True
     diagnose: bool = False
     """after training, diagnose the bottleneck at this setting; verdict and shares go to ``RunResult.extra``"""
