@@ -228,11 +228,12 @@ def install() -> None:
     sys.meta_path.insert(0, _Finder())
 
 
-def finish() -> None:
-    """After ``import mxnet``: keep what the import made in :func:`cache_path` when there was nothing to use there."""
+def finish(keep: bool = True) -> None:
+    """After ``import mxnet``: keep what the import made in :func:`cache_path` when there was nothing to use there
+    (``keep=False``: the import failed, and what it made is not kept)."""
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
     path = _state["path"]
-    if path is not None and not _state["loaded"] and _state["made"]:
+    if keep and path is not None and not _state["loaded"] and _state["made"]:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError:
