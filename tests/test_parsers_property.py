@@ -80,7 +80,8 @@ def test_sizes(text):
 @FAST
 @given(numbers)
 def test_durations(value):
-    from gluonbench.bounds import MAX_SECONDS, check_duration
+    from gluonbench.settings import check_duration
+    from gluonbench.units import MAX_SECONDS
     from gluonbench.pipeline.emulate import step_ms
 
     out = _value_or_gluonbench_error(check_duration, value, "--timeout")
