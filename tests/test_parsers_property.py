@@ -80,9 +80,9 @@ def test_sizes(text):
 @FAST
 @given(numbers)
 def test_durations(value):
+    from gluonbench.pipeline.emulate import step_ms
     from gluonbench.settings import check_duration
     from gluonbench.units import MAX_SECONDS
-    from gluonbench.pipeline.emulate import step_ms
 
     out = _value_or_gluonbench_error(check_duration, value, "--timeout")
     if isinstance(out, float):
