@@ -10,10 +10,8 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 import tempfile
-from typing import Any
 
 from gluonbench import interrupts
 from gluonbench.commands import COMMANDS
@@ -47,20 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_MAIN_PID = os.getpid()
-
-
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    if os.getpid() != _MAIN_PID:
-        # a forked DataLoader worker inherits this handler: Pool.terminate() must kill it, not make it unwind
-        # (an interrupted worker can block on the pool's queue lock and hang terminate's join forever)
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-        return
-    interrupts.note(signum)  # raised below; remembered in case code running from C prints it and goes on
-    raise KeyboardInterrupt
-
-
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null, so that Python's own flush at exit does not fail on a closed pipe again."""
     try:
@@ -90,12 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     from gluonbench.engine.deadline import exit_hard_when_stuck
 
     exit_hard_when_stuck()  # a step stuck in native code past budget + grace ends this process, not only its command
-    # SIGTERM (a scheduler, `kill`) stops as cleanly as Ctrl-C: finished runs kept, report rebuilt
-    global _MAIN_PID
-    _MAIN_PID = os.getpid()
-    interrupts.handled()  # a stop asked of an earlier main() in this process is not this one's
-    signal.signal(signal.SIGTERM, _raise_interrupt)
-    signal.signal(signal.SIGHUP, _raise_interrupt)  # a closed terminal or ssh session: the same clean stop
+    # SIGTERM (a scheduler, `kill`) and SIGHUP stop as cleanly as Ctrl-C: finished runs kept, report rebuilt
+    interrupts.install()
     from gluonbench.scratch import SHORT_ROOT, sweep_stale
 
     sweep_stale()  # scratch folders of a gluonbench run killed with -9 (their owner is gone)

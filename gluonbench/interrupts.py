@@ -1,6 +1,6 @@
-"""A stop asked for by a signal (SIGTERM, SIGHUP), remembered until the command has stopped.
+"""A stop asked for by a signal (SIGINT, SIGTERM, SIGHUP), remembered until the command has stopped.
 
-The command line turns SIGTERM and SIGHUP into ``KeyboardInterrupt``, as Ctrl-C is. Python raises it wherever the
+The command line turns SIGTERM and SIGHUP into ``KeyboardInterrupt``, as Ctrl-C (SIGINT) is. Python raises it wherever the
 main thread happens to be, and code that runs from C (an import a C extension starts, a callback) can print it
 and go on instead of stopping. So the signal is also remembered here: the command's progress checks it
 (:func:`raise_if_pending`), and a command that finishes with a stop pending still ends as interrupted. Code that
@@ -10,9 +10,43 @@ handles the interrupt itself (``profile -- CMD`` stops the program and writes wh
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+from typing import Any
 
 _pending: int | None = None
+_main_pid = os.getpid()
+
+
+def on_signal(signum: int, frame: Any) -> None:
+    """The command line's handler of SIGINT, SIGTERM and SIGHUP: remember the stop and raise ``KeyboardInterrupt``.
+
+    In a process forked from the command's (a DataLoader worker inherits the handler), die of the signal instead:
+    ``Pool.terminate()`` must kill a worker, not make it unwind (an interrupted worker can block on the pool's queue
+    lock and hang terminate's join for ever)."""
+    if os.getpid() != _main_pid:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    note(signum)  # raised below; remembered in case code running from C prints it and goes on
+    raise KeyboardInterrupt
+
+
+def install() -> None:
+    """The command line's signal handling, in its main thread: SIGTERM and SIGHUP stop as Ctrl-C does, and each of
+    the three is remembered (:func:`on_signal`). Where SIGINT is ignored (a job a shell started in the background)
+    or has a handler of a caller's own, SIGINT is left as it is. A stop asked of an earlier command in this
+    process is forgotten."""
+    global _main_pid
+    _main_pid = os.getpid()
+    handled()
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)  # a closed terminal or ssh session: the same clean stop
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        # raised inside code that runs from C (a __del__, an import a C extension starts), Python prints a
+        # KeyboardInterrupt and goes on: remembered, the command stops at its next progress tick all the same
+        signal.signal(signal.SIGINT, on_signal)
 
 
 def note(signum: int) -> None:

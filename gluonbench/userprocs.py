@@ -153,12 +153,14 @@ def own_interrupt(what: str, doing: list[str]) -> Iterator[None]:
     ``KeyboardInterrupt`` it raised itself, with no Ctrl-C or signal asking for a stop, into one line naming it:
     a command must not end "interrupted" (exit 130, "run the command again") because a factory raised one.
 
-    A real stop is told apart by a SIGINT handler installed for the time the code runs, which notes the signal
-    (SIGTERM and SIGHUP are noted by the command line's own handlers, :mod:`gluonbench.interrupts`). Where SIGINT
-    has a handler other than Python's default (a caller's own), or outside the main thread, every interrupt is left
-    as it is."""
+    A real stop is told apart by the signal being remembered: by the command line's handler
+    (:func:`gluonbench.interrupts.on_signal`), or, under Python's default SIGINT handler, by one installed for the
+    time the code runs. Where SIGINT has a handler of a caller's own, or outside the main thread, every interrupt
+    is left as it is."""
     main = threading.current_thread() is threading.main_thread()
-    ours = main and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    handler = signal.getsignal(signal.SIGINT)
+    ours = main and handler is signal.default_int_handler
+    noted = main and handler is interrupts.on_signal  # the command line's: every stop is remembered already
     asked: list[int] = []
 
     def on_sigint(signum: int, frame: Any) -> None:
@@ -170,7 +172,7 @@ def own_interrupt(what: str, doing: list[str]) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        if not ours or asked or interrupts.pending() is not None:
+        if not (ours or noted) or asked or interrupts.pending() is not None:
             raise
         raise GluonbenchError(
             f"{what}: {doing[0]} raised KeyboardInterrupt, though no Ctrl-C or signal asked the command to stop; "

@@ -678,3 +678,60 @@ def test_the_backstop_gives_the_clean_up_after_a_stall_its_own_bounded_time(clea
         assert proc.returncode == 2 and "cleaned up" not in proc.stdout, (proc.returncode, proc.stdout)
         assert proc.stderr.strip().splitlines()[-1].startswith("gluonbench: error: test stopped after"), proc.stderr
         assert took < 20, took  # 0.6 s + CLEANUP_S + start-up, not the 30 s clean-up
+
+
+SWALLOWS_CTRL_C = """
+import time
+
+import numpy as np
+import gluonbench
+
+
+class Slow:
+    # each sample leaves an object whose __del__ takes the time: a Ctrl-C then lands in __del__, where Python
+    # prints the KeyboardInterrupt ("Exception ignored in") and goes on
+    def __del__(self):
+        time.sleep(0.02)
+
+
+class Data:
+    def __len__(self):
+        return 4096
+
+    def __getitem__(self, i):
+        Slow()
+        return np.full((8,), i % 5, dtype=np.float32), np.float32(i % 2)
+
+
+def net():
+    from mxnet import gluon
+    return gluon.nn.Dense(2)
+
+
+def make():
+    return gluonbench.PipelineSpec(dataset=Data(), net=net, batch_size=8)
+"""
+
+
+def test_a_ctrl_c_that_user_code_swallows_still_stops_the_command(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "swallows.py").write_text(SWALLOWS_CTRL_C)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gluonbench", "diagnose", "--pipeline", "swallows.py:make", "--budget", "120"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    before = []
+    while not (before and PLAN_LINE.match(before[-1])) and proc.poll() is None:
+        before.append(proc.stderr.readline())
+    assert PLAN_LINE.match(before[-1]), "".join(before)
+    time.sleep(2)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=90)
+    # stopped at the next progress tick (every few seconds), not at the budget's end
+    assert proc.returncode == 130 and time.monotonic() - t0 < 60, err
+    assert "interrupted" in err.splitlines()[-1], err
