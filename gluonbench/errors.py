@@ -32,7 +32,15 @@ class GluonbenchError(Exception):
 
     def append(self, text: str) -> None:
         """End the message with ``text`` (what was kept before the error, say), its parameters marked too."""
-        self.raw += text
+        self._reword(self.raw + text)
+
+    def prepend(self, text: str) -> None:
+        """Begin the message with ``text`` (where the error happened, say), its parameters marked too: the error
+        keeps its type and everything else it carries."""
+        self._reword(text + self.raw)
+
+    def _reword(self, raw: str) -> None:
+        self.raw = raw
         self.params = names.params(self.raw)
         self.args = (names.render(self.raw), *self.args[1:])
         self._said = self.args[0]

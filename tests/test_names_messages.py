@@ -232,3 +232,14 @@ def test_text_added_to_an_error_keeps_its_parameters_worded():
     assert exc.worded(flags=True) == "--budget ran out; raise --budget or see --out"
     exc.args = ("set another way",)
     assert exc.worded(flags=True) == "set another way"
+
+
+def test_text_put_before_an_error_keeps_its_type_what_it_carries_and_its_parameters():
+    # a side of check --against names itself in front of the error its script raised, whatever the error's kind
+    from gluonbench.engine.deadline import BudgetExceededError
+    from gluonbench.names import param
+
+    exc = BudgetExceededError(f"stalled in read: raise {param('budget_s')}", "read")
+    exc.prepend("the candidate side (HEAD): ")
+    assert type(exc) is BudgetExceededError and exc.stage == "read" and exc.params == ("budget_s",)
+    assert exc.worded(flags=True) == "the candidate side (HEAD): stalled in read: raise --budget"

@@ -164,4 +164,5 @@ def _naming(name: str, tree: Tree) -> Iterator[None]:
     try:
         yield
     except GluonbenchError as exc:
-        raise type(exc)(f"the {name} side ({tree.label}): {exc.raw}") from None
+        exc.prepend(f"the {name} side ({tree.label}): ")  # its type and what it carries (a stall's stage) kept
+        raise exc from None
