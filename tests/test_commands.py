@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,18 +24,20 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
     return dict(action.choices)
 
 
-def _knob_actions() -> list[tuple[str, knobs.Knob, argparse.Action]]:
+def _actions(declared: Iterable[settings.Setting]) -> list[tuple[str, Any, argparse.Action]]:
+    """(command, declaration, its flag's action) for each declaration's flag in each command."""
+    declared = list(declared)
     out = []
     for command, sub in _subparsers(build_parser()).items():
         for action in sub._actions:
-            for knob in knobs.KNOBS.values():
-                if knob.flag in action.option_strings:
-                    out.append((command, knob, action))
+            for one in declared:
+                if one.flag in action.option_strings:
+                    out.append((command, one, action))
     return out
 
 
 def test_every_knob_flag_is_generated_from_its_declaration():
-    found = _knob_actions()
+    found = _actions(knobs.KNOBS.values())
     flags = {(command, knob.name) for command, knob, _ in found}
     # the commands that take the loader's knobs
     assert {c for c, _ in flags} == {"sweep", "diagnose", "tune", "profile", "check", "doctor", "io"}
@@ -85,18 +89,8 @@ def test_every_command_checks_the_loader_knobs_against_their_declaration():
         DiagnoseSettings(batch_size=0).check()
 
 
-def _setting_actions() -> list[tuple[str, settings.Setting, argparse.Action]]:
-    out = []
-    for command, sub in _subparsers(build_parser()).items():
-        for action in sub._actions:
-            for setting in settings.SETTINGS.values():
-                if setting.flag in action.option_strings:
-                    out.append((command, setting, action))
-    return out
-
-
 def test_every_shared_setting_flag_is_generated_from_its_declaration():
-    found = _setting_actions()
+    found = _actions(settings.SETTINGS.values())
     assert {s.name for _, s, _ in found} == set(settings.SETTINGS)  # each declared setting is some command's flag
     assert {c for c, s, _ in found if s.name == "seed"} == {"sweep", "diagnose", "tune", "io", "pack", "stream"}
     assert {c for c, s, _ in found if s.name == "ctx"} == {"sweep", "diagnose", "tune", "check", "doctor", "profile"}
