@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import re
@@ -14,6 +15,7 @@ import sys
 import tempfile
 import textwrap
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -196,6 +198,23 @@ def _mx_shm() -> set[str]:
     return {n for n in shm_entries() if n.startswith(("mx_", "sem.mp-"))}
 
 
+LEFTOVER_WAIT_S = 10.0
+"""how long the leak check lets a child the code made go (a DataLoader's pool reaps its workers when the loader is
+collected: until then they are zombies); one still there after this is left behind"""
+
+
+def _still_there(me: psutil.Process, before: set[int]) -> list[psutil.Process]:
+    """The children ``me`` has that it did not have before, once those that are going have gone (at most
+    :data:`LEFTOVER_WAIT_S`; a garbage collection first, so that a loader nothing holds ends its pool)."""
+    deadline = time.monotonic() + LEFTOVER_WAIT_S
+    while True:
+        leftover = [p for p in me.children(recursive=True) if p.pid not in before]
+        if not leftover or time.monotonic() > deadline:
+            return leftover
+        gc.collect()
+        time.sleep(0.2)
+
+
 def _ours(p: psutil.Process) -> bool:
     try:
         return p.environ().get(SESSION_MARK) == os.environ[SESSION_MARK]
@@ -288,7 +307,7 @@ def leak_check() -> Iterator[None]:
         yield
     finally:
         tracker.stop()
-    leftover = [p for p in me.children(recursive=True) if p.pid not in before_children]
+    leftover = _still_there(me, before_children)
     # orphans re-parented to init: new processes still running gluonbench code
     orphans = []
     for p in psutil.process_iter(["pid", "cmdline"]):
