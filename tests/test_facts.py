@@ -13,7 +13,7 @@ from gluonbench.diagnosis.measure import ProbeResult
 from gluonbench.diagnosis.recommend import Setting
 from gluonbench.diagnosis.report import DiagnosisReport, to_text
 from gluonbench.diagnosis.run import Diagnosis, reassess
-from gluonbench.diagnosis.verdict import Thresholds
+from gluonbench.diagnosis.verdict import READ_WORK, Thresholds
 from gluonbench.report.html import DATA_ID, html_text
 from gluonbench.report.store import json_safe
 
@@ -36,6 +36,15 @@ CASES = {
     "short": ((40.0, 27.0, 26.8, 26.6, 12.0), 0.005, "cpu(0)", 0.30),
     # removing the loader slowed training (0.76x): said in words, never as a speed-up
     "a removal that slows training": ((40.0, 27.0, 20.5, 27.0, 12.0), 0.005, "cpu(0)", 0.30),
+    # an ImageFolderDataset: the decode runs inside dataset[i] (no transform given), its evidence CPU work
+    "decode inside dataset[i]": ((40.0, 39.9, 12.0, 11.0, 30.0), 0.005, "cpu(0)", 0.70),
+    # an in-memory array data set: dataset[i] is indexing, CPU work that costs the step nothing
+    "in-memory indexing, loader-bound": ((30.0, 29.9, 29.8, 20.0, 25.0), 0.005, "cpu(0)", 0.30),
+}
+EVIDENCE = {
+    # per sample (us): wall and user CPU of no_preprocess and no_read: dataset[i] spends its time on the CPU
+    "decode inside dataset[i]": {"no_preprocess": (623.0, 600.0), "no_read": (187.0, 180.0)},
+    "in-memory indexing, loader-bound": {"no_preprocess": (467.0, 450.0), "no_read": (465.0, 448.2)},
 }
 EXPECTED = {
     "preprocessing": "preprocessing",
@@ -46,7 +55,24 @@ EXPECTED = {
     "at the line": "inconclusive",
     "short": "inconclusive",
     "a removal that slows training": "preprocessing",
+    "decode inside dataset[i]": "preprocessing",
+    "in-memory indexing, loader-bound": "disk_io",
 }
+
+
+def _evidence(wall_us: float, user_us: float) -> dict:
+    """A probe's evidence per sample (monitor.tree_usage's fields): no kernel time, no storage, no wait."""
+    return {
+        "samples": 512,
+        "wall_s": wall_us / 1e6,
+        "cpu_s": user_us / 1e6,
+        "user_s": user_us / 1e6,
+        "system_s": 0.0,
+        "runq_s": 0.0,
+        "read_bytes": 0.0,
+        "blkio_s": None,
+        "processes": 1,
+    }
 
 
 def _probe(name: str, ms: float, noise: float, k: int, blocks: int) -> ProbeResult:
@@ -74,6 +100,8 @@ def diagnosis(case: str, roofline: bool = True) -> Diagnosis:
     times, noise, ctx, wait = CASES[case]
     blocks = 3 if case == "short" else 8
     probes = {n: _probe(n, ms, noise, k, blocks) for k, (n, ms) in enumerate(zip(NAMES, times, strict=True))}
+    for name, (wall, user) in EVIDENCE.get(case, {}).items():
+        probes[name].evidence = _evidence(wall, user)
     probes["full"].split = {"wait_s": wait, "copy_s": 0.0, "compute_s": 1 - wait, "total_s": 1.0, "wait_frac": wait}
     probes["device_batch"] = ProbeResult("device_batch", "copy", BATCH, same_as="cached_batch")
     setting = Setting(batch_size=BATCH, num_workers=0, cores=2, ctx=ctx)
@@ -175,6 +203,33 @@ def test_an_interval_too_wide_to_be_a_result_is_called_so():
     d.speedup_ci["input"] = [0.6, 3.0]
     f = facts(d)
     assert f.gain_too_wide and "too wide to be a result" in f.gain_text and f.gain_text in to_text(d)
+
+
+def test_work_inside_dataset_is_counted_and_worded_as_preprocessing_in_every_figure():
+    d = diagnosis("decode inside dataset[i]")
+    assert d.analysis["read"]["kind"] == "cpu_work"
+    # removing preprocessing removes the decode inside dataset[i] too: full / no_read, not full / no_preprocess
+    assert d.speedups["preprocessing"] > 3 and 1 < d.speedups["disk_io"] < 1.2
+    text = to_text(d)
+    assert "removing preprocessing (the work inside dataset[i] included) gains the most" in text
+    assert "removing preprocessing (the work inside dataset[i] included) 3." in text and ", then the loader 1." in text
+    findings = text.split("Recommendations")[0]
+    assert "1.00x [1.00, 1.00]" not in findings and "then reading and the loader" not in findings
+
+
+def test_a_read_that_costs_the_step_little_is_not_named_by_its_evidence():
+    d = diagnosis("in-memory indexing, loader-bound")
+    read = d.analysis["read"]
+    assert read["kind"] == "none" and read["evidence_kind"] == "cpu_work" and "too little" in read["why"]
+    text = to_text(d)
+    assert READ_WORK not in text and "transform_first" not in text
+    assert "removing reading and the loader gains the most" in text
+
+
+def test_facts_flag_a_verdict_whose_removal_gains_nothing():
+    d = diagnosis("preprocessing")
+    d.speedups["preprocessing"] = 1.0
+    assert facts(d).contradictions == ["the verdict preprocessing beside removing it gaining nothing (1.00x)"]
 
 
 def test_facts_flag_a_recommendation_premised_on_another_stage():

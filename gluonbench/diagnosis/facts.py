@@ -12,6 +12,7 @@ with :func:`gluonbench.diagnosis.report.view`): a stored diagnosis gets the same
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -134,8 +135,18 @@ def _premises(d: Any, setting: Setting | None) -> list[Premise]:
     return out
 
 
-def _contradictions(f_verdict: str, reading: str, input_bound: str, premises: list[Premise], secondary: list[str]):
+def _contradictions(
+    f_verdict: str,
+    reading: str,
+    input_bound: str,
+    premises: list[Premise],
+    secondary: list[str],
+    speedups: Mapping[str, Any] | None = None,
+):
     out = []
+    removed = (speedups or {}).get(f_verdict)
+    if f_verdict in ("preprocessing", "disk_io") and _num(removed) and removed <= 1.0:
+        out.append(f"the verdict {f_verdict} beside removing it gaining nothing ({removed:.2f}x)")
     expected = {"gpu_io": {"not"}, "inconclusive": {"unknown"}}.get(f_verdict, {"highly", "moderately"})
     if input_bound not in expected:
         out.append(f"input-bound '{input_bound}' beside the verdict {f_verdict}")
@@ -205,5 +216,7 @@ def facts(d: Any) -> Facts:
         secondary=secondary,
         secondary_labels=[stage_label(s, setting) for s in secondary],
         premises=premises,
-        contradictions=_contradictions(verdict, reading, input_bound, premises, secondary),
+        contradictions=_contradictions(
+            verdict, reading, input_bound, premises, secondary, getattr(d, "speedups", None)
+        ),
     )

@@ -209,6 +209,19 @@ def speedup_text(v: Any, key: str, digits: int = 2) -> str:
     return f"{r:{f}}x"
 
 
+def removed_words(read: Mapping[str, Any] | None) -> dict[str, str]:
+    """What removing each input stage removes, in words (``Verdict.read`` decides): where the read is CPU work
+    inside ``dataset[i]`` it goes with preprocessing, and removing the rest removes the loader only."""
+    if (read or {}).get("headline") == "preprocessing":
+        return {"preprocessing": "preprocessing (the work inside dataset[i] included)", "disk_io": "the loader"}
+    return {"preprocessing": "preprocessing", "disk_io": "reading and the loader"}
+
+
+def named_read(read: Mapping[str, Any] | None, headline: str) -> bool:
+    """Whether ``read`` (``Verdict.read``) was named by its evidence and counts under ``headline``."""
+    return (read or {}).get("kind") not in (None, "unknown", "none") and (read or {}).get("headline") == headline
+
+
 def stage_label(stage: str, setting: Setting | None) -> str:
     """The short label of a headline stage: on a CPU context ``gpu_io`` is ``model compute (CPU)``."""
     return label_of(stage, setting.ctx if setting is not None else None)
@@ -460,14 +473,13 @@ def _disk(v: Verdict, probes: Mapping[str, Mapping[str, Any]], setting: Setting,
             head,
             "finding",
             ("" if secondary else f"{perfect_input_text(v)[0].upper()}{perfect_input_text(v)[1:]}; ")
-            + f"{'r' if not secondary else 'R'}emoving reading and the loader"
+            + f"{'r' if not secondary else 'R'}emoving {removed_words(v.read)['disk_io']}"
             + (" (after preprocessing) makes it a further" if v.measured.get("preprocessing") else " makes it")
-            + f" {speedup_text(v, 'disk_io')} faster; their removal saves {_pct(v.shares['disk_io'])} of the step{split} "
+            + f" {speedup_text(v, 'disk_io')} faster; {'its' if (v.read or {}).get('headline') == 'preprocessing' else 'their'}"
+            f" removal saves {_pct(v.shares['disk_io'])} of the step{split} "
             f"({_step_ms(v, 'disk_io', s):.1f} ms a batch, {v.stage_s['disk_io'] * 1e6:.0f} us a sample); during "
             f"`no_preprocess` the run read {_bytes(read)}/s from storage, iowait {iowait:.1f} % (machine-wide), "
-            f"{_cores(sysd)}"
-            + (f"; {v.read['why']}" if (v.read or {}).get("kind") not in (None, "unknown", "none") else "")
-            + ".",
+            f"{_cores(sysd)}" + (f"; {v.read['why']}" if named_read(v.read, "disk_io") else "") + ".",
             substage=top,
         )
     ]
@@ -820,7 +832,7 @@ def _at_line(v: Verdict, setting: Setting) -> list[Rec]:
     """An inconclusive verdict at the line: a gain beyond the noise whose CI crosses the input_gain line."""
     hi = (v.speedup_ci.get("input") or [math.nan, math.nan])[1]
     most = max(("preprocessing", "disk_io"), key=lambda k: v.stage_s.get(k, 0.0))
-    words = {"preprocessing": "preprocessing", "disk_io": "reading and the loader"}
+    words = removed_words(getattr(v, "read", None))
     both = "; ".join(f"removing {words[k]}: {speedup_text(v, k)}" for k in ("preprocessing", "disk_io"))
     beyond = [k for k in words if (v.speedup_ci.get(k) or [math.nan])[0] > 1]  # its interval clear of no change
     if v.established.get(most):

@@ -6,7 +6,7 @@ import math
 from typing import Any, ClassVar
 
 from gluonbench.diagnosis.facts import Facts, facts, wide_text
-from gluonbench.diagnosis.recommend import Setting, substage_name
+from gluonbench.diagnosis.recommend import Setting, removed_words, substage_name
 from gluonbench.diagnosis.verdict import HEADLINE_OF, Thresholds
 from gluonbench.errors import GluonbenchError
 from gluonbench.report.charts import Chart, diagnosis_charts
@@ -42,6 +42,10 @@ def verdict_lines(d: Any, setting: Setting | None, f: Facts | None = None) -> li
     f = facts(d) if f is None else f
     out = []
     has_gains = bool(d.speedups)
+    read = (d.analysis or {}).get("read") or {}
+    inside = read.get("headline") == "preprocessing"  # the read's CPU work counts as preprocessing
+    words = removed_words(read)
+    pre_name, rest_name = words["preprocessing"], words["disk_io"]
     gain = f.gain_text
     if f.reading == "at_line" and f.verdict == "inconclusive":
         out.append(
@@ -72,22 +76,21 @@ def verdict_lines(d: Any, setting: Setting | None, f: Facts | None = None) -> li
             f"**Verdict: {f.verdict_label}** (`{f.verdict}`)"
             + (
                 f": with a perfect input pipeline training would be {gain} faster; removing "
-                f"{'preprocessing' if f.verdict == 'preprocessing' else 'reading and the loader'} gains the most"
+                f"{pre_name if f.verdict == 'preprocessing' else rest_name} gains the most"
                 if has_gains
                 else ""
             )
         )
-    read = (d.analysis or {}).get("read") or {}
     if read.get("kind") not in (None, "unknown", "none") and read.get("why"):
         out.append(f"- dataset[i] is {read.get('name')} ({read['headline']}): {read['why']}")
     if has_gains:
         r = f.removals
         sub = ""
-        if (d.stages or {}).get("read") is not None and "read" in r:
+        if (d.stages or {}).get("read") is not None and "read" in r and not inside:
             sub = f" (reading {r['read']}, loader {r.get('loader', '?')})"
         out.append(
-            f"- Speed-ups, paired round by round (95 % interval): removing preprocessing {r.get('preprocessing', '?')}, "
-            f"then reading and the loader {r.get('disk_io', '?')}{sub}; both, i.e. one batch reused: {gain}"
+            f"- Speed-ups, paired round by round (95 % interval): removing {pre_name} {r.get('preprocessing', '?')}, "
+            f"then {rest_name} {r.get('disk_io', '?')}{sub}; both, i.e. one batch reused: {gain}"
         )
     out.append(
         "- Time each stage's removal saves, share of the step (95 % interval): "

@@ -345,7 +345,8 @@ def attribute(
         if t is None:
             t = previous
         timing[name] = previous = t
-    read_info = dict(read) if read else {}
+    gains = dict(gains) if gains is not None else timing_gains({n: chain.get(n) for n in CHAIN})
+    read_info = material_read(dict(read) if read else {}, gains.get("read", _NO_GAIN), timing, thresholds)
     heads = headline_of(read_info)
     # the probe that ends preprocessing: no_read where the read is CPU work inside dataset[i]
     cut = "no_read" if heads["read"] == "preprocessing" else "no_preprocess"
@@ -369,8 +370,7 @@ def attribute(
     if unmeasured:
         enough_data = False
         notes.append(f"no measurement of {', '.join(unmeasured)} within the budget: raise the budget")
-    gains = dict(gains) if gains is not None else timing_gains({n: chain.get(n) for n in CHAIN})
-    decided = dict(gains)  # what the verdict compares: the read under preprocessing where it is CPU work
+    decided = dict(gains)  # what the verdict compares and reports: the read under preprocessing where it is CPU work
     if cut == "no_read":
         decided["preprocessing"] = gains.get("through_read", _NO_GAIN)
         decided["disk_io"] = gains.get("loader", _NO_GAIN)
@@ -486,8 +486,8 @@ def attribute(
         substage_ci=substage_ci,
         substage_s=sub_s,
         measured=measured,
-        speedups={k: v[0] for k, v in gains.items() if k in SPEEDUPS},
-        speedup_ci={k: [v[1], v[2]] for k, v in gains.items() if k in SPEEDUPS},
+        speedups={k: v[0] for k, v in decided.items() if k in SPEEDUPS},
+        speedup_ci={k: [v[1], v[2]] for k, v in decided.items() if k in SPEEDUPS},
         input_saved=saved,
         input_saved_ci=saved_ci,
         overlap=overlap(gains, thresholds, "device_batch" if measured.get("copy") else "cached_batch"),
@@ -496,6 +496,36 @@ def attribute(
         bound=bounded,
         clear=clear_of(g_lo, g_hi, line),
     )
+
+
+def material_read(
+    read: dict[str, Any], gain: Gain, timing: Mapping[str, ProbeTiming], thresholds: Thresholds = Thresholds()
+) -> dict[str, Any]:
+    """``read`` (:func:`read_evidence`) as the verdict names it: its evidence counts only where removing
+    ``dataset[i]`` matters, its speed-up ``gain`` (no_preprocess over no_read) beyond the noise and its time at
+    least ``input_gain`` of the full step. Otherwise the read is kind ``none`` (its evidence kept as
+    ``evidence_kind``): an in-memory data set's indexing, or worker traffic, is not named decode or file-system
+    work, and the read stays where the seed's rule puts it (reading and the loader)."""
+    kind = read.get("kind")
+    if kind in (None, "unknown", "none"):
+        return read
+    full, before, after = (timing.get(n) for n in ("full", "no_preprocess", "no_read"))
+    cost = before.median - after.median if before is not None and after is not None else math.nan
+    share = cost / full.median if full is not None and full.median > 0 else math.nan
+    if gain[1] > 1.0 and share >= thresholds.input_gain:
+        return read
+    r, lo, hi = gain
+    figure = f"{r:.2f}x [{lo:.2f}, {hi:.2f}]" if all(math.isfinite(x) for x in gain) else "no figure"
+    return {
+        **read,
+        "evidence_kind": kind,
+        "kind": "none",
+        "name": "reading (dataset[i])",
+        "headline": READ_HEADLINE["none"],
+        "why": f"removing dataset[i] gains {figure}, "
+        + (f"{share:.0%} of the step" if math.isfinite(share) else "no share")
+        + f": too little to name what it spends ({read.get('why', '')})",
+    }
 
 
 def headline_of(read: Mapping[str, Any] | None) -> dict[str, str]:
