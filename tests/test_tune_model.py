@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -63,7 +64,7 @@ def test_pipeline_rate_serial_at_zero_workers():
 def test_next_stops_when_the_loader_outruns_the_model():
     d = next_workers([pt(0, 5000, 1.0), pt(1, 4800, 1.0)], ceiling=300, cores=2, max_workers=16)
     assert d.workers is None
-    assert "outruns" in d.reason
+    assert "outruns" in d.reason and "at 1 worker (" in d.reason
 
 
 def test_next_latency_bound_goes_past_the_cores():
@@ -77,6 +78,8 @@ def test_next_cpu_bound_stops_at_the_cores():
     d = next_workers(CPU, ceiling=5000, cores=2, max_workers=16)
     assert d.workers is None
     assert "CPU-bound" in d.reason
+    # the cores run that many such workers at once, not "2 cores run 2.1 at once"
+    assert re.search(r"2 cores can run \d+\.\d such workers at once", d.reason), d.reason
 
 
 def test_next_first_worker_count():

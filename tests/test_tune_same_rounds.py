@@ -87,13 +87,13 @@ def test_a_ceiling_from_another_moment_no_longer_says_the_input_limits_training(
 def test_outrun_by_the_loader_alone_and_not_fed_are_said_as_one_story():
     """Issue 37 on MNIST: 0 workers recommended, 'the input pipeline still limits training', and 'the loader outruns
     the model at 1 workers' in one output. Both lines now come from one derivation and say how both hold."""
-    stop = "the loader outruns the model at 1 workers (3000 >= 1800 samples/s)"
+    stop = "the loader outruns the model at 1 worker (3000 >= 1800 samples/s)"
     r = result([1.30, 1.21, 1.42], workers=0, stop=stop)
     assert r.keeps_model_fed == "no"
     text = r.to_text()
     assert "still limits training" in fed_line(r)
     stopped = next(line for line in text.splitlines() if line.startswith("search stopped:"))
-    assert stopped.startswith("search stopped: the loader alone (no model step) outruns the model at 1 workers")
+    assert stopped.startswith("search stopped: the loader alone (no model step) outruns the model at 1 worker")
     assert "the first phase's ceiling" in stopped and "in the full pipeline it does not" in stopped, stopped
     assert "1.30x slower than one reused batch" in stopped and "share 2 cores" in stopped, stopped
     assert "at 0 workers they run one after the other" in stopped, stopped

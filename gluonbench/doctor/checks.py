@@ -26,6 +26,7 @@ from gluonbench.gpucode import arch_problem, missing_gpu_advice, mxnet_cuda_code
 from gluonbench.knobs import check_knobs
 from gluonbench.names import arg, param
 from gluonbench.settings import check_declared, declared
+from gluonbench.units import count
 
 log = logging.getLogger(__name__)
 
@@ -357,7 +358,7 @@ def check_threads(s: DoctorSettings) -> Check:
             "threads",
             WARN,
             figure,
-            f"{s.workers} workers + the main process each run {omp} OpenMP threads: "
+            f"{count(s.workers, 'worker')} + the main process each run {omp} OpenMP threads: "
             "keep the product near the cores (OMP_NUM_THREADS=1 in workers)",
             d,
         )

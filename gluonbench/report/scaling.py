@@ -27,6 +27,7 @@ from gluonbench.report.exporters import (
     where_when,
 )
 from gluonbench.report.summary import ok_first
+from gluonbench.units import count
 
 
 @dataclass
@@ -296,7 +297,9 @@ def to_markdown(summary: ScalingSummary, tables: TableSyntax | None = None) -> s
     lines.append(tables.render(main).rstrip("\n"))
     failures = [(j.hosts, j.workers, j.repeat, j.error) for j in summary.jobs if not j.ok]
     if failures:
-        lines += ["", "## Failed jobs", ""] + [f"- {h} workers, loader {w}, repeat {r}: {e}" for h, w, r, e in failures]
+        lines += ["", "## Failed jobs", ""] + [
+            f"- {count(h, 'worker')}, loader {w}, repeat {r}: {e}" for h, w, r, e in failures
+        ]
     diagnosed = [r for r in summary.diagnoses if r.get("verdict")]
     if diagnosed:
         lines += [
@@ -327,7 +330,7 @@ def to_markdown(summary: ScalingSummary, tables: TableSyntax | None = None) -> s
     for j in summary.jobs:
         if j.ok:
             lines.append(
-                f"- {j.hosts} workers, loader {j.workers}, repeat {j.repeat}: "
+                f"- {count(j.hosts, 'worker')}, loader {j.workers}, repeat {j.repeat}: "
                 f"{'identical' if j.params_identical else 'different'} on {j.reported} worker(s) "
                 f"({', '.join(h[:12] for h in j.param_sha256)})"
             )
@@ -431,7 +434,7 @@ def split_figure(summary: ScalingSummary) -> Any:
     return stacked_figure(
         f"{of_settings(summary.settings)}: summed steady step time of all workers",
         "kvstore push/pull is part of compute, drawn apart here",
-        [f"{r.hosts} workers, loader {r.workers}" for r in rows],
+        [f"{count(r.hosts, 'worker')}, loader {r.workers}" for r in rows],
         parts,
         ["input wait", "copy", "compute (no kvstore)", "kvstore"],
         [SPLIT_COLORS["wait"], SPLIT_COLORS["copy"], SPLIT_COLORS["compute"], SPLIT_COLORS["kvstore"]],

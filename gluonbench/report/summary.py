@@ -76,13 +76,20 @@ class SweepSummary:
         """The lowest samples/s still within noise of the best, and the rule, as the report states it.
 
         Repeated: the best count's worst repeat (a count is within noise when its best repeat reaches it,
-        as :attr:`near_best`); one run each: 10 % below the best (the spread is unknown).
+        as :attr:`near_best`). One run each: the rule :func:`best_beyond_noise` names the best by, the gap to
+        the next fastest count against the spread of the blocks within the two runs; where that spread was not
+        recorded, 10 % below the best. So a count is within noise here exactly when it would keep the best
+        from being named.
         """
         best = next((r for r in self.rows if r.workers == self.best_workers), None)
         if best is None:
             return math.nan, ""
         if best.runs > 1:
             return best.samples_per_s_min, "the best count's worst repeat"
+        nxt = _next_fastest(self.rows, best)
+        noise = best.block_spread + nxt.block_spread if nxt is not None else math.nan
+        if math.isfinite(noise):
+            return best.samples_per_s / (1 + noise), "the spread of the blocks within the two fastest runs"
         return NOISE_ONE_RUN * best.samples_per_s, f"{(1 - NOISE_ONE_RUN) * 100:.0f} % below the best (one run each)"
 
     def within_noise(self) -> list[int]:
@@ -97,6 +104,11 @@ class SweepSummary:
         ]
 
 
+def _next_fastest(rows: list[SweepRow], best: SweepRow) -> SweepRow | None:
+    others = [r for r in rows if r.runs and r is not best and math.isfinite(r.samples_per_s)]
+    return max(others, key=lambda r: r.samples_per_s) if others else None
+
+
 def best_beyond_noise(rows: list[SweepRow], best: SweepRow | None) -> tuple[bool, str]:
     """Whether ``best`` beats the next fastest count by more than the run-to-run noise, and if not, why.
 
@@ -105,10 +117,9 @@ def best_beyond_noise(rows: list[SweepRow], best: SweepRow | None) -> tuple[bool
     """
     if best is None:
         return False, ""
-    others = [r for r in rows if r.runs and r is not best and math.isfinite(r.samples_per_s)]
-    if not others:
+    nxt = _next_fastest(rows, best)
+    if nxt is None:
         return True, ""
-    nxt = max(others, key=lambda r: r.samples_per_s)
     again = f"within noise: rerun with --repeat {max(3, 2 * min(best.runs, nxt.runs))}"
     if best.runs > 1 and nxt.runs > 1:
         if nxt.samples_per_s_max < best.samples_per_s_min:

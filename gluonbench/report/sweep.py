@@ -18,7 +18,7 @@ from gluonbench.report.exporters import (
     stage_label,
     where_when,
 )
-from gluonbench.report.summary import NOISE_ONE_RUN, SweepSummary, summarise
+from gluonbench.report.summary import SweepSummary, summarise
 from gluonbench.units import count
 
 CSV_FIELDS = [
@@ -200,14 +200,15 @@ def best_lines(summary: SweepSummary) -> list[str]:
         ]
         tied = summary.within_noise()
         if tied:
+            floor, rule = summary.noise_floor()
             why = (
                 "their best repeat reaches its worst"
                 if best.runs > 1
-                else f"{(1 - NOISE_ONE_RUN) * 100:.0f} % or less below it, with one run each"
+                else f"at {fmt(floor, 4)} samples/s or more, within {rule}, with one run each"
             )
             lines.append(
-                f"Also within noise of it: {', '.join(map(str, tied))} workers ({why}); of those, fewer workers "
-                "cost less CPU and memory."
+                f"Also within noise of it: {', '.join(map(str, tied))} {_workers(tied)} ({why}); of those, fewer "
+                "workers cost less CPU and memory."
             )
         return lines
     lines = [
@@ -216,10 +217,16 @@ def best_lines(summary: SweepSummary) -> list[str]:
     ]
     if summary.near_best:
         lines.append(
-            f"Within run-to-run noise of it: {', '.join(map(str, summary.near_best))} workers (their best repeat "
+            f"Within run-to-run noise of it: {', '.join(map(str, summary.near_best))} {_workers(summary.near_best)} "
+            "(their best repeat "
             "reaches its worst); of those, fewer workers cost less CPU and memory."
         )
     return lines
+
+
+def _workers(counts: list[int]) -> str:
+    """``worker`` after a list that is just ``1``, else ``workers``."""
+    return "worker" if list(counts) == [1] else "workers"
 
 
 def data_parallel_lines(summary: SweepSummary, tables: TableSyntax) -> list[str]:
@@ -388,7 +395,7 @@ def split_figure(summary: SweepSummary) -> Any:
         "waiting for the next batch, copying it to the device, compute (forward, backward, update); first step left "
         "out"
         + ("; input wait: median over repeats (as in the table), the rest split over all repeats" if repeated else ""),
-        [f"{r.workers} workers" for r in rows],
+        [f"{count(r.workers, 'worker')}" for r in rows],
         parts,
         ["input wait", "copy to device", "compute"],
         [SPLIT_COLORS["wait"], SPLIT_COLORS["copy"], SPLIT_COLORS["compute"]],

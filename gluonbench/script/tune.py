@@ -53,6 +53,7 @@ from gluonbench.tune.model import (
     next_workers,
 )
 from gluonbench.tune.result import BatchSizeResult, Evidence, TuneResult
+from gluonbench.units import count
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +228,7 @@ def run_trial(
         made = current_setting(info)
         if setting is not None and made.num_workers != setting.num_workers:
             raise ScriptEndedError(
-                f"its training DataLoader was made with {made.num_workers} workers, not the {setting.num_workers} "
+                f"its training DataLoader was made with {count(made.num_workers, 'worker')}, not the {setting.num_workers} "
                 "set: the script's loader class does not take the knobs gluonbench sets"
             )
         records = _measure(proc, info, ready, measure_s)
@@ -364,11 +365,11 @@ class _ScriptSearch:
             w = decision.workers
             if w in failed or self.ran(Setting(w)) is not None:
                 return (
-                    f"the loader alone gave no figure at {w} workers (no block in its rounds: epochs of few batches "
+                    f"the loader alone gave no figure at {count(w, 'worker')} (no block in its rounds: epochs of few batches "
                     "end its slices early; a larger budget or longer epochs give it room)"
                 )
             if not self.fits(self.budget_s):
-                self.skipped.append({"what": f"{w} workers", "reason": "budget: " + decision.reason})
+                self.skipped.append({"what": f"{count(w, 'worker')}", "reason": "budget: " + decision.reason})
                 return "the budget was spent"
             trial = self.run(Setting(w), "search", decision.reason)
             if not trial.ok or self.point(trial) is None:
@@ -384,7 +385,7 @@ class _ScriptSearch:
         trial = self.ran(s)
         if trial is None:
             if not self.fits(self.budget_s):
-                self.skipped.append({"what": f"thread_pool at {w} workers", "reason": "budget"})
+                self.skipped.append({"what": f"thread_pool at {count(w, 'worker')}", "reason": "budget"})
                 return None
             trial = self.run(s, "threads", "threads instead of processes at the cheapest good worker count")
         return self.point(trial)

@@ -33,6 +33,7 @@ from typing import Any
 
 from gluonbench.analysis.stats import paired_ratio, ratio_ci
 from gluonbench.knobs import KNOBS, knob_default
+from gluonbench.units import count
 
 SATURATED = 0.85
 """a point below this fraction of the linear model marks saturation"""
@@ -261,7 +262,8 @@ def next_workers(
     if outrun:
         p = outrun[0]
         return Decision(
-            None, f"the loader outruns the model at {p.workers} workers ({p.low:.0f} >= {target:.0f} samples/s)"
+            None,
+            f"the loader outruns the model at {count(p.workers, 'worker')} ({p.low:.0f} >= {target:.0f} samples/s)",
         )
     model = fit(points, cores)
     if model.main_rate is not None and pipeline_rate(model.main_rate, ceiling, 0) >= 0.97 * ceiling:
@@ -282,10 +284,14 @@ def next_workers(
                 w = max(v for v in grid if v <= reach)
                 if w in measured:
                     break
-                return Decision(w, f"the model predicts the loader outruns the model beyond {reach} workers; {w} first")
+                return Decision(
+                    w, f"the model predicts the loader outruns the model beyond {count(reach, 'worker')}; {w} first"
+                )
             if w in measured:
                 break  # predicted to outrun but measured short: the refit below decides
-            return Decision(w, f"the model predicts {model.predict(w):.0f} samples/s at {w} workers (>= {target:.0f})")
+            return Decision(
+                w, f"the model predicts {model.predict(w):.0f} samples/s at {count(w, 'worker')} (>= {target:.0f})"
+            )
     # the loader cannot reach the ceiling: find where it stops growing
     best_pred = max(model.predict(w) for w in unmeasured)
     if best_pred <= best_measured * (1 + model.residual):
@@ -293,16 +299,18 @@ def next_workers(
             why = f"the loader saturates at about {best_measured:.0f} samples/s"
         elif math.isfinite(model.cpu_workers):
             why = (
-                f"CPU-bound: each worker keeps {model.cpu_per_worker:.2f} cores busy, {cores} cores run "
-                f"{model.cpu_workers:.1f} at once"
+                f"CPU-bound: each worker keeps {model.cpu_per_worker:.2f} cores busy, {cores} cores can run "
+                f"{model.cpu_workers:.1f} such workers at once"
             )
         else:
-            why = f"latency-bound, still growing at {model.max_measured} workers; the counts left are predicted lower"
+            why = f"latency-bound, still growing at {count(model.max_measured, 'worker')}; the counts left are predicted lower"
         return Decision(None, f"no unmeasured worker count is predicted to beat the best measured ({why})")
     knee = next(w for w in unmeasured if model.predict(w) >= best_pred * (1 - model.residual / 2))
     if knee > reach:
         knee = max((v for v in unmeasured if v <= reach), default=knee)
-    return Decision(knee, f"the loader cannot reach the model; predicted to stop growing at about {knee} workers")
+    return Decision(
+        knee, f"the loader cannot reach the model; predicted to stop growing at about {count(knee, 'worker')}"
+    )
 
 
 @dataclass(frozen=True)

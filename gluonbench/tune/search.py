@@ -49,6 +49,7 @@ from gluonbench.tune.model import (
     pipeline_rate,
 )
 from gluonbench.tune.result import BatchSizeResult, Evidence, StalledTune, TuneResult, dataloader_line, lr_note
+from gluonbench.units import count
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +268,7 @@ class _Search:
                 break
             w = decision.workers
             if w in self.failed:
-                reason = f"{w} workers failed"
+                reason = f"{count(w, 'worker')} failed"
                 break
             # worker start-up grows with the count (fork, import): the slice grows with it
             budget = max(0.1 * self.budget_s, 2.0 + 0.3 * w)
@@ -278,7 +279,9 @@ class _Search:
             gain = pipeline_rate(model.predict(w), ceiling, w) / best_now if best_now > 0 else math.inf
             limit = 0.8 * self.budget_s if gain >= 1.5 else end
             if self.elapsed() + budget > limit:
-                self.skipped.append({"what": f"loader alone at {w} workers", "reason": "budget: " + decision.reason})
+                self.skipped.append(
+                    {"what": f"loader alone at {count(w, 'worker')}", "reason": "budget: " + decision.reason}
+                )
                 break
             s = Setting(w)
             log.info("measuring the loader at %d workers: %s", w, decision.reason)
@@ -289,9 +292,7 @@ class _Search:
             if recs:
                 p = self.add_point(w, next(iter(recs.values())))
                 best = max(self.points, key=lambda q: pipeline_rate(q.samples_per_s, ceiling, q.workers))
-                self.best_text = (
-                    f"best ~{pipeline_rate(best.samples_per_s, ceiling, best.workers):.0f}/s at {best.workers} workers"
-                )
+                self.best_text = f"best ~{pipeline_rate(best.samples_per_s, ceiling, best.workers):.0f}/s at {count(best.workers, 'worker')}"
                 log.info("loader at %d workers: %.0f samples/s", w, p.samples_per_s)
             self.progress()
         self.phase_s["search"] = perf_counter() - t0
@@ -305,7 +306,7 @@ class _Search:
         budget = max(0.08 * self.budget_s, 2.0 + 0.2 * workers)
         if self.left() - budget < 0.4 * self.budget_s:
             self.skipped.append(
-                {"what": f"thread_pool at {workers} workers", "reason": "budget (kept for the confirmation)"}
+                {"what": f"thread_pool at {count(workers, 'worker')}", "reason": "budget (kept for the confirmation)"}
             )
             return None
         s = Setting(workers, thread_pool=True)
@@ -728,12 +729,14 @@ def _note_skips(search: _Search, model: Any, ceiling: float, max_workers: int, c
             "workers"
             if any(p.low >= ceiling * 1.2 for p in search.points)
             else (
-                f"predicted no faster than measured: the model gives {pred:.0f} samples/s at {max_workers} workers"
+                f"predicted no faster than measured: the model gives {pred:.0f} samples/s at {count(max_workers, 'worker')}"
                 if math.isfinite(pred)
                 else "the search stopped"
             )
         )
-        what = f"{top + 1} workers" if top + 1 == max_workers else f"{top + 1} to {max_workers} workers"
+        what = (
+            f"{count(top + 1, 'worker')}" if top + 1 == max_workers else f"{top + 1} to {count(max_workers, 'worker')}"
+        )
         search.skipped.append({"what": what, "reason": why})
     if not on_gpu:
         search.skipped.append({"what": "pin_memory", "reason": "a CPU context has no host-to-device copy to speed up"})

@@ -116,6 +116,7 @@
   }
 
   // -- sweep (records of kind "run") ----------------------------------------------------------------
+  function workersAfter(counts) { return counts.length === 1 && counts[0] === 1 ? " worker" : " workers"; }
   function sweep(d) {
     var rows = list(d.rows), ok = rows.filter(function (r) { return r.runs > 0 && isNum(r.samples_per_s); });
     var best = ok.filter(function (r) { return r.workers === d.best_workers; })[0];
@@ -124,7 +125,7 @@
       var tied = list(d.within_noise);
       out.push(para("<b>Best worker count: " + esc(d.best_note) + "</b>. The fastest: " + esc(best.workers) + " worker" +
         (best.workers === 1 ? "" : "s") + ", " + esc(fmt(best.samples_per_s, 4)) + " samples/s." +
-        (tied.length ? " Also within noise of it: " + esc(tied.join(", ")) + " workers; of those, fewer workers cost " +
+        (tied.length ? " Also within noise of it: " + esc(tied.join(", ")) + workersAfter(tied) + "; of those, fewer workers cost " +
           "less CPU and memory." : ""), "headline warn"));
     } else if (best) {
       var line = "<b>Best worker count: " + best.workers + "</b>, " + esc(fmt(best.samples_per_s, 4)) + " samples/s" +
@@ -133,14 +134,14 @@
       var others = ok.filter(function (r) { return r !== best; });
       if (best.runs > 1) {
         line += near.length
-          ? " Within run-to-run noise of it: " + esc(near.join(", ")) + " workers (their best repeat reaches its worst); " +
+          ? " Within run-to-run noise of it: " + esc(near.join(", ")) + workersAfter(near) + " (their best repeat reaches its worst); " +
             "of those, fewer workers cost less CPU and memory."
           : others.length ? " No other worker count's best repeat reaches its worst repeat." : "";
       } else if (others.length) {
         var next = Math.max.apply(null, others.map(function (r) { return r.samples_per_s; }));
-        line += " One run per worker count, so the run-to-run spread is unknown: the best is " +
-          esc(((best.samples_per_s / next - 1) * 100).toFixed(0)) + " % ahead of the next; treat differences of about " +
-          "10 % or less as noise, or rerun with --repeat 3 for min-max whiskers.";
+        line += " One run per worker count: the best is " +
+          esc(((best.samples_per_s / next - 1) * 100).toFixed(0)) + " % ahead of the next, more than the spread of " +
+          "the blocks within the two runs; the run-to-run spread is unknown: rerun with --repeat 3 for min-max whiskers.";
       }
       out.push(para(line, "headline"));
     } else {
