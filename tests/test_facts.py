@@ -289,6 +289,26 @@ def test_one_run_each_names_a_best_count_only_beyond_the_spread_within_the_runs(
     assert not s.best_named and "the spread within those runs was not recorded" in s.best_note
 
 
+def test_one_run_each_a_count_within_noise_is_exactly_one_that_keeps_the_best_unnamed():
+    """A named best never has a count within noise of it (Markdown, plot, JSON), and an unnamed one has the
+    next fastest: the band and the list follow the rule that names the best."""
+    from gluonbench.report.summary import summarise
+    from gluonbench.report.sweep import to_markdown
+
+    # 10 % ahead of the next with blocks spread +-4 % each: named, and 1 worker is not within noise of it
+    named = summarise(
+        [_run(0, 600, _spread(600, 0.04)), _run(1, 1000, _spread(1000, 0.04)), _run(2, 1100, _spread(1100, 0.04))]
+    )
+    assert named.best_named and named.within_noise() == [] and named.to_dict()["within_noise"] == []
+    assert "within noise" not in to_markdown(named).split("**Best worker count")[1].split("\n")[0]
+    # 3 % ahead: not named, and the next fastest is within noise, said with "worker", not "workers"
+    tied = summarise(
+        [_run(0, 600, _spread(600, 0.04)), _run(1, 1000, _spread(1000, 0.04)), _run(2, 1030, _spread(1030, 0.04))]
+    )
+    assert not tied.best_named and tied.within_noise() == [1]
+    assert "Also within noise of it: 1 worker (" in to_markdown(tied)
+
+
 # -- check: no negative stage time ---------------------------------------------------------------------------
 
 
