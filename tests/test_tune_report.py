@@ -75,6 +75,35 @@ def test_a_share_above_the_ceiling_says_why(tuned):
     assert "80 % of the model ceiling" in line and "above 100 %" not in line, line
 
 
+def test_the_text_markdown_and_page_state_the_same_ceiling_fed_and_sweep_statements(tuned):
+    """One voice: the statements tune's text makes about the ceiling, the model being fed and what a sweep of the
+    suggested config reads are derived once (the record) and the Markdown and the page's data say them as the
+    text does."""
+    import json
+
+    from gluonbench.report.exporters import MarkdownTable
+    from gluonbench.report.html import DATA_ID, html_text
+    from gluonbench.report.tune import TuneReport
+    from gluonbench.tune.result import TuneResult
+
+    data = tuned.to_dict()
+    data["same_rounds"]["ceiling_gain"] = [1.30, 1.21, 1.42]  # not fed: the input still limits training
+    data["epoch"] = {"samples_per_s": 0.5 * data["samples_per_s"], "first_batch_s": 0.4, "batches": 8}
+    r = TuneResult.from_dict(data)
+    stored = r.to_dict()
+    assert stored["fed_text"].startswith("no: ") and stored["sweep_text"] and stored["ceiling_text"]
+    text = r.to_text()
+    report = TuneReport({"kind": "tune", "tune": stored, "command": "gluonbench tune"})
+    md = report.document(MarkdownTable())
+    page = html_text(report)
+    embedded = json.loads(
+        re.search(rf'<script type="application/json" id="{DATA_ID}">(.*?)</script>', page, re.S).group(1)
+    )
+    shown = embedded["data"]
+    for key in ("fed_text", "ceiling_text", "sweep_text"):
+        assert stored[key] in text and stored[key] in md and shown[key] == stored[key], key
+
+
 def test_the_budget_warning_names_the_python_argument_from_python(tuned):
     from gluonbench.names import use_flags
     from gluonbench.tune.result import TuneResult

@@ -81,6 +81,10 @@ def _ratio(value: Any, suffix: str) -> str:
     return f"{value:.2f}{suffix}" if isinstance(value, int | float) and math.isfinite(value) else "n/a"
 
 
+STATEMENTS = (("Model fed", "fed_text"), ("Sweep", "sweep_text"))
+"""the tune record's statements (:meth:`TuneResult.to_dict`) the reports print as they are"""
+
+
 class TuneReport(Report):
     """A tune's run folder: one ``kind == "tune"`` record (``TuneResult.to_dict()`` under ``tune``)."""
 
@@ -141,7 +145,12 @@ class TuneReport(Report):
             f"- Expected: {_rate(r.get('samples_per_s'), r.get('ci'))}, {_ratio(r.get('speedup'), 'x')} the current "
             f"setting ({_rate(r.get('current_samples_per_s'), r.get('current_ci'))}, batch "
             f"{r.get('current_batch_size', '?')})",
-            f"- Model ceiling (one cached batch stepped): {_rate(r.get('ceiling_samples_per_s'), r.get('ceiling_ci'))}",
+            f"- Against the model ceiling (one cached batch stepped): {r['ceiling_text']}"
+            if r.get("ceiling_text")
+            else f"- Model ceiling (one cached batch stepped): {_rate(r.get('ceiling_samples_per_s'), r.get('ceiling_ci'))}",
+        ]
+        lines += [f"- {name}: {r[key]}" for name, key in STATEMENTS if r.get(key)]
+        lines += [
             f"- Search: {fmt(r.get('elapsed_s'))} s of a {fmt(r.get('budget_s'))} s budget, {r.get('cores', '?')} "
             f"cores, {r.get('ctx', '?')}",
             f"- Command: `{self.summary.get('command', '')}`",

@@ -238,6 +238,10 @@ class TuneResult:
             ceiling_speedup=g,
             ceiling_speedup_ci=list(ci),
             keeps_model_fed=self.keeps_model_fed,
+            # the statements the text makes, derived once, so that the Markdown and the page say the same
+            fed_text=self.fed_text(),
+            ceiling_text=self.ceiling_text(),
+            sweep_text=self.sweep_expectation(),
         )
         return _clean(versions.stamp("tune", d))
 

@@ -333,6 +333,9 @@
       out.push(para("The " + esc(d.budget_s) + " s budget ran out before " + esc(cut.map(function (s) { return s.what; }).join("; ")) +
         ": this is the best of what was measured, maybe not the best there is.", "headline warn"));
     }
+    var said = [["Against the model ceiling", d.ceiling_text], ["Model fed", d.fed_text], ["Sweep", d.sweep_text]]
+      .filter(function (x) { return x[1]; });
+    if (said.length) { out.push(para(said.map(function (x) { return "<b>" + esc(x[0]) + ":</b> " + esc(x[1]); }).join("<br>"))); }
     out.push(section("Expected throughput", chart("expected", "Expected throughput: not measured.") + kv([["Recommended setting", esc(settingText(d.setting))], ["Current setting", esc(settingText(d.current))]])));
     if (d.emulated) {
       var e = d.emulated;
