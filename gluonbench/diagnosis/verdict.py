@@ -73,6 +73,12 @@ other programs' I/O on a shared machine, and a page-cache hit reads 0 bytes from
 * ``unknown`` without evidence (a stored diagnosis from before it was recorded), ``none`` when the read costs no
   time: the read stays disk_io as the seed's rule has it.
 
+The evidence names the read only where it matters (:func:`material_read`): removing ``dataset[i]`` gains beyond
+the noise and saves at least ``input_gain`` of the step. Below that (an in-memory data set's indexing, the
+workers' hand-off) it is ``none``, its evidence kept as ``evidence_kind``. Where the read counts as
+preprocessing, the reported speed-ups are the ones the verdict compares: ``preprocessing`` is full / no_read and
+``disk_io`` the loader alone (no_read / cached_batch).
+
 **Bounds** (:func:`bound`). At 0 workers the loader runs in the training loop's own thread, so a perfect input
 pipeline saves at most the loader's own time: when ``loader_only``'s time per batch, paired round by round with
 the model step (``cached_batch``), is under ``input_gain`` of it (its CI's upper end), the verdict is ``gpu_io``
