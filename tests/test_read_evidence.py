@@ -243,6 +243,59 @@ def test_the_sampler_splits_user_and_system_time_and_counts_cache_hits_as_no_sto
     assert opened.processes == computed.processes == 1 and os.getpid() > 0
 
 
+def _direct_reads(path, seconds: float = 1.0) -> int:
+    """Read ``path`` with O_DIRECT (past the page cache, so from storage) for about ``seconds``; bytes read."""
+    import mmap
+    import time
+
+    buf = mmap.mmap(-1, 1 << 20)  # O_DIRECT needs an aligned buffer
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    total, end = 0, time.monotonic() + seconds
+    try:
+        while time.monotonic() < end:
+            os.lseek(fd, 0, os.SEEK_SET)
+            while (n := os.readv(fd, [buf])) > 0:
+                total += n
+    finally:
+        os.close(fd)
+    return total
+
+
+def test_time_blocked_on_storage_counts_every_thread_not_only_the_main_one(tmp_path):
+    """A read in a thread_pool worker (or MXNet's engine thread) blocks that thread, not the main one: the
+    process's own stat holds only its main thread's blocked time, so each thread's is summed."""
+    import threading
+
+    from gluonbench.monitor import tree_usage
+    from gluonbench.monitor.system import delay_accounting
+
+    if not delay_accounting():
+        pytest.skip("the kernel does not count time blocked on I/O here (kernel.task_delayacct is 0)")
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(8 << 20))
+    try:
+        _direct_reads(data, 0.01)
+    except OSError as e:  # tmpfs and some overlay file systems refuse O_DIRECT
+        pytest.skip(f"no O_DIRECT reads in {tmp_path}: {e}")
+    done, release = threading.Event(), threading.Event()
+
+    def reader() -> None:  # reads, then stays alive until measured (an ended thread's counters are gone)
+        _direct_reads(data, 1.5)
+        done.set()
+        release.wait(30)
+
+    before = tree_usage()
+    worker = threading.Thread(target=reader)
+    worker.start()
+    try:
+        assert done.wait(60)
+        blocked = (tree_usage() - before).blkio_s
+    finally:
+        release.set()
+        worker.join()
+    assert blocked > 0, "a thread's time blocked on storage is missing from the process's usage"
+
+
 class _DecodingDataset:
     """``dataset[i]`` decodes PNG bytes with mx.image.imdecode (as gluon's ImageFolderDataset does with JPEGs)."""
 

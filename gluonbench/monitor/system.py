@@ -337,16 +337,21 @@ def _process_usage(pid: int, own: bool) -> TreeUsage | None:
             fields = f.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
         # fields[0] is field 3 (state): field N is fields[N - 3]
         utime, stime = int(fields[11]) * _TICK_S, int(fields[12]) * _TICK_S
-        u.blkio_s = int(fields[39]) * _TICK_S if len(fields) > 39 else 0.0
-        ns = runq = 0
+        ns = runq = blkio = 0
         for tid in os.listdir(f"/proc/{pid}/task"):
             try:
                 with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
                     parts = f.read().split()
                 ns, runq = ns + int(parts[0]), runq + int(parts[1])
+                # time blocked on storage is the thread's own (the process's stat holds its main thread's only):
+                # a read in a thread_pool worker or MXNet's engine thread counts too
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    task = f.read().rsplit(")", 1)[1].split()
+                blkio += int(task[39]) if len(task) > 39 else 0
             except (OSError, ValueError, IndexError):
                 continue  # a thread that ended between the listing and the read
         u.runq_s = runq / 1e9
+        u.blkio_s = blkio * _TICK_S
         if own:
             import resource
 
