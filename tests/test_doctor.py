@@ -196,7 +196,7 @@ def test_diagnose_runs_preflight_and_prints_the_roofline(tmp_path, cache, jpeg_d
     shutil.copytree(jpeg_dir, data)
     usable = len(os.sched_getaffinity(0))
     env = {**_clean_threads_env(), "MXNET_CPU_WORKER_NTHREADS": str(8 * usable), "GLUONBENCH_CACHE": str(cache)}
-    args = ["diagnose", "--dataset", "imagefolder", "--data-dir", str(data), "--budget", "12", "--batch-size", "16"]
+    args = ["diagnose", "--dataset", "imagefolder", "--data-dir", str(data), "--budget", "6", "--batch-size", "16"]
     # with the same diagnosis, --no-preflight at once (the least budget: what is checked is that it measures, exit 0,
     # and no preflight line comes)
     proc, quiet = run_clis(

@@ -101,6 +101,7 @@ def test_a_hang_up_stops_like_ctrl_c(tmp_path, sig):
 
 
 SWALLOWS = """# a pipeline whose dataset[i] prints a KeyboardInterrupt and goes on, as code called from C can
+import os
 import time
 import traceback
 
@@ -108,10 +109,15 @@ import numpy as np
 
 
 class Swallows:
+    calls = 0
+
     def __len__(self):
         return 4096
 
     def __getitem__(self, i):
+        Swallows.calls += 1
+        if Swallows.calls == 200:  # past the checks of the first batch: the rounds are under way
+            open(os.environ["GB_MEASURING"], "w").close()
         try:
             time.sleep(0.01)
         except BaseException:
@@ -133,7 +139,8 @@ def make():
 def test_a_hang_up_that_user_code_swallows_still_stops_the_command(tmp_path):
     """SIGTERM lands in code that prints the KeyboardInterrupt and goes on: the command still stops, exit 130."""
     (tmp_path / "swallows.py").write_text(SWALLOWS)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    measuring = tmp_path / "measuring"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]), GB_MEASURING=str(measuring))
     proc = subprocess.Popen(
         [sys.executable, "-m", "gluonbench", "diagnose", "--pipeline", "swallows:make", "--workers", "0",
          "--budget", "120"],
@@ -142,7 +149,10 @@ def test_a_hang_up_that_user_code_swallows_still_stops_the_command(tmp_path):
     assert proc.stderr is not None
     first = proc.stderr.readline()
     assert first, "no first line"
-    time.sleep(10)  # MXNet imported, the rounds under way: nearly all of a step is dataset[i]'s sleep
+    deadline = time.monotonic() + 90
+    while not measuring.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)  # until the rounds are under way: nearly all of a step is then dataset[i]'s sleep
+    assert measuring.exists(), "the diagnosis never reached its rounds"
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=110)

@@ -76,7 +76,7 @@ def _alive(pid: int) -> bool:
 
 COMMANDS = {
     "check": ("check", "--budget", "10", "--save-baseline", "b.json"),
-    "diagnose": ("diagnose", "--budget", "5", "--workers", "0"),  # what is checked is the clean-up, not a figure
+    "diagnose": ("diagnose", "--budget", "2", "--workers", "0"),  # what is checked is the clean-up, not a figure
     "sweep": ("sweep", "--workers", "0", "--max-batches", "4", "--out", "runs"),
 }
 FUNCS = ["thread", "child", "grandchild", "fork", "fork_returns"]
