@@ -82,7 +82,9 @@ def verdict_lines(d: Any, setting: Setting | None, f: Facts | None = None) -> li
             )
         )
     if read.get("kind") not in (None, "unknown", "none") and read.get("why"):
-        out.append(f"- The read stage by its evidence: {read.get('name')}, counted as {read['headline']}: {read['why']}")
+        out.append(
+            f"- The read stage by its evidence: {read.get('name')}, counted as {read['headline']}: {read['why']}"
+        )
     if has_gains:
         r = f.removals
         sub = ""
