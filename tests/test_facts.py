@@ -309,6 +309,25 @@ def test_one_run_each_a_count_within_noise_is_exactly_one_that_keeps_the_best_un
     assert "Also within noise of it: 1 worker (" in to_markdown(tied)
 
 
+def test_a_sweep_on_a_cpu_context_says_what_its_input_wait_holds():
+    """On a CPU context the loop's time blocked in next(loader) includes the previous step's compute (one engine
+    queue): the sweep's table says so in Markdown and on the page; on a GPU context it is the wait it says."""
+    from pathlib import Path
+
+    from gluonbench.report.summary import summarise
+    from gluonbench.report.sweep import CPU_WAIT_NOTE, to_markdown
+
+    runs = [_run(0, 1000, _spread(1000, 0.05)), _run(2, 2030, _spread(2030, 0.05))]
+    cpu, gpu = summarise(runs, {"ctx": "cpu", "batch_size": 64}), summarise(runs, {"ctx": "gpu:0", "batch_size": 64})
+    assert CPU_WAIT_NOTE in to_markdown(cpu) and CPU_WAIT_NOTE not in to_markdown(gpu)
+    # the page renders its table in its script: the same note, in the same words, for a context that is not a GPU
+    js = (Path(__file__).parents[1] / "gluonbench" / "report" / "templates" / "report.js").read_text()
+    assert "that includes the previous step's compute, which MXNet's one engine queue runs beside the loader's" in js
+    assert "that includes the previous step's compute, which MXNet's one engine queue runs beside the loader's" in (
+        CPU_WAIT_NOTE
+    )
+
+
 # -- check: no negative stage time ---------------------------------------------------------------------------
 
 

@@ -97,7 +97,9 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
             else "*samples/s* is training samples over the seed's train duration (worker start-up included); "
             "*steady* leaves out the first step; "
         )
-        + "*input wait* is the share of steady step time spent waiting for the next batch.",
+        + "*input wait* is the share of steady step time spent waiting for the next batch"
+        + (CPU_WAIT_NOTE if not str(s.get("ctx") or "cpu").startswith("gpu") else "")
+        + ".",
         "",
     ]
     main = Table(
@@ -182,6 +184,14 @@ def to_markdown(summary: SweepSummary, tables: TableSyntax | None = None) -> str
             lines += ["", f"Note: {scope}."]
     lines += data_parallel_lines(summary, tables)
     return "\n".join(lines) + "\n"
+
+
+CPU_WAIT_NOTE = (
+    " (blocked in next(loader); on a CPU context that includes the previous step's compute, which MXNet's one "
+    "engine queue runs beside the loader's NDArray work, so it is not the input pipeline's own cost: "
+    "gluonbench diagnose measures that)"
+)
+"""what the input wait column holds on a CPU context (the page says the same)"""
 
 
 def best_lines(summary: SweepSummary) -> list[str]:

@@ -171,7 +171,9 @@
       tableRows, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], classes) +
       para((repeated ? "Medians over repeats. " : "One run per worker count. ") + "<i>samples/s</i>: training samples over the train duration (worker start-up " +
         "included); <i>steady</i> leaves out the first step; <i>input wait</i>: share of the steady step time spent " +
-        "waiting for the next batch.", "note")));
+        "waiting for the next batch" + (/^gpu/.test(String(s.ctx || "cpu")) ? "" : " (blocked in next(loader); on a CPU " +
+        "context that includes the previous step's compute, which MXNet's one engine queue runs beside the loader's " +
+        "NDArray work, so it is not the input pipeline's own cost: gluonbench diagnose measures that)") + ".", "note")));
     var profiled = ok.filter(function (r) { return r.extra && r.extra.profile && r.extra.profile.dir; });
     if (profiled.length) {  // sweep --profile: RUN_DIR/profiles/<name>/report.html, beside this page
       out.push(section("Profiles", table(["workers", "profile (last repeat)", "rules fired"], profiled.map(function (r) {
