@@ -114,7 +114,7 @@ def test_sweep_diagnose_adds_the_verdict_per_worker_count(cli, tmp_path, no_leak
         "8",
         "--diagnose",
         "--diagnose-budget",
-        "2",
+        "4",
         "--out",
         str(out),
     )

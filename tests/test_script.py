@@ -452,3 +452,18 @@ def test_sweep_to_end_runs_the_script_to_its_end_and_records_a_failed_run(tmp_pa
     assert failed.returncode == 1, failed.stderr
     assert "the script ended (exit code 1)" in failed.stdout and "ValueError" in failed.stdout
     assert_one_clear_line(both, "--to-end and --max-batches exclude each other")
+
+
+def test_a_block_of_steps_fits_in_an_epoch_of_the_training_loader():
+    """A block's steps must fit between an epoch's start (its skipped steps) and its end: a script that evaluates
+    after each epoch breaks a block there. On a fast machine a block of a cheap step's steps outnumbered an epoch
+    of 32 batches, no block ever filled, and every round waited until it stalled."""
+    from gluonbench.diagnosis.verdict import Thresholds
+    from gluonbench.script.run import ScriptRounds
+
+    ready = {"step_s": 0.0005, "samples": 32}  # a fast step: many steps to a block
+    unknown = ScriptRounds(None, {"num_workers": 0}, ready, 20.0, Thresholds())  # type: ignore[arg-type]
+    assert max(k for name, _s, k, _skip in unknown.schedule(1) if name != "loader_only") > 32
+    rounds = ScriptRounds(None, {"num_workers": 0, "batches": 32}, ready, 20.0, Thresholds())  # type: ignore[arg-type]
+    for name, _slice_s, k, skip in rounds.schedule(1):
+        assert 1 <= k and (name == "loader_only" or 2 * k <= 32 - skip), (name, k, skip)

@@ -510,36 +510,16 @@ class ScriptRounds:
         self.workers = int(info.get("num_workers", 0))
         self.min_steps = max(1, self.workers)
         self.prefetch = int(info.get("prefetch", 0))
+        batches = info.get("batches")
+        self.batches = int(batches) if isinstance(batches, int) and batches > 0 else None
+        """the training loader's batches per epoch (None: unknown): a block of steps must fit inside one epoch"""
         self.slice_s = min(self.plan.round_seconds(), budget_s / (2 * len(self.names)))
 
     def run(self, number: int, budget_end: float, only: str | None = None) -> bool:
         """Round ``number``: each probe's block (``only``: that probe's alone), the order shifted by the round;
         False when the round did not come back within the budget and its grace (the complete rounds give the
         figures); the first one raises."""
-        shift = number % len(self.names)
-        schedule = []
-        # where one probe's step outlasts a slice, that step sets the round's length and a round gives that probe
-        # one block whatever the others do: a fast probe then runs FAST_BLOCKS blocks, not the whole slice
-        slow = max(r.est_step_s for r in self.records.values()) > self.slice_s
-        for name in [only] if only is not None else self.names[shift:] + self.names[:shift]:
-            rec = self.records[name]
-            k = max(self.min_steps, math.ceil(self.plan.block_s / max(rec.est_step_s, 1e-6)))
-            slice_s = self.slice_s
-            if name == "loader_only":  # one block of a few batches (each batch is timed on its own)
-                k = max(self.min_steps, min(k, LOADER_ONLY_BATCHES))
-                slice_s = min(slice_s, k * rec.est_step_s)
-            elif slow:
-                slice_s = min(slice_s, FAST_BLOCKS * k * rec.est_step_s)
-            rec.block_steps = k
-            # after a switch, the batches a worker queue made in the other mode are left out. With no worker the
-            # first step (the batch handed out at the switch computed, the next one fetched in the new mode) is in
-            # the new mode; it is left out still where a step is short (what runs after a slow mode's idle wait is
-            # noisier), and counted where one step outlasts the slice (leaving it out would double the slice's cost)
-            if self.workers == 0:
-                skip = 0 if rec.est_step_s > self.slice_s else 1
-            else:
-                skip = 1 if name == "cached_batch" else self.prefetch + 1
-            schedule.append([name, slice_s, k, skip])
+        schedule = self.schedule(number, only)
         self.proc.channel.send(  # type: ignore[union-attr]
             {"op": "round", "n": number, "plan": schedule, "left_s": budget_end - perf_counter()}
         )
@@ -563,6 +543,40 @@ class ScriptRounds:
                 if rec.blocks:
                     rec.est_step_s = median(rec.blocks) * self.batch_size
         return True
+
+    def schedule(self, number: int, only: str | None = None) -> list[list[Any]]:
+        """Round ``number``'s plan for the script: ``[probe, slice seconds, steps a block, steps skipped]`` each."""
+        shift = number % len(self.names)
+        schedule = []
+        # where one probe's step outlasts a slice, that step sets the round's length and a round gives that probe
+        # one block whatever the others do: a fast probe then runs FAST_BLOCKS blocks, not the whole slice
+        slow = max(r.est_step_s for r in self.records.values()) > self.slice_s
+        for name in [only] if only is not None else self.names[shift:] + self.names[:shift]:
+            rec = self.records[name]
+            # after a switch, the batches a worker queue made in the other mode are left out. With no worker the
+            # first step (the batch handed out at the switch computed, the next one fetched in the new mode) is in
+            # the new mode; it is left out still where a step is short (what runs after a slow mode's idle wait is
+            # noisier), and counted where one step outlasts the slice (leaving it out would double the slice's cost)
+            if self.workers == 0:
+                skip = 0 if rec.est_step_s > self.slice_s else 1
+            else:
+                skip = 1 if name == "cached_batch" else self.prefetch + 1
+            k = max(self.min_steps, math.ceil(self.plan.block_s / max(rec.est_step_s, 1e-6)))
+            slice_s = self.slice_s
+            if name == "loader_only":  # one block of a few batches (each batch is timed on its own)
+                k = max(self.min_steps, min(k, LOADER_ONLY_BATCHES))
+                slice_s = min(slice_s, k * rec.est_step_s)
+            else:
+                if self.batches is not None:
+                    # an epoch's end (and an evaluation pass after it) breaks a block, and each epoch starts with
+                    # its skipped steps: a block longer than half of what is left seldom fills (on a fast machine,
+                    # where a block's steps outnumber an epoch's, never: the round would wait until it stalled)
+                    k = min(k, max(1, (self.batches - skip) // 2))
+                if slow:
+                    slice_s = min(slice_s, FAST_BLOCKS * k * rec.est_step_s)
+            rec.block_steps = k
+            schedule.append([name, slice_s, k, skip])
+        return schedule
 
     def probe_set(self, elapsed: float, rounds: int, startup_s: float) -> ProbeSet:
         """The records so far as the diagnosis's :class:`ProbeSet`."""
