@@ -40,8 +40,8 @@ def test_a_script_that_hangs_at_import_is_one_line_within_the_start_timeout(tmp_
 
 def test_a_script_with_a_loader_but_no_trainer_is_one_line_saying_so(tmp_path, no_leaks):
     script = _script(tmp_path, NO_TRAINER)
-    proc = run_cli("diagnose", "--budget", "5", "--start-timeout", "20", "--", "python", script, timeout=300)
-    assert_one_clear_line(proc, "made 1 Gluon DataLoader(s) but no batch", "gluon.Trainer", "within 20 s", plan=True)
+    proc = run_cli("diagnose", "--budget", "5", "--start-timeout", "12", "--", "python", script, timeout=300)
+    assert_one_clear_line(proc, "made 1 Gluon DataLoader(s) but no batch", "gluon.Trainer", "within 12 s", plan=True)
 
 
 def test_sweep_of_a_script_that_ends_before_training_is_one_line_and_no_folder(tmp_path, no_leaks):
