@@ -18,6 +18,9 @@ from gluonbench.errors import GluonbenchError
 
 PIPE = str(REPO / "tests" / "check_pipelines.py") + ":make"
 BUDGET = "20"
+"""the baseline's budget (the figures the checks are compared with)"""
+SHORT = 10
+"""a check's first budget, the least check takes: a larger one follows only where too few paired rounds fitted"""
 
 
 def one_line_error(proc) -> str:
@@ -77,7 +80,7 @@ def test_regression_exit_1_names_the_stage_and_writes_ci_outputs(baseline, tmp_p
 
     # one measurement (the suite's time); a second, larger one only when too few paired rounds fitted for any
     # verdict (exit 3), as its line advises
-    proc = check(int(BUDGET))
+    proc = check(SHORT)
     if proc.returncode == 3 and "--budget" in proc.stdout:
         proc = check(4 * int(BUDGET))
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -113,7 +116,7 @@ def test_unchanged_pipeline_passes_exit_0(baseline, tmp_path):
         lambda budget: run_cli(
             "check", "--pipeline", PIPE, "--baseline", str(baseline), "--budget", f"{budget:g}", "--max-slowdown", "60%"
         ),
-        (int(BUDGET), 2 * int(BUDGET), 4 * int(BUDGET)),
+        (SHORT, 2 * int(BUDGET), 4 * int(BUDGET)),
         too_few_rounds_is_retried,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
