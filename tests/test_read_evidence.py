@@ -66,6 +66,13 @@ def test_user_cpu_inside_dataset_is_preprocessing():
     assert attribute(chain(), converged=True).verdict == "disk_io"
 
 
+def test_cpu_work_on_more_than_one_core_is_said_as_cores_not_as_a_share_over_100():
+    # at 0 workers MXNet's engine threads decode (mx.image.imdecode) beside the calling thread: more CPU than wall time
+    read = read_evidence(ev(172, user_us=187, system_us=10), ev(100, user_us=100))
+    assert read["kind"] == "cpu_work"
+    assert "kept 1.35 cores busy over its 72 us a sample" in read["why"] and "%" not in read["why"].split("(")[0]
+
+
 def test_cpu_work_slowed_by_other_programs_is_still_cpu_work():
     # on a busy machine the read's threads got the CPU 60 % of its time and waited for a core 40 %: not I/O
     read = read_evidence(ev(2500, user_us=1850, runq_us=1100), ev(1000, user_us=950, runq_us=500))

@@ -578,8 +578,13 @@ def read_evidence(
         )
     elif cpu >= CPU_BOUND_SHARE * capacity:
         kind = "file_system" if system >= SYSTEM_SHARE * cpu else "cpu_work"
+        used = (
+            f"kept {cpu / wall:.2f} cores busy over its {us}, its own threads and MXNet's engine threads at once"
+            if cpu > 1.05 * capacity
+            else f"used {cpu / capacity:.0%} of its {us}{_over(parallel)} on the CPU"
+        )
         why = (
-            f"dataset[i] used {cpu / capacity:.0%} of its {us}{_over(parallel)} on the CPU "
+            f"dataset[i] {used} "
             f"({system / max(cpu, 1e-12):.0%} of it in the kernel)"
             + (f" and waited for a core {runq / capacity:.0%}" if runq >= 0.05 * capacity else "")
             + f", read {_read_text(read_bytes)} from storage"
