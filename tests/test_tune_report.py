@@ -102,6 +102,10 @@ def test_the_text_markdown_and_page_state_the_same_ceiling_fed_and_sweep_stateme
     shown = embedded["data"]
     for key in ("fed_text", "ceiling_text", "sweep_text"):
         assert stored[key] in text and stored[key] in md and shown[key] == stored[key], key
+    # why the search stopped, as the text says it (an outrun by the loader alone beside "not fed" says how both hold)
+    for b in shown["batch_sizes"]:
+        assert b["stop_text"] and b["stop_text"] in text and b["stop_text"] in md
+    assert TuneResult.from_dict(stored).to_text() == text, "a stored record reads back to the same report"
 
 
 def test_the_budget_warning_names_the_python_argument_from_python(tuned):

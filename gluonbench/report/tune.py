@@ -151,6 +151,11 @@ class TuneReport(Report):
         ]
         lines += [f"- {name}: {r[key]}" for name, key in STATEMENTS if r.get(key)]
         lines += [
+            f"- Search stopped (batch {b.get('batch_size')}): {b.get('stop_text') or b.get('stop_reason')}"
+            for b in r.get("batch_sizes") or []
+            if b.get("stop_text") or b.get("stop_reason")
+        ]
+        lines += [
             f"- Search: {fmt(r.get('elapsed_s'))} s of a {fmt(r.get('budget_s'))} s budget, {r.get('cores', '?')} "
             f"cores, {r.get('ctx', '?')}",
             f"- Command: `{self.summary.get('command', '')}`",

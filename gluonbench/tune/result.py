@@ -243,6 +243,8 @@ class TuneResult:
             ceiling_text=self.ceiling_text(),
             sweep_text=self.sweep_expectation(),
         )
+        for stored, b in zip(d["batch_sizes"], self.batch_sizes, strict=True):
+            stored["stop_text"] = self.stop_text(b)  # why the search stopped, as the text says it
         return _clean(versions.stamp("tune", d))
 
     @classmethod
@@ -250,7 +252,10 @@ class TuneResult:
         names = set(cls.__dataclass_fields__)
         d = {k: v for k, v in data.items() if k in names}
         d["evidence"] = [Evidence(**e) for e in d.get("evidence", [])]
-        d["batch_sizes"] = [BatchSizeResult(**b) for b in d.get("batch_sizes", [])]
+        fields_b = set(BatchSizeResult.__dataclass_fields__)  # a stored one also holds its stop_text
+        d["batch_sizes"] = [
+            BatchSizeResult(**{k: v for k, v in b.items() if k in fields_b}) for b in d.get("batch_sizes", [])
+        ]
         return cls(**d)
 
     def to_text(self) -> str:

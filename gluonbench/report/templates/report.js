@@ -351,7 +351,7 @@
       out.push(section("Per batch size", table(["batch size", "best setting", "samples/s [95 % CI]", "within noise of it", "search stopped"],
         batches.map(function (b) {
           return [esc(b.batch_size), esc(settingText(b.setting)), esc(fmt(b.samples_per_s, 4) + (ci(b.ci) ? " [" + ci(b.ci) + "]" : "")),
-            esc(list(b.within_noise).join("; ") || "-"), esc(b.stop_reason || "")];
+            esc(list(b.within_noise).join("; ") || "-"), esc(b.stop_text || b.stop_reason || "")];
         }), [1, 0, 1, 0, 0])));
     }
     if (list(d.tried).length) { out.push(section("Tried", para(esc(d.tried.join("; "))))); }
