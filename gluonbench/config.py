@@ -646,15 +646,15 @@ def source_options(
 
 
 def parse_thresholds(items: list[str], base: Any = None) -> Any:
-    """``Thresholds`` from ``KEY=VALUE`` texts (``--threshold``) over ``base`` (default: the defaults)."""
-    from gluonbench.diagnosis.verdict import Thresholds
+    """``Thresholds`` from ``KEY=VALUE`` texts (``--threshold``) over ``base`` (default: the defaults), each value
+    read as its declaration's type (:data:`gluonbench.diagnosis.verdict.THRESHOLDS`)."""
+    from gluonbench.diagnosis.verdict import THRESHOLDS, Thresholds
 
-    known = {f.name for f in fields(Thresholds)}
     changes: dict[str, Any] = {}
     for key, raw in parse_overrides(items, "--threshold", "rel_ci=0.03").items():
-        if key not in known:
-            raise GluonbenchError(f"--threshold {key}: unknown; known: {', '.join(sorted(known))}")
-        kind = int if key == "min_blocks" else float
+        if key not in THRESHOLDS:
+            raise GluonbenchError(f"--threshold {key}: unknown; known: {', '.join(sorted(THRESHOLDS))}")
+        kind = THRESHOLDS[key].kind
         try:
             changes[key] = kind(raw)
         except ValueError:

@@ -61,6 +61,10 @@ class Setting:
     """added to an error about its value (why the range is what it is)"""
     parse: Callable[[Any, str], Any] | None = None
     """a check of a text value beyond its type (a context string), given the value and its worded name"""
+    seconds: bool = True
+    """a float setting is a duration in seconds; False: a plain number (a share, a fraction)"""
+    exclusive: bool = False
+    """the bounds of a plain number are open: ``(minimum, maximum)``"""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "flag", self.flag or "--" + self.name.replace("_", "-"))
@@ -85,6 +89,8 @@ class Setting:
             if not isinstance(value, str):
                 raise GluonbenchError(f"{what} must be a string (got {value!r})")
             return self.parse(value, what) if self.parse else value
+        if self.kind is float and not self.seconds:
+            return check_number(value, what, self.minimum, self.maximum, exclusive=self.exclusive, tail=tail)
         if self.kind is float:  # seconds
             minimum = -math.inf if self.minimum is None else self.minimum
             return check_duration(value, what, minimum=minimum, maximum=self.maximum or MAX_SECONDS)
@@ -118,6 +124,32 @@ def check_duration(value: Any, what: str, minimum: float = 0.0, maximum: float =
         raise GluonbenchError(f"{what} {value:g} s is too long; the most is {maximum:g} s{about}")
     if value < minimum:
         raise GluonbenchError(f"{what} must be at least {minimum:g} seconds (got {value:g})")
+    return float(value)
+
+
+def check_number(
+    value: Any,
+    what: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    *,
+    exclusive: bool = False,
+    tail: str = "",
+) -> float:
+    """A finite number, not a bool, within ``minimum .. maximum`` (open bounds where ``exclusive``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise GluonbenchError(f"{what} must be a number (got {value!r}){tail}")
+    lo = -math.inf if minimum is None else minimum
+    hi = math.inf if maximum is None else maximum
+    inside = lo < value < hi if exclusive else lo <= value <= hi
+    if not math.isfinite(value) or not inside:
+        if minimum is not None and maximum is not None:
+            span = f"in ({lo:g}, {hi:g})" if exclusive else f"in [{lo:g}, {hi:g}]"
+        elif minimum is not None:
+            span = f"{'over' if exclusive else 'at least'} {lo:g}"
+        else:
+            span = f"{'under' if exclusive else 'at most'} {hi:g}"
+        raise GluonbenchError(f"{what}={value:g} is out of range; give a number {span}{tail}")
     return float(value)
 
 

@@ -1,9 +1,12 @@
 """The verdict rules on given probe timings (pure functions: shares, significance, labels, advice)."""
 
+from dataclasses import fields
+
 import pytest
 
 from gluonbench.diagnosis.recommend import Setting, evidence, recommend
 from gluonbench.diagnosis.verdict import (
+    THRESHOLDS,
     ProbeTiming,
     Thresholds,
     attribute,
@@ -316,8 +319,22 @@ def test_the_early_stop_asks_for_a_99_percent_interval_clear_of_the_line():
 def test_stop_confidence_under_the_verdicts_own_level_is_refused():
     from gluonbench.errors import GluonbenchError
 
-    with pytest.raises(GluonbenchError, match=r"stop_confidence=0\.9 .*0\.95 or more"):
+    with pytest.raises(GluonbenchError, match=r"stop_confidence=0\.9 is out of range; give a number in \[0\.95, "):
         Thresholds(stop_confidence=0.9)
+
+
+@pytest.mark.parametrize("name", sorted(THRESHOLDS))
+def test_each_threshold_is_checked_against_its_one_declaration(name):
+    """A field of Thresholds is its declaration: the same default, and a value past either bound is refused with
+    the declared range (an open bound refuses the bound itself)."""
+    from gluonbench.errors import GluonbenchError
+
+    t = THRESHOLDS[name]
+    assert getattr(Thresholds(), name) == t.default
+    for bad in (t.minimum - (0 if t.exclusive else 1), t.maximum + (0 if t.exclusive else 1)):
+        with pytest.raises(GluonbenchError, match=f"threshold {name}"):
+            Thresholds(**{name: t.kind(bad)})
+    assert {f.name for f in fields(Thresholds)} == set(THRESHOLDS)
 
 
 def _bound_probes(rounds: int, loader_share: float) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from typing import Any
 
 from gluonbench.commands.common import load_warning, print_stalled, start_budgeted, what_runs
@@ -54,21 +55,23 @@ verdict: the seed's rule, as speed-ups paired round by round with 95 % CIs:
   whose CI crosses the line). The shares (the time each stage's removal saves) are printed too:
   preprocessing = full - no_preprocess, disk_io = no_preprocess - cached_batch, gpu_io = cached_batch
   (copy = cached_batch - device_batch, compute = device_batch), each over the total, with intervals.
-thresholds (--threshold KEY=VALUE): rel_ci=0.05 (a probe's median known to +-5 % counts as
-  converged: with 1 inside the reused batch's interval, gpu_io needs every chain probe converged), min_blocks=6, secondary_share=0.15, highly_input_bound=0.20, moderately_input_bound=0.05,
-  input_gain=0.05 (a perfect input pipeline must save 5 % of the step to count),
-  share_precision=0.05 (measure on, within the budget, until every share is known to +-5 points),
-  stop_confidence=0.99 (stop before the budget only when the input speed-up's 99 % interval is clear
-  of the line too: the verdict is checked after every round, and a case at the line must not stop on
-  a lucky few rounds).
+thresholds (--threshold KEY=VALUE):
+{thresholds}
 """
 
 
 def _diagnose_epilog() -> str:
     """The examples, with the probe list taken from the probe declarations."""
     from gluonbench.diagnosis.probes import PROBES
+    from gluonbench.diagnosis.verdict import THRESHOLDS
 
-    return DIAGNOSE_EXAMPLES.format(probes="\n".join(f"  {p.name:14s} {p.removes}" for p in PROBES))
+    thresholds = (
+        textwrap.fill(f"{t.name}={t.shown_default()}: {t.help}", 100, initial_indent="  ", subsequent_indent="    ")
+        for t in THRESHOLDS.values()
+    )
+    return DIAGNOSE_EXAMPLES.format(
+        probes="\n".join(f"  {p.name:14s} {p.removes}" for p in PROBES), thresholds="\n".join(thresholds)
+    )
 
 
 def add(sub: Any) -> argparse.ArgumentParser:

@@ -109,6 +109,7 @@ from typing import Any
 
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS, paired_ratio
 from gluonbench.errors import GluonbenchError
+from gluonbench.settings import Setting
 
 STAGES = ("preprocessing", "disk_io", "gpu_io")
 CHAIN = ("full", "no_preprocess", "no_read", "cached_batch", "device_batch")
@@ -165,32 +166,118 @@ REGROUPED = {"through_read": ("full", "no_read")}
 """Speed-ups the verdict needs when the read is CPU work and counts as preprocessing (:func:`read_evidence`)."""
 
 
+THRESHOLDS: dict[str, Setting] = {
+    t.name: t
+    for t in (
+        Setting(
+            "rel_ci",
+            float,
+            0.05,
+            0,
+            1,
+            exclusive=True,
+            seconds=False,
+            help="a probe's median counts as converged when its 95 % CI is within +- this: with 1 inside the "
+            "reused batch's interval, gpu_io needs every chain probe converged",
+        ),
+        Setting("min_blocks", int, 6, 1, 1_000, help="blocks of steps per probe before its CI is trusted"),
+        Setting(
+            "secondary_share",
+            float,
+            0.15,
+            0,
+            1,
+            exclusive=True,
+            seconds=False,
+            help="another stage with at least this share of the step is named secondary",
+        ),
+        Setting(
+            "highly_input_bound",
+            float,
+            0.20,
+            0,
+            1,
+            exclusive=True,
+            seconds=False,
+            help="input wait share of the step for 'highly input-bound'",
+        ),
+        Setting(
+            "moderately_input_bound",
+            float,
+            0.05,
+            0,
+            1,
+            exclusive=True,
+            seconds=False,
+            help="input wait share of the step for 'moderately input-bound'",
+        ),
+        Setting(
+            "share_precision",
+            float,
+            0.05,
+            0,
+            1,
+            exclusive=True,
+            seconds=False,
+            help="measure on, within the budget, until every share's 95 % interval is within +- this",
+        ),
+        Setting(
+            "input_gain",
+            float,
+            0.05,
+            0,
+            1,
+            exclusive=True,
+            seconds=False,
+            help="the share of the step a perfect input pipeline must save to count (under it: gpu_io)",
+        ),
+        Setting(
+            "stop_confidence",
+            float,
+            0.99,
+            0.95,
+            0.999,
+            seconds=False,
+            help="stop before the budget only when the input speed-up's interval at this level is clear of the "
+            "line too (a case at the line must not stop on a lucky few rounds)",
+            means="at least the verdict's own 0.95",
+        ),
+    )
+}
+"""Every threshold of the verdict and of the stopping rule, declared once: its type, range, default and help
+(``--threshold KEY=VALUE``, ``diagnose --help`` and :class:`Thresholds` read it)."""
+
+
+def _threshold(name: str) -> Any:
+    return field(default=THRESHOLDS[name].default)
+
+
 @dataclass(frozen=True)
 class Thresholds:
-    """Every threshold of the verdict and of the stopping rule, documented and configurable."""
+    """Every threshold of the verdict and of the stopping rule (declared in :data:`THRESHOLDS`), configurable."""
 
-    rel_ci: float = 0.05
+    rel_ci: float = _threshold("rel_ci")
     """a probe's median has converged when its 95 % CI is within +-rel_ci: with 1 inside the input speed-up's
     interval (and its estimate under the line), ``gpu_io`` needs every chain probe converged"""
-    min_blocks: int = 6
+    min_blocks: int = _threshold("min_blocks")
     """blocks (of consecutive steps) per probe before its CI is trusted: from 6 values on, even the
     min-max range covers the median with >= 95 % (1 - 2 x 0.5^6 = 96.9 %)"""
-    secondary_share: float = 0.15
+    secondary_share: float = _threshold("secondary_share")
     """other stages with at least this share (and present) are named secondary"""
-    highly_input_bound: float = 0.20
+    highly_input_bound: float = _threshold("highly_input_bound")
     """input wait share of step time for 'highly input-bound' (TF Profiler)"""
-    moderately_input_bound: float = 0.05
+    moderately_input_bound: float = _threshold("moderately_input_bound")
     """input wait share of step time for 'moderately input-bound' (TF Profiler)"""
-    share_precision: float = 0.05
+    share_precision: float = _threshold("share_precision")
     """measurement goes on (within the budget) until every share's 95 % interval is within +-this"""
-    input_gain: float = 0.05
+    input_gain: float = _threshold("input_gain")
     """the share of the full pipeline's step time a perfect input pipeline must save (1 - cached_batch/full)
     before reusing one batch counts as a gain (TF's 'moderately input-bound' line; a speed-up of 1/(1-this),
     1.053x); under it the verdict is gpu_io. Checked on the ground-truth cases (benchmarks/ground_truth.py,
     the seed's loop timed in steady state): on 2026-11-25 on a quiet 2-core VM the device-bound cases gained
     1.00-1.02x from one reused batch, every input-bound case 1.44x or more, and the seed's MNIST at 0 workers
     1.06x [1.05, 1.07] (at the line); TF's 5 % separates the two classes"""
-    stop_confidence: float = 0.99
+    stop_confidence: float = _threshold("stop_confidence")
     """a diagnosis stops before its budget only when the input speed-up's interval at this level (not only the
     verdict's 95 %) lies on one side of the ``input_gain`` line, from the rounds that level needs on (8 for 0.99).
     The verdict is checked after every round, and stopping the first time a 95 % interval clears the line
@@ -199,24 +286,9 @@ class Thresholds:
     1.04-1.06x, at the line); a wider interval for the stop, as group-sequential tests use, keeps that rare"""
 
     def __post_init__(self) -> None:
-        # validated here, whoever builds it (--threshold, a config, Python); GluonbenchError: one line, exit 2
-
+        # validated here, whoever builds it (--threshold, a config, Python), by its declaration; one line, exit 2
         for f in fields(self):
-            value = getattr(self, f.name)
-            whole = f.name == "min_blocks"
-            if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
-                kind = "whole number" if whole else "number"
-                raise GluonbenchError(f"threshold {f.name}={value!r} must be a {kind}")
-            if not math.isfinite(value) or value <= 0 or (not whole and f.name != "rel_ci" and value >= 1):
-                raise GluonbenchError(
-                    f"threshold {f.name}={value} is out of range; min_blocks and rel_ci are positive, "
-                    "shares and fractions lie in (0, 1)"
-                )
-        if self.stop_confidence < 0.95:
-            raise GluonbenchError(
-                f"threshold stop_confidence={self.stop_confidence} is under the verdict's own 0.95; "
-                "give 0.95 or more (default 0.99)"
-            )
+            THRESHOLDS[f.name].check(getattr(self, f.name), f"threshold {f.name}")
         if self.moderately_input_bound > self.highly_input_bound:
             raise GluonbenchError(
                 f"threshold moderately_input_bound={self.moderately_input_bound} exceeds "
