@@ -21,7 +21,7 @@ from gluonbench.identity import describe
 from gluonbench.knobs import knob_default
 from gluonbench.names import arg, example, param, param_example
 from gluonbench.ranges import parse_int_list
-from gluonbench.settings import check_declared, declared
+from gluonbench.settings import SETTINGS, Setting, check_declared, declared
 from gluonbench.sweeprun.run import RunSetting, RunSpec
 
 log = logging.getLogger(__name__)
@@ -37,10 +37,10 @@ class SweepSettings(RunSetting):
     """samples per batch; None: the pipeline's own ``batch_size`` with ``pipeline``, else 64 (as the seed)"""
     repeat: int = declared("repeat")
     timeout_s: float = declared("timeout_s")
-    name: str | None = None
-    model: str | None = None
+    name: str | None = declared("name")
+    model: str | None = declared("model")
     """a classification model of gluoncv's zoo (``--model``); None: the workload's default (the seed's CNN)"""
-    preset: str | None = None
+    preset: str | None = declared("preset")
     """per-sample training transforms of an image workload: imagenet, cifar or none (``--preset``)"""
     classes: int | None = None
     """the model's outputs (``--classes``); None: the data set's class count"""
@@ -66,10 +66,10 @@ class SweepSettings(RunSetting):
     # kvstore; with a dist_* kvstore, one job per entry of ``hosts`` (worker processes) with ``servers``
     gpus: tuple[int, ...] | None = None
     hosts: tuple[int, ...] = (1,)
-    launcher: str = "local"
-    hostfile: str | None = None
+    launcher: str = declared("launcher")
+    hostfile: str | None = declared("hostfile")
     port: int | None = None
-    pipeline: str | None = None
+    pipeline: str | None = declared("pipeline")
     """a user's pipeline factory, ``"mypkg.train:make"`` or ``"path/file.py:make"`` (``--pipeline``; see
     :class:`gluonbench.PipelineSpec`): every run trains what it returns instead of ``workload``"""
     pipeline_options: dict[str, Any] = field(default_factory=dict)
@@ -261,16 +261,26 @@ def check_pipeline_settings(settings: Any) -> None:
         )
 
 
-_INTS = ("batch_size", "epochs", "repeat", "seed")
-_OPTIONAL_INTS = ("max_batches", "eval_workers")
-_FLOATS = ("timeout_s", "diagnose_budget_s")
-_BOOLS = ("thread_pool", "download", "diagnose", "pin_memory")
-_STRINGS = ("workload", "ctx")
-_OPTIONAL_STRINGS = ("data_dir", "name", "pipeline")
+LISTS = ("workers", "hosts", "gpus")
+"""settings that hold a list of a declared setting's values (``--workers 0,2,4``)"""
 
 
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def declaration(name: str) -> Setting | None:
+    """The one declaration of settings field ``name``: a shared setting or a loader knob (by its key); None for
+    a field that is no single value (``options``, ``emulate_step_ms``: a number or a named target)."""
+    from gluonbench.knobs import KNOBS
+
+    return next((k for k in KNOBS.values() if k.key == name), None) or SETTINGS.get(name)
+
+
+def _unset_is_none(name: str) -> bool:
+    """None is a value of sweep field ``name`` where its default is None: no value (no cap, none set), or the
+    pipeline's own (``batch_size``). A sweep's ``ctx`` is a context (diagnose's None picks one, a sweep's never)."""
+    return SweepSettings.__dataclass_fields__[name].default is None
 
 
 def check_types(settings: SweepSettings) -> None:
@@ -286,29 +296,13 @@ def check_types(settings: SweepSettings) -> None:
         raise GluonbenchError(
             f"settings must be a SweepSettings (got {type(settings).__name__}); e.g. SweepSettings(workers=(0, 2))"
         )
-    for name in _INTS:
-        if name == "batch_size" and settings.batch_size is None:
-            continue  # unset: the pipeline's own (read once its factory is loaded), else 64 (check() sets it)
-        if not _whole(getattr(settings, name)):
-            raise bad(name, "a whole number", getattr(settings, name))
-    for name in _OPTIONAL_INTS:
-        value = getattr(settings, name)
-        if value is not None and not _whole(value):
-            raise bad(name, "a whole number or None", value)
-    for name in _FLOATS:
-        value = getattr(settings, name)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise bad(name, "a number of seconds", value)
-    for name in _BOOLS:
-        if not isinstance(getattr(settings, name), bool):
-            raise bad(name, "True or False", getattr(settings, name))
-    for name in _STRINGS:
-        if not isinstance(getattr(settings, name), str):
-            raise bad(name, "a string", getattr(settings, name))
-    for name in _OPTIONAL_STRINGS:
-        value = getattr(settings, name)
-        if value is not None and not isinstance(value, str):
-            raise bad(name, "a string or None", value)
+    for f in fields(settings):
+        s = declaration(f.name)
+        value = getattr(settings, f.name)
+        if s is None or f.name in LISTS or (value is None and _unset_is_none(f.name)):
+            continue  # batch_size None: the pipeline's own (read once its factory is loaded), else 64
+        if not s.is_type(value):
+            raise bad(f.name, s.words(_unset_is_none(f.name)), value)
     workers = settings.workers
     if not isinstance(workers, tuple | list) or not all(_whole(w) for w in workers):
         raise bad("workers", "a tuple of whole numbers, e.g. (0, 2, 4)", workers)
@@ -326,7 +320,7 @@ def check_name(name: str | None, what: str) -> str | None:
     """A run name is a name, never a path: no ``/``, ``\\``, ``..`` or leading dot, no control characters."""
     if name is None:
         return None
-    from gluonbench.validate import plain_name
+    from gluonbench.settings import plain_name
 
     return plain_name(name, what, param_example("name='w0-8-cpu'", "--name w0-8-cpu"))
 
@@ -338,8 +332,9 @@ def _flag(name: str, source: str) -> str:
     return f"{source}: {name}"
 
 
-def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
-    if name in ("workers", "hosts", "gpus"):
+def _convert(name: str, raw: Any, source: str) -> Any:
+    """A config's or ``--set``'s value of field ``name`` as its declaration's type (lists value by value)."""
+    if name in LISTS:
         if raw is None:
             return None if name == "gpus" else raw
         if isinstance(raw, list | tuple):
@@ -347,67 +342,17 @@ def _convert(name: str, raw: Any, current: Any, source: str) -> Any:
                 raise GluonbenchError(f"{source}: {name} must be whole numbers (got {raw!r})")
             return tuple(raw)
         return tuple(parse_int_list(str(raw), what=f"--{name}" if source == "command line" else f"{source}: {name}"))
-    if isinstance(current, bool) or name in ("thread_pool", "download", "diagnose", "pin_memory"):
-        if isinstance(raw, bool):
-            return raw
-        text = str(raw).lower()
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
-        raise GluonbenchError(f"{source}: {name} must be true or false (got {raw!r})")
     if name == "emulate_step_ms":
         if raw is None or str(raw).lower() in ("none", ""):
             return None
         from gluonbench.pipeline.emulate import step_ms
 
         return step_ms(raw, what=_flag(name, source))
-    if name in (
-        "batch_size",
-        "epochs",
-        "repeat",
-        "seed",
-        "max_batches",
-        "eval_workers",
-        "prefetch",
-        "classes",
-        "image_size",
-        "devices",
-        "servers",
-        "port",
-        "diagnose_rank",
-    ):
-        if raw is None or str(raw).lower() in ("none", ""):
-            if SweepSettings.__dataclass_fields__[name].default is None:  # an optional setting, unset
-                return None
-            raise GluonbenchError(f"{_flag(name, source)} must be a whole number (got {raw!r})")
-        # TOML's true would be 1 and 64.9 would be 64: neither is what was meant, so both are refused
-        if isinstance(raw, bool) or isinstance(raw, float) or (isinstance(raw, str) and len(raw.strip()) > 20):
-            raise GluonbenchError(f"{_flag(name, source)} must be a whole number (got {raw!r})")
-        try:
-            return int(raw)
-        except (TypeError, ValueError):
-            raise GluonbenchError(f"{_flag(name, source)} must be a whole number (got {raw!r})") from None
-    if name in ("timeout_s", "diagnose_budget_s"):
-        if isinstance(raw, bool):  # float(True) is 1.0: every run would time out after a second
-            raise GluonbenchError(f"{_flag(name, source)} must be a number of seconds (got {raw!r})")
-        try:
-            value = float(raw)
-        except (TypeError, ValueError):
-            raise GluonbenchError(f"{source}: {name} must be a number of seconds (got {raw!r})") from None
-        return check_seconds(value, _flag(name, source))
-    if name == "options" and not isinstance(raw, dict):
-        raise GluonbenchError(f"{source}: options must be a table of workload options (got {raw!r})")
-    if name == "pipeline_options" and not isinstance(raw, dict):
-        raise GluonbenchError(f"{source}: pipeline_options must be a table of factory options (got {raw!r})")
-    if name == "pipeline":
-        if raw is None or str(raw).lower() in ("none", ""):
-            return None
-        if not isinstance(raw, str):
-            raise GluonbenchError(f"{_flag(name, source)} must be a string MODULE:FUNCTION (got {raw!r})")
-    if name in ("workload", "ctx", "data_dir", "name") and raw is not None and not isinstance(raw, str):
-        raise GluonbenchError(f"{_flag(name, source)} must be a string (got {raw!r})")
-    return raw
+    if name in ("options", "pipeline_options") and not isinstance(raw, dict):
+        what = "workload options" if name == "options" else "factory options"
+        raise GluonbenchError(f"{source}: {name} must be a table of {what} (got {raw!r})")
+    s = declaration(name)
+    return raw if s is None else s.convert(raw, _flag(name, source), optional=_unset_is_none(name))
 
 
 def coerce(base: SweepSettings, values: dict[str, Any], source: str) -> SweepSettings:
@@ -418,7 +363,7 @@ def coerce(base: SweepSettings, values: dict[str, Any], source: str) -> SweepSet
         name = key.replace("-", "_")
         if name not in known:
             raise GluonbenchError(f"{source}: unknown setting {key!r}; known: {', '.join(sorted(known))}")
-        changes[name] = _convert(name, raw, getattr(base, name), source)
+        changes[name] = _convert(name, raw, source)
     return replace(base, **changes)
 
 
@@ -683,24 +628,24 @@ class DiagnoseSettings(_MeasuresAPipeline):
     whole diagnosis there; ``options`` go to the workload factory (synthetic knobs, a source).
     """
 
-    workload: str = "mnist"
-    data_dir: str | None = None
-    download: bool = True
-    workers: int = 0
+    workload: str = declared("workload")
+    data_dir: str | None = declared("data_dir")
+    download: bool = declared("download")
+    workers: int = knob_default("num_workers")
     batch_size: int | None = None
     """samples per batch; None: the pipeline's own ``batch_size`` with ``pipeline``, else 64 (as the seed)"""
     ctx: str | None = declared("ctx")
-    thread_pool: bool = False
-    pin_memory: bool = False
+    thread_pool: bool = knob_default("thread_pool")
+    pin_memory: bool = knob_default("pin_memory")
     """DataLoader(pin_memory=True, pin_device_id=<the context's GPU>); the cached_batch ceiling pinned too"""
     budget_s: float = 60.0
     seed: int = declared("seed")
     options: dict[str, Any] = field(default_factory=dict)
     thresholds: Any = field(default_factory=_default_thresholds)
     """:class:`gluonbench.diagnosis.verdict.Thresholds`"""
-    json_path: str | None = None
-    name: str | None = None
-    pipeline: str | None = None
+    json_path: str | None = declared("json_path")
+    name: str | None = declared("name")
+    pipeline: str | None = declared("pipeline")
     """a user's pipeline factory (``--pipeline mypkg.train:make``), diagnosed instead of ``workload``"""
     pipeline_options: dict[str, Any] = field(default_factory=dict)
 
@@ -756,13 +701,13 @@ class TuneSettings(_MeasuresAPipeline):
     work starts.
     """
 
-    workload: str = "mnist"
-    data_dir: str | None = None
-    download: bool = True
-    workers: int = 0
-    thread_pool: bool = False
-    prefetch: int | None = None
-    pin_memory: bool = False
+    workload: str = declared("workload")
+    data_dir: str | None = declared("data_dir")
+    download: bool = declared("download")
+    workers: int = knob_default("num_workers")
+    thread_pool: bool = knob_default("thread_pool")
+    prefetch: int | None = knob_default("prefetch")
+    pin_memory: bool = knob_default("pin_memory")
     """the current setting pins its batches (DataLoader(pin_memory=True, pin_device_id=<the context's GPU>))"""
     batch_size: int | None = None
     """samples per batch; None: the pipeline's own ``batch_size`` with ``pipeline``, else 64 (as the seed)"""
@@ -773,9 +718,9 @@ class TuneSettings(_MeasuresAPipeline):
     budget_s: float = 60.0
     seed: int = declared("seed")
     options: dict[str, Any] = field(default_factory=dict)
-    json_path: str | None = None
+    json_path: str | None = declared("json_path")
     toml_path: str | None = None
-    pipeline: str | None = None
+    pipeline: str | None = declared("pipeline")
     """a user's pipeline factory (``--pipeline mypkg.train:make``), tuned instead of ``workload``"""
     pipeline_options: dict[str, Any] = field(default_factory=dict)
 

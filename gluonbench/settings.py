@@ -8,26 +8,40 @@ names the setting by its name (``seed``) from Python and by its flag (``--seed``
 loader's knobs (:data:`gluonbench.knobs.KNOBS`) are settings too, with what tune needs to search them; the
 budgets (:data:`gluonbench.budgets.BUDGETS`) have one range per command.
 
-=================  ========  ===================  ===============================================================
-setting            type      range                means
-=================  ========  ===================  ===============================================================
-``seed``           int       0 .. 2**32 - 1       numpy's and MXNet's random seed
-``ctx``            str                            cpu, cpu:N, gpu or gpu:N
-``epochs``         int       1 .. 100,000         epochs per run
-``repeat``         int       1 .. 1,000           runs per worker count
-``max_batches``    int|None  1 .. 10**9           cap on training (and eval) batches per run
-``eval_workers``   int|None  0 .. 1,024           the eval loader's workers
-``max_workers``    int|None  0 .. 1,024           most workers tune tries
-``timeout_s``      float     0 .. 10**7 s         one run's limit (``--timeout``)
-``devices``        int|None  1 .. 1,024           contexts in one process
-``hosts``          int       1 .. 1,024           kvstore worker processes per job (each)
-``servers``        int|None  0 .. 1,024           parameter servers per job
-``port``           int|None  0 .. 65,535          the kvstore scheduler's port
-``diagnose_rank``  int|None  0 .. 1,023           the worker rank that diagnoses its pipeline
-``gpus``           int       0 .. 1,023           GPU indexes (each)
-``classes``        int|None  1 .. 1,000,000       model outputs
-``image_size``     int|None  1 .. 16,384          the model's input size
-=================  ========  ===================  ===============================================================
+======================  ========  ===================  ===============================================================
+setting                 type      range                means
+======================  ========  ===================  ===============================================================
+``seed``                int       0 .. 2**32 - 1       numpy's and MXNet's random seed
+``ctx``                 str                            cpu, cpu:N, gpu or gpu:N
+``epochs``              int       1 .. 100,000         epochs per run
+``repeat``              int       1 .. 1,000           runs per worker count
+``max_batches``         int|None  1 .. 10**9           cap on training (and eval) batches per run
+``eval_workers``        int|None  0 .. 1,024           the eval loader's workers
+``max_workers``         int|None  0 .. 1,024           most workers tune tries
+``timeout_s``           float     0 .. 10**7 s         one run's limit (``--timeout``)
+``devices``             int|None  1 .. 1,024           contexts in one process
+``hosts``               int       1 .. 1,024           kvstore worker processes per job (each)
+``servers``             int|None  0 .. 1,024           parameter servers per job
+``port``                int|None  0 .. 65,535          the kvstore scheduler's port
+``diagnose_rank``       int|None  0 .. 1,023           the worker rank that diagnoses its pipeline
+``gpus``                int       0 .. 1,023           GPU indexes (each)
+``classes``             int|None  1 .. 1,000,000       model outputs
+``image_size``          int|None  1 .. 16,384          the model's input size
+``workload``            str                            a built-in data set and its model (``--dataset``)
+``data_dir``            str|None                       the data set's folder
+``download``            bool                           download a data set with no local copy (``--no-download``)
+``pipeline``            str|None                       a user's pipeline factory, ``MODULE:FUNCTION``
+``model``               str|None                       a gluoncv classification model
+``preset``              str|None                       an image workload's training transforms
+``kvstore``             str|None                       MXNet's kvstore
+``launcher``            str                            local or ssh
+``hostfile``            str|None                       the ssh launcher's hosts
+``diagnose``            bool                           a diagnosis after each sweep run
+``diagnose_budget_s``   float     0 .. 10**7 s         seconds for each run's diagnosis (``--diagnose-budget``)
+``out``                 str                            the parent folder of run folders
+``name``                str|None  a plain name         the run folder's suffix: no path, no leading dot
+``json_path``           str|None                       a JSON copy of the result (``--json``)
+======================  ========  ===================  ===============================================================
 """
 
 from __future__ import annotations
@@ -38,7 +52,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from gluonbench.errors import GluonbenchError
-from gluonbench.names import FLAGS, param
+from gluonbench.names import FLAGS, param, param_example
 from gluonbench.units import MAX_SECONDS
 
 
@@ -65,6 +79,8 @@ class Setting:
     """a float setting is a duration in seconds; False: a plain number (a share, a fraction)"""
     exclusive: bool = False
     """the bounds of a plain number are open: ``(minimum, maximum)``"""
+    choices: tuple[str, ...] = ()
+    """the values its flag takes, where they are a short list (the value's check is where it is used)"""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "flag", self.flag or "--" + self.name.replace("_", "-"))
@@ -108,6 +124,60 @@ class Setting:
             low = f"from {lo} to {hi}" if lo is not None else f"at most {hi}"
             raise GluonbenchError(f"{what} must be {low} (got {value}){tail}")
         return value
+
+    def words(self, optional: bool | None = None) -> str:
+        """What a value of this setting is, in words ("a whole number or None")."""
+        kind = {bool: "True or False", int: "a whole number", str: "a string"}.get(self.kind)
+        if self.kind is float:
+            kind = "a number of seconds" if self.seconds else "a number"
+        none = self.optional if optional is None else optional
+        return f"{kind}{' or None' if none else ''}"
+
+    def is_type(self, value: Any) -> bool:
+        """Whether ``value`` has this setting's type (a whole number for a float setting too; no bool for a
+        number)."""
+        if self.kind is bool or self.kind is str:
+            return isinstance(value, self.kind)
+        if isinstance(value, bool):
+            return False
+        return isinstance(value, int | float) if self.kind is float else isinstance(value, int)
+
+    def convert(self, raw: Any, what: str, optional: bool | None = None) -> Any:
+        """A value from a config file or a ``--set KEY=VALUE`` text as this setting's type ("64" is 64, "off" is
+        False, "none" is None where None is a value); its range is :meth:`check`'s. ``optional``: None is a value
+        here though the declaration has none (a setting left to the pipeline's own)."""
+        none = self.optional if optional is None else optional
+        if none and (raw is None or (isinstance(raw, str) and raw.strip().lower() in ("none", ""))):
+            return None
+        if self.kind is bool:
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise GluonbenchError(f"{what} must be true or false (got {raw!r})")
+        if self.kind is str:
+            if not isinstance(raw, str):
+                raise GluonbenchError(f"{what} must be a string (got {raw!r})")
+            return raw
+        wrong = GluonbenchError(f"{what} must be {self.words(none)} (got {raw!r})")
+        # TOML's true would be 1 and 64.9 would be 64: neither is what was meant, so both are refused
+        if isinstance(raw, bool) or (isinstance(raw, str) and len(raw.strip()) > 40):
+            raise wrong
+        if self.kind is int:
+            if isinstance(raw, float):
+                raise wrong
+            try:
+                return int(raw)
+            except (TypeError, ValueError):
+                raise wrong from None
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            raise wrong from None
+        return check_duration(value, what, minimum=-math.inf) if self.seconds else value
 
     def shown_default(self, default: Any = None) -> str:
         """The default as a flag's help says it."""
@@ -160,6 +230,48 @@ def _ctx(value: str, what: str) -> str:
     return value
 
 
+def plain_name(name: str, what: str, example: str) -> str:
+    """``name`` if it is a plain file-name part: no ``/``, ``\\``, ``..``, leading ``.`` or ``-``, control characters."""
+    if (
+        not isinstance(name, str)
+        or not name
+        or "/" in name
+        or "\\" in name
+        or ".." in name
+        or name.startswith((".", "-"))
+        or any(ord(c) < 32 for c in name)
+        or len(name) > 100
+        or not _utf8(name)
+    ):
+        raise GluonbenchError(
+            f"{what} {name!r} must be a plain name (letters, digits, -, _; no '/', '..' or leading '.'), e.g. {example}"
+        )
+    return name
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a surrogate-escaped byte from a non-UTF-8 command line ($'\\xff')
+        return False
+    return True
+
+
+def _run_name(value: str, what: str) -> str:
+    return plain_name(value, what, param_example("name='w0-8-cpu'", "--name w0-8-cpu"))
+
+
+DEFAULT_OUT = "gluonbench-results"
+"""The folder, relative to the working directory, that run folders go under when no ``out`` is given. Not
+``results``: from a checkout of a project that keeps its own measurements in a tracked ``results/`` (gluonbench's
+does), a default run would land among them. The checkout's ``.gitignore`` ignores this one."""
+
+DATA_DIR_HELP = (
+    "folder of the data set's files (MNIST: the four IDX files, default $GLUONBENCH_DATA/NAME, MXNet's cache or a "
+    "system copy; synthetic: where its files are written)"
+)
+
+
 SETTINGS: dict[str, Setting] = {
     s.name: s
     for s in (
@@ -181,11 +293,45 @@ SETTINGS: dict[str, Setting] = {
         Setting("gpus", int, None, 0, 1_023, optional=True, help="GPUs by index"),
         Setting("classes", int, None, 1, 1_000_000, optional=True, help="model outputs"),
         Setting("image_size", int, None, 1, 16_384, optional=True, help="the model's input size"),
+        # what runs, where its data are, where its results go
+        Setting("workload", str, "mnist", help="a built-in data set and its model", flag="--dataset"),
+        Setting("data_dir", str, None, optional=True, help=DATA_DIR_HELP),
+        Setting("download", bool, True, help="download a data set that has no local copy", flag="--no-download"),
+        Setting("pipeline", str, None, optional=True, help="your pipeline: pkg.mod:func or path/to/file.py:func"),
+        Setting("model", str, None, optional=True, help="a classification model of gluoncv.model_zoo"),
+        Setting(
+            "preset",
+            str,
+            None,
+            optional=True,
+            help="per-sample training transforms: imagenet, cifar or none",
+            choices=("imagenet", "cifar", "none"),
+        ),
+        Setting("kvstore", str, None, optional=True, help="MXNet kvstore: device, local, dist_sync, dist_async"),
+        Setting("launcher", str, "local", help="local (every process here) or ssh (needs --hostfile)"),
+        Setting("hostfile", str, None, optional=True, help="one host[:port] per line; servers first, then workers"),
+        Setting("diagnose", bool, False, help="after each run, diagnose the bottleneck at its setting"),
+        Setting(
+            "diagnose_budget_s",
+            float,
+            30.0,
+            0,
+            MAX_SECONDS,
+            help="seconds for each run's diagnosis",
+            flag="--diagnose-budget",
+        ),
+        Setting("out", str, DEFAULT_OUT, help="parent folder of the run folders"),
+        Setting("name", str, None, optional=True, help="suffix of the run folder", parse=_run_name),
+        Setting(
+            "json_path", str, None, optional=True, help="also write the result as JSON (atomically)", flag="--json"
+        ),
     )
 }
 """Every shared setting by name (the loader's knobs: :data:`gluonbench.knobs.KNOBS`)."""
 
-FLAGS.update({s.name: s.flag for s in SETTINGS.values() if s.flag != "--" + s.name.replace("_", "-")})
+FLAGS.update(
+    {s.name: s.flag for s in SETTINGS.values() if s.flag != "--" + s.name.replace("_", "-") and s.kind is not bool}
+)
 
 
 SETTING = "gluonbench.setting"

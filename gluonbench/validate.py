@@ -20,33 +20,6 @@ _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
 )
 
 
-def plain_name(name: str, what: str, example: str) -> str:
-    """``name`` if it is a plain file-name part: no ``/``, ``\\``, ``..``, leading ``.`` or ``-``, control characters."""
-    if (
-        not isinstance(name, str)
-        or not name
-        or "/" in name
-        or "\\" in name
-        or ".." in name
-        or name.startswith((".", "-"))
-        or any(ord(c) < 32 for c in name)
-        or len(name) > 100
-        or not _utf8(name)
-    ):
-        raise GluonbenchError(
-            f"{what} {name!r} must be a plain name (letters, digits, -, _; no '/', '..' or leading '.'), e.g. {example}"
-        )
-    return name
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a surrogate-escaped byte from a non-UTF-8 command line ($'\\xff')
-        return False
-    return True
-
-
 def check_seed(seed: int, what: str | None = None) -> int:
     """A random seed numpy and MXNet both take: a whole number in 0 .. 2**32 - 1 (``what``: its name in the
     message, default ``seed``, ``--seed`` from the CLI)."""

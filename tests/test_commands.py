@@ -95,9 +95,14 @@ def test_every_shared_setting_flag_is_generated_from_its_declaration():
     assert {c for c, s, _ in found if s.name == "seed"} == {"sweep", "diagnose", "tune", "io", "pack", "stream"}
     assert {c for c, s, _ in found if s.name == "ctx"} == {"sweep", "diagnose", "tune", "check", "doctor", "profile"}
     for command, setting, action in found:
-        assert action.option_strings == [setting.flag] and action.dest == setting.key, (command, setting.name)
+        # its flag first (check's --dataset is --workload too), the settings field it fills, its type
+        assert action.option_strings[0] == setting.flag and action.dest == setting.key, (command, setting.name)
+        if setting.kind is bool:  # a switch: --diagnose turns it on, --no-download off
+            assert action.nargs == 0 and action.const is not setting.flag.startswith("--no-"), (command, setting.name)
+            continue
         want = str if setting.kind is str or "e.g." in action.help else setting.kind
         assert action.type is want, (command, setting.name, action.type)
+        assert tuple(action.choices or ()) == setting.choices, (command, setting.name)
     # no command declares one of these flags by hand
     source = "\n".join(p.read_text() for p in (REPO / "gluonbench" / "commands").glob("*.py"))
     for setting in settings.SETTINGS.values():

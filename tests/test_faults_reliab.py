@@ -331,10 +331,10 @@ def make(reads=6000, after_s=None):
 
 
 @pytest.mark.slow  # in the suite on a busy runner no round may end before the stall: then there is nothing to keep
-def test_cli_a_stall_mid_diagnosis_keeps_the_rounds_before_it(stalled_clis):
+def test_cli_a_stall_mid_diagnosis_keeps_the_rounds_before_it(tmp_path):
     # "nothing already measured is lost": reads that stop answering after a few rounds (counted in reads, so a busy
     # machine gets as many rounds) still leave their diagnosis, printed, in --json and in the --out folder
-    proc, _, tmp_path = stalled_clis["diagnose"]
+    proc, _, tmp_path = run_stalled(tmp_path, ("diagnose",))["diagnose"]
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     error = proc.stderr.strip().splitlines()[-1]
     assert error.startswith("gluonbench: error: diagnose stopped after") and "stalled in read" in error, error
@@ -432,53 +432,56 @@ def make(calls=200):
 """
 
 
-@pytest.fixture(scope="module")
-def stalled_clis(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, float, Path]]:
-    """The four commands that stall, in two lanes of two (the suite's time: each mostly waits out its budget and
-    grace, and one lane measures while the other waits): name -> (the finished process, its seconds from start to
-    end, its working folder). A lane pairs a command that measures little before its stall (a read that never
-    returns, a step stuck after 60 forwards) with one that measures for seconds first, so that no two measurements
-    that must reach their stall within the budget share the cores from the start. Leaves no process and no shared
-    memory behind (the native hang's backstop included)."""
-    base = tmp_path_factory.mktemp("stalls")
-    calls: dict[str, tuple[str, ...]] = {
-        "read_ms": ("diagnose", "--dataset", "synthetic", "--read-ms", "100000", "--budget", "5"),
-        # the stall: after 6000 reads, or 12 s after the 64th read, whichever comes first (a busy machine reads
-        # less). 12 s: the probes' set-up and warm-ups come between that read and the first round, 3 s on a quiet
-        # 2-core VM and 8.5 s beside three busy processes; a stall before any complete round has nothing to keep
-        "diagnose": (
-            "diagnose", "--pipeline", "stalls:make", "--pipeline-option", "after_s=12", "--batch-size", "8",
-            "--budget", "16", "--json", "d.json", "--out", "runs",
-        ),
-        "tune": (
-            "tune", "--pipeline", "stalls:make", "--pipeline-option", "reads=20000", "--pipeline-option", "after_s=6",
-            "--budget", "10", "--json", "t.json", "--toml", "t.toml", "--out", "runs",
-        ),
-        # the 60th forward hangs: within the 4 s budget on a busy machine too (the first-step check runs 1 or 2)
-        "native": ("diagnose", "--pipeline", "engine_hang:make", "--pipeline-option", "calls=60", "--budget", "4"),
-    }  # fmt: skip
-    for name in calls:
+STALL_CALLS: dict[str, tuple[str, ...]] = {
+    "read_ms": ("diagnose", "--dataset", "synthetic", "--read-ms", "100000", "--budget", "5"),
+    # the stall: after 6000 reads, or 12 s after the 64th read, whichever comes first (a busy machine reads
+    # less). 12 s: the probes' set-up and warm-ups come between that read and the first round, 3 s on a quiet
+    # 2-core VM and 8.5 s beside three busy processes; a stall before any complete round has nothing to keep
+    "diagnose": (
+        "diagnose", "--pipeline", "stalls:make", "--pipeline-option", "after_s=12", "--batch-size", "8",
+        "--budget", "16", "--json", "d.json", "--out", "runs",
+    ),
+    "tune": (
+        "tune", "--pipeline", "stalls:make", "--pipeline-option", "reads=20000", "--pipeline-option", "after_s=6",
+        "--budget", "10", "--json", "t.json", "--toml", "t.toml", "--out", "runs",
+    ),
+    # the 60th forward hangs: within the 4 s budget on a busy machine too (the first-step check runs 1 or 2)
+    "native": ("diagnose", "--pipeline", "engine_hang:make", "--pipeline-option", "calls=60", "--budget", "4"),
+}  # fmt: skip
+"""The commands that stall, by name: each mostly waits out its budget and grace once its stall comes."""
+STALL_FILES = {
+    "diagnose": ("stalls.py", STALLS_LATER),
+    "tune": ("stalls.py", STALLS_LATER),
+    "native": ("engine_hang.py", ENGINE_HANG),
+}
+"""The module each stalled command's ``--pipeline`` names, written into its folder."""
+
+
+def run_stalled(base: Path, names: tuple[str, ...]) -> dict[str, tuple[subprocess.CompletedProcess, float, Path]]:
+    """``names`` of :data:`STALL_CALLS` run at once, each in its own folder under ``base``: name -> (the finished
+    process, its seconds from start to end, its working folder). At once, since a stalled command waits (a read
+    that never returns, a step stuck in native code); only tune measures, for seconds, before its stall, which
+    is counted in reads, so a busy machine reaches it all the same). Leaves no process and no shared memory behind
+    (the native hang's backstop included)."""
+    for name in names:
         (base / name).mkdir()
-    (base / "diagnose" / "stalls.py").write_text(STALLS_LATER)
-    (base / "tune" / "stalls.py").write_text(STALLS_LATER)
-    (base / "native" / "engine_hang.py").write_text(ENGINE_HANG)
+        if name in STALL_FILES:
+            (base / name / STALL_FILES[name][0]).write_text(STALL_FILES[name][1])
 
     def timed(name: str) -> tuple[subprocess.CompletedProcess, float, Path]:
         t0 = time.monotonic()
-        proc = run_cli(*calls[name], cwd=base / name, timeout=180)
+        proc = run_cli(*STALL_CALLS[name], cwd=base / name, timeout=180)
         return proc, time.monotonic() - t0, base / name
 
-    def lane(names: tuple[str, ...]) -> list[tuple[subprocess.CompletedProcess, float, Path]]:
-        return [timed(name) for name in names]
+    with leak_check(), ThreadPoolExecutor(max_workers=len(names)) as pool:
+        done = {name: pool.submit(timed, name) for name in names}
+        return {name: call.result() for name, call in done.items()}
 
-    lanes = (("read_ms", "diagnose"), ("native", "tune"))
-    with leak_check(), ThreadPoolExecutor(max_workers=len(lanes)) as pool:
-        done = [pool.submit(lane, names) for names in lanes]
-        return {
-            name: result
-            for names, call in zip(lanes, done, strict=True)
-            for name, result in zip(names, call.result(), strict=True)
-        }
+
+@pytest.fixture(scope="module")
+def stalled_clis(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, float, Path]]:
+    """The stalled commands of the default suite, run at once (:func:`run_stalled`)."""
+    return run_stalled(tmp_path_factory.mktemp("stalls"), ("read_ms", "tune", "native"))
 
 
 def test_cli_a_step_stuck_in_native_code_ends_within_budget_grace_and_backstop(stalled_clis):

@@ -7,15 +7,20 @@ import dataclasses
 import pytest
 
 from gluonbench.config import (
+    LISTS,
     DiagnoseSettings,
     IoSettings,
     SweepSettings,
+    check_types,
+    coerce,
+    declaration,
     parse_thresholds,
     source_options,
     synthetic_options,
 )
 from gluonbench.diagnosis.verdict import Thresholds
 from gluonbench.errors import GluonbenchError
+from gluonbench.settings import DEFAULT_OUT
 
 
 @pytest.mark.parametrize(
@@ -124,3 +129,34 @@ def test_cli_names_the_flag_for_the_same_bad_value(tmp_path):
 
     assert_one_clear_line(run_cli("sweep", "--ctx", "tpu", "--out", str(tmp_path)), "--ctx 'tpu' is not a context")
     assert_one_clear_line(run_cli("io", "--small", "1GB", "--out", str(tmp_path)), "--small must not exceed --large")
+
+
+DECLARED = [f.name for f in dataclasses.fields(SweepSettings) if declaration(f.name) and f.name not in LISTS]
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_a_sweep_setting_reads_its_text_by_its_one_declaration(name):
+    """A config's or --set's text becomes each declared setting's type, and a value of another type is one line
+    naming it, whatever the setting: the conversion is the declaration's, not a list of names per type."""
+    s = declaration(name)
+    value = {bool: True, int: max(s.minimum or 0, 3), float: 12.5, str: "cpu:1" if name == "ctx" else "w0-8"}[s.kind]
+    text = str(value).lower() if s.kind is bool else str(value)
+    assert getattr(coerce(SweepSettings(), {name: text}, "--set"), name) == value
+    wrong = {bool: "maybe", int: "x", float: "x", str: 5}[s.kind]
+    with pytest.raises(GluonbenchError, match=f"^--set: {name} must be (true or false|a whole number|a number|a str)"):
+        coerce(SweepSettings(), {name: wrong}, "--set")
+    with pytest.raises(GluonbenchError, match=f"setting {name} must be {(s.kind is str and 'a string') or ''}"):
+        check_types(dataclasses.replace(SweepSettings(batch_size=64), **{name: [value]}))
+
+
+def test_paths_and_names_are_declared_settings_the_flags_come_from():
+    """--out, --name, --json and --data-dir are declared once (type, default, help, flag) and the flags say so."""
+    from conftest import run_cli
+
+    for name, flag in (("out", "--out"), ("name", "--name"), ("json_path", "--json"), ("data_dir", "--data-dir")):
+        assert declaration(name).flag == flag and declaration(name).kind is str
+    assert declaration("out").default == DEFAULT_OUT
+    with pytest.raises(GluonbenchError, match="must be a plain name"):
+        DiagnoseSettings(name="../up").check()
+    help_text = run_cli("diagnose", "--help").stdout
+    assert "--data-dir DIR" in help_text and declaration("data_dir").help.split(" (")[0] in " ".join(help_text.split())

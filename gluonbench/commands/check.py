@@ -58,8 +58,8 @@ def add(sub: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     what = p.add_mutually_exclusive_group()
-    what.add_argument("--pipeline", metavar="MODULE:FUNC", help="your pipeline: pkg.mod:func or path/to/file.py:func")
-    what.add_argument("--workload", "--dataset", dest="workload", help="a registered workload (default: mnist)")
+    add_setting(what, "pipeline", metavar="MODULE:FUNC")
+    add_setting(what, "workload", help="a registered workload", shown="mnist", aliases=("--workload",))
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="workload option")
     p.add_argument(
         "--pipeline-option",
@@ -83,7 +83,7 @@ def add(sub: Any) -> argparse.ArgumentParser:
     add_knob(p, "batch_size", pipeline_default=True)
     add_knob(p, "num_workers", note="where the pipeline sets none")
     add_setting(p, "ctx", shown=BY_GPU)
-    p.add_argument("--data-dir", help="where the workload's data are")
+    add_setting(p, "data_dir", metavar="DIR")
     add_json(p, "the result")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a regression fails, inconclusive is skipped)")
     add_script_args(p, "with -- CMD: your own training script, run as written (the probes act inside it)", "check")
@@ -91,7 +91,7 @@ def add(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-SCRIPT_APPLIES = ("baseline", "save_baseline", "against", "max_slowdown", "budget_s", "json", "junit")
+SCRIPT_APPLIES = ("baseline", "save_baseline", "against", "max_slowdown", "budget_s", "json_path", "junit")
 """check's flags that apply to a training command; the others name or shape a pipeline: a script is checked as
 written"""
 
@@ -131,7 +131,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             ctx=args.ctx,
             options=options,
             data_dir=args.data_dir,
-            json_path=args.json,
+            json_path=args.json_path,
             junit_path=args.junit,
             summary_path=os.environ.get("GITHUB_STEP_SUMMARY") or None,
             on_progress=progress.advance,

@@ -49,7 +49,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         args.run_a,
         args.run_b,
         markdown=args.markdown,
-        json_path=args.json,
+        json_path=args.json_path,
         html=args.html,
         fail_on_slowdown=args.fail_on_slowdown,
         force=args.force,

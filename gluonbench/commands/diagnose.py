@@ -85,7 +85,7 @@ def add(sub: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_dataset_args(
-        p, "mnist (default), fashion-mnist, synthetic, imagefolder (with --data-dir) or seed004", default="mnist"
+        p, "the data set: mnist, fashion-mnist, synthetic, imagefolder (with --data-dir) or seed004", default="mnist"
     )
     add_knob(p, "num_workers")
     add_knob(p, "batch_size", pipeline_default=True)
@@ -102,11 +102,13 @@ def add(sub: Any) -> argparse.ArgumentParser:
     add_pipeline_args(p)
     add_source_args(p, modes=("file", "fastfile"))
     add_json(p, "the whole diagnosis")
-    p.add_argument(
-        "--out",
+    add_setting(
+        p,
+        "out",
         metavar="DIR",
         help="also keep a run folder DIR/<UTC>-diagnose-.../ (runs.jsonl, diagnosis.md/.csv/.json; "
         "gluonbench report rebuilds it)",
+        shown="no run folder",
     )
     p.add_argument(
         "--threshold",
@@ -156,7 +158,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         seed=args.seed,
         options=options,
         thresholds=parse_thresholds(args.thresholds),
-        json_path=args.json,
+        json_path=args.json_path,
         pipeline=args.pipeline,
         pipeline_options=pipeline_options(args),
     ).check()
@@ -195,15 +197,15 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         raise midrun_error(exc, f"the pipeline {settings.pipeline}") from None
     warn()
     print(to_text(d), end="")
-    if args.json:
-        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    if args.json_path:
+        print(f"gluonbench: wrote {args.json_path}", file=sys.stderr)
     if run_dir is not None:
         print(f"results: {run_dir}")
     load_warning(meter, "diagnosis")
     return 0
 
 
-SCRIPT_APPLIES = ("budget_s", "json", "out", "thresholds")
+SCRIPT_APPLIES = ("budget_s", "json_path", "out", "thresholds")
 """diagnose's flags that apply to a training command; the others name or shape a pipeline the script decides"""
 
 
@@ -226,7 +228,7 @@ def _diagnose_script(args: argparse.Namespace, cmd: list[str]) -> int:
             command,
             args.budget_s,
             out=args.out,
-            json_path=args.json,
+            json_path=args.json_path,
             thresholds=thresholds,
             loader=args.loader,
             start_timeout_s=args.start_timeout_s,
@@ -235,8 +237,8 @@ def _diagnose_script(args: argparse.Namespace, cmd: list[str]) -> int:
     finally:
         progress.close()
     print(to_text(d), end="")
-    if args.json:
-        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    if args.json_path:
+        print(f"gluonbench: wrote {args.json_path}", file=sys.stderr)
     if run_dir is not None:
         print(f"results: {run_dir}")
     return 0

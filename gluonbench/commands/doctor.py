@@ -35,8 +35,11 @@ def add(sub: Any) -> None:
         epilog=DOCTOR_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--data-dir", help="the data set's folder: its file system, size against RAM, read and decode ceilings"
+    add_setting(
+        p,
+        "data_dir",
+        metavar="DIR",
+        help="the data set's folder: its file system, size against RAM, read and decode ceilings",
     )
     add_setting(p, "ctx", default="cpu", note="a GPU: also check it and measure H2D")
     add_knob(p, "num_workers", note="as you plan to run")
@@ -44,7 +47,7 @@ def add(sub: Any) -> None:
     add_knob(p, "prefetch", note="as you plan to run")
     p.add_argument("--refresh", action="store_true", help="measure the ceilings again instead of using the cache")
     p.add_argument("--no-ceilings", dest="ceilings", action="store_false", help="only the checks; measure nothing")
-    p.add_argument("--json", nargs="?", const="-", metavar="FILE", help="JSON on stdout, or into FILE")
+    add_setting(p, "json_path", nargs="?", const="-", metavar="FILE", help="JSON on stdout, or into FILE")
     p.set_defaults(func=cmd_doctor)
 
 
@@ -64,13 +67,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         ceilings=args.ceilings,
     ).check()
     report = api.run_doctor(settings)
-    if args.json == "-":
+    if args.json_path == "-":
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(report.to_text(), end="")
-        if args.json:
+        if args.json_path:
             from gluonbench.files import atomic_write_text
 
-            atomic_write_text(args.json, json.dumps(report.to_dict(), indent=2))
-            print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+            atomic_write_text(args.json_path, json.dumps(report.to_dict(), indent=2))
+            print(f"gluonbench: wrote {args.json_path}", file=sys.stderr)
     return report.exit_code

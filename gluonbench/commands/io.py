@@ -45,9 +45,9 @@ def add(sub: Any) -> None:
     add_knob(p, "batch_size")
     p.add_argument("--threads", type=int, default=4, help="reader threads in every mode (default 4)")
     p.add_argument("--stage", choices=("read", "decode"), default="read", help="read only (default) or also decode")
-    p.add_argument(
-        "--preset",
-        choices=("imagenet", "cifar", "none"),
+    add_setting(
+        p,
+        "preset",
         help="--stage decode: decode to RGB and apply this training preset per sample (as sweep/diagnose --preset)",
     )
     add_setting(p, "image_size", default=224, help="--preset's output size")

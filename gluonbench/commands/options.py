@@ -10,7 +10,7 @@ from typing import Any
 
 from gluonbench.errors import GluonbenchError
 from gluonbench.knobs import KNOBS
-from gluonbench.settings import SETTINGS
+from gluonbench.settings import DEFAULT_OUT, SETTINGS
 
 
 class Parser(argparse.ArgumentParser):
@@ -47,7 +47,7 @@ PIPELINE_HELP = (
 def add_pipeline_args(p: argparse.ArgumentParser) -> None:
     """--pipeline MODULE:FUNCTION and --pipeline-option KEY=VALUE (see gluonbench.PipelineSpec)."""
     g = p.add_argument_group("your own pipeline (instead of --dataset)")
-    g.add_argument("--pipeline", metavar="MODULE:FUNCTION", help=PIPELINE_HELP)
+    add_setting(g, "pipeline", metavar="MODULE:FUNCTION", help=PIPELINE_HELP)
     g.add_argument(
         "--pipeline-option",
         dest="pipeline_option",
@@ -78,14 +78,15 @@ def add_scale_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("scale-out: data-parallel over devices (one process) or kvstore workers (dist_*)")
     add_setting(g, "devices", help="contexts in one process: --ctx cpu --devices 2 (batch size per device)")
     add_setting(g, "gpus", help="GPUs by index (implies --ctx gpu)", several="0,1,2,3 or 0..7")
-    g.add_argument(
-        "--kvstore",
+    add_setting(
+        g,
+        "kvstore",
         help="local, device, nccl (one process) or dist_sync, dist_device_sync, dist_async (several processes)",
     )
     add_setting(g, "hosts", help="kvstore worker processes per job (one per host with ssh)", several="1,2,4")
     add_setting(g, "servers", shown="1")
-    g.add_argument("--launcher", help="local (every process here on 127.0.0.1, default) or ssh (needs --hostfile)")
-    g.add_argument("--hostfile", help="--launcher ssh: one host[:port] per line; servers first, then workers")
+    add_setting(g, "launcher", help="local (every process here on 127.0.0.1) or ssh (needs --hostfile)")
+    add_setting(g, "hostfile", help="--launcher ssh: one host[:port] per line; servers first, then workers")
     add_setting(g, "port", shown="a free one; a busy one is replaced")
     add_setting(
         g,
@@ -118,13 +119,14 @@ VISION_FLAGS = ("model", "classes", "image_size", "preset", "layout")
 
 def add_vision_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(VISION_HELP)
-    g.add_argument("--model", help="a classification model of gluoncv.model_zoo, e.g. resnet18_v1, mobilenetv2_1.0")
+    add_setting(g, "model", note="e.g. resnet18_v1, mobilenetv2_1.0")
     add_setting(g, "classes", shown="the data set's classes")
     add_setting(g, "image_size", help="input size", shown="the model's, 224; 32 for cifar_*; 28 seed CNN")
-    g.add_argument(
-        "--preset",
-        choices=("imagenet", "cifar", "none"),
-        help="per-sample training transforms (default imagenet: RandomResizedCrop, flip, jitter, lighting, normalise)",
+    add_setting(
+        g,
+        "preset",
+        help="per-sample training transforms",
+        shown="imagenet: RandomResizedCrop, flip, jitter, lighting, normalise",
     )
     g.add_argument("--layout", choices=("files", "shards"), help="--dataset seed004: ~39 KB JPEGs or RecordIO shards")
 
@@ -193,10 +195,6 @@ LIST_SYNTAX = ("0..8", "0..8:2", "0,2,4,8")
 """how a flag that takes several whole numbers writes them (:func:`gluonbench.ranges.parse_int_list`)"""
 
 
-DATA_DIR_HELP = (
-    "folder of the data set's files (MNIST: the four IDX files, default $GLUONBENCH_DATA/NAME, MXNet's cache or a "
-    "system copy; synthetic: where its files are written)"
-)
 BY_GPU = "gpu:0 if MXNet sees a GPU, else cpu"
 
 
@@ -205,15 +203,9 @@ def add_dataset_args(p: Any, datasets: str, *, default: str | None = None, unset
 
     ``datasets``: the names this command takes (its help); ``unset``: leave ``download`` None (a --config decides).
     """
-    p.add_argument("--dataset", dest="workload", default=default, help=datasets)
-    p.add_argument("--data-dir", help=DATA_DIR_HELP)
-    p.add_argument(
-        "--no-download",
-        dest="download",
-        action="store_false",
-        default=None if unset else True,
-        help="never download; fail if no local copy",
-    )
+    add_setting(p, "workload", default=default, help=datasets)
+    add_setting(p, "data_dir", metavar="DIR")
+    add_setting(p, "download", default=None if unset else True, help="never download; fail if no local copy")
 
 
 def add_setting(
@@ -226,15 +218,21 @@ def add_setting(
     note: str = "",
     several: str = "",
     metavar: str | None = None,
+    dest: str | None = None,
+    aliases: tuple[str, ...] = (),
+    **extra: Any,
 ) -> None:
     """The flag of shared setting ``name``, generated from its one declaration in
     :data:`gluonbench.settings.SETTINGS`: the flag, the settings field it fills (``args.timeout_s`` for
-    ``--timeout``), its type, its help and its default.
+    ``--timeout``), its type (a switch for a bool: ``--diagnose``, ``--no-download``), its choices, its help and
+    its default.
 
     ``default``: this command's (None: a ``--config`` file or the settings' own default applies; the help says
     the declaration's); ``shown``: the default in words where it is not a value (``gpu:0 if MXNet sees a GPU,
     else cpu``); ``help``: this command's words for the setting in place of the declaration's; ``note``: added to
-    them; ``several``: the flag takes a list of values, written as this example (``1,2,4``).
+    them; ``several``: the flag takes a list of values, written as this example (``1,2,4``); ``dest``: the
+    attribute of the parsed arguments, where it is not the settings field; ``aliases``: more spellings of the
+    flag; ``extra``: more of argparse's arguments (``nargs``).
     """
     s = SETTINGS[name]
     text = (help or s.help) + (f"; {note}" if note else "")
@@ -242,10 +240,18 @@ def add_setting(
         text += f", e.g. {several}"
     if shown is not None:
         text += f" (default: {shown})"
-    elif default is not None or s.default is not None:
+    elif s.kind is not bool and (default is not None or s.default is not None):
         text += f" (default {s.shown_default(default)})"
+    if s.kind is bool:
+        action = "store_false" if s.flag.startswith("--no-") else "store_true"
+        p.add_argument(s.flag, *aliases, dest=dest or s.key, action=action, default=default, help=text, **extra)
+        return
     kind = str if several or s.kind is str else s.kind
-    p.add_argument(s.flag, dest=s.key, type=kind, default=default, metavar=metavar, help=text)
+    if s.choices:
+        extra.setdefault("choices", s.choices)
+    p.add_argument(
+        s.flag, *aliases, dest=dest or s.key, type=kind, default=default, metavar=metavar, help=text, **extra
+    )
 
 
 def add_budget(p: Any, what: str, note: str = "") -> None:
@@ -265,20 +271,18 @@ def add_emulate_step(p: Any, note: str = "") -> None:
 
 def add_json(p: Any, what: str) -> None:
     """``--json FILE``: also write ``what`` as JSON (atomically)."""
-    p.add_argument("--json", metavar="FILE", help=f"also write {what} as JSON (atomically)")
+    add_setting(p, "json_path", help=f"also write {what} as JSON (atomically)", metavar="FILE")
 
 
 def add_results_out(p: Any, what: str = "run folders") -> None:
     """``--out`` (default :data:`gluonbench.report.DEFAULT_OUT`): the parent folder of the run folders a command
     writes."""
-    from gluonbench.report import DEFAULT_OUT
-
-    p.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder of {what} (default {DEFAULT_OUT}/)")
+    add_setting(p, "out", default=DEFAULT_OUT, shown=f"{DEFAULT_OUT}/", help=f"parent folder of {what}", metavar="DIR")
 
 
 def add_name(p: Any, shown: str, what: str = "run folder") -> None:
     """``--name``: the suffix of the folder a command writes (default ``shown``)."""
-    p.add_argument("--name", help=f"suffix of the {what} (default {shown})")
+    add_setting(p, "name", help=f"suffix of the {what}", shown=shown)
 
 
 def add_rule(p: Any, note: str = "") -> None:

@@ -30,7 +30,7 @@ def add(sub: Any) -> None:
     p.add_argument("--shard-size", default="150MB", help="largest shard, e.g. 150MB (default), 64MiB")
     p.add_argument("--shuffle", action="store_true", help="write records in a seeded random order")
     add_setting(p, "seed", default=0, help="seed of --shuffle")
-    p.add_argument("--name", help="shard file prefix (default: SRC's folder name)")
+    add_setting(p, "name", help="shard file prefix", shown="SRC's folder name")
     p.add_argument("--split", choices=("train", "test"), default="train", help="IDX split to pack (default train)")
     p.add_argument("--force", action="store_true", help="write into a non-empty OUT_DIR (never into SRC)")
     p.set_defaults(func=cmd_pack)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gluonbench.commands.options import add_rule
+from gluonbench.commands.options import add_rule, add_setting
 from gluonbench.commands.profile import print_rules
 from gluonbench.errors import GluonbenchError
 
@@ -32,7 +32,9 @@ def add(sub: Any) -> None:
         help="a run folder made by gluonbench sweep, io, diagnose --out or tune --out, a profile folder, or a "
         "profiler-output folder",
     )
-    p.add_argument("--out", help="profiles: write rules.json and report.html here (default: beside profiler-output)")
+    add_setting(
+        p, "out", metavar="DIR", help="profiles: write rules.json and report.html here", shown="beside profiler-output"
+    )
     add_rule(p, "profiles: ")
     p.set_defaults(func=cmd_report)
 

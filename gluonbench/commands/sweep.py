@@ -69,7 +69,7 @@ def add(sub: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_knob(p, "num_workers", unset=True, several="0..8")
-    add_dataset_args(p, "mnist (default), fashion-mnist, synthetic, imagefolder, seed004", unset=True)
+    add_dataset_args(p, "the data set: mnist, fashion-mnist, synthetic, imagefolder, seed004", unset=True)
     add_setting(p, "repeat")
     add_setting(p, "epochs")
     add_setting(p, "max_batches", note="for quick looks")
@@ -82,23 +82,15 @@ def add(sub: Any) -> argparse.ArgumentParser:
     add_knob(p, "thread_pool", unset=True)
     add_setting(p, "timeout_s", help="seconds before a run is killed and recorded as failed")
     add_setting(p, "seed")
-    p.add_argument(
-        "--diagnose",
-        action="store_true",
-        default=None,
-        help="after each run, diagnose the bottleneck at that worker count (adds diagnosis time per run)",
+    add_setting(
+        p, "diagnose", help="after each run, diagnose the bottleneck at that worker count (adds diagnosis time per run)"
     )
     p.add_argument(
         "--profile",
         action="store_true",
         help="profile each run (system metrics, the profiler rules, report.html) into RUN_DIR/profiles/",
     )
-    p.add_argument(
-        "--diagnose-budget",
-        dest="diagnose_budget_s",
-        type=float,
-        help="seconds of diagnosis per run with --diagnose (default 30)",
-    )
+    add_setting(p, "diagnose_budget_s", help="seconds of diagnosis per run with --diagnose")
     add_knob(p, "prefetch")
     add_knob(p, "pin_memory", unset=True)
     add_emulate_step(p)

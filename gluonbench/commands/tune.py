@@ -82,7 +82,7 @@ def add(sub: Any) -> argparse.ArgumentParser:
         epilog=_tune_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_dataset_args(p, "mnist (default), fashion-mnist or synthetic", default="mnist")
+    add_dataset_args(p, "the data set: mnist, fashion-mnist or synthetic", default="mnist")
     add_knob(p, "num_workers", note=CURRENT)
     add_knob(p, "thread_pool", note=CURRENT)
     add_knob(p, "pin_memory", note=CURRENT + "; pinned for the --ctx GPU")
@@ -100,11 +100,13 @@ def add(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--toml", metavar="FILE", help="write the recommendation as a sweep config (gluonbench sweep --config)"
     )
-    p.add_argument(
-        "--out",
+    add_setting(
+        p,
+        "out",
         metavar="DIR",
         help="also keep a run folder DIR/<UTC>-tune-.../ (runs.jsonl, tune.md/.csv/.json, report.html; "
         "gluonbench report rebuilds it)",
+        shown="no run folder",
     )
     add_synthetic_args(p)
     add_script_args(
@@ -146,7 +148,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         budget_s=args.budget_s,
         seed=args.seed,
         options=source if source is not None else options,
-        json_path=args.json,
+        json_path=args.json_path,
         toml_path=args.toml,
         pipeline=args.pipeline,
         pipeline_options=pipeline_options(args),
@@ -181,8 +183,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     warn()
     print(result.to_text(), end="")
     print_roofline(lambda: api.roofline_tune(settings, result))
-    if args.json:
-        print(f"gluonbench: wrote {args.json}", file=sys.stderr)
+    if args.json_path:
+        print(f"gluonbench: wrote {args.json_path}", file=sys.stderr)
     if args.toml:
         print(f"gluonbench: wrote {args.toml} (gluonbench sweep --config {args.toml})", file=sys.stderr)
     if result.run_dir is not None:
@@ -191,7 +193,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
-SCRIPT_APPLIES = ("budget_s", "max_workers", "json", "out")
+SCRIPT_APPLIES = ("budget_s", "max_workers", "json_path", "out")
 """tune's flags that apply to a training command; every other one names what the script itself decides"""
 SCRIPT_WHY = "the script runs as written (its data, model, contexts); change the script or its arguments"
 

@@ -41,7 +41,8 @@ from gluonbench.data.store import LocalStore, safe_key
 from gluonbench.errors import DataError, GluonbenchError
 from gluonbench.files import read_text, require_regular
 from gluonbench.names import param, param_example
-from gluonbench.validate import check_image_bytes, check_seed, outside_of, plain_name
+from gluonbench.settings import plain_name
+from gluonbench.validate import check_image_bytes, check_seed, outside_of
 
 log = logging.getLogger(__name__)
 

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gluonbench.settings import DEFAULT_OUT  # declared with the out setting
+
 if TYPE_CHECKING:
     from gluonbench.report.store import RunStore
 
 __all__ = ["DEFAULT_OUT", "saved_settings"]
-
-DEFAULT_OUT = "gluonbench-results"
-"""The folder, relative to the working directory, that run folders go under when no ``out`` is given. Not
-``results``: from a checkout of a project that keeps its own measurements in a tracked ``results/`` (gluonbench's
-does), a default run would land among them. The checkout's ``.gitignore`` ignores this one."""
 
 
 def saved_settings(store: RunStore) -> dict[str, Any]:

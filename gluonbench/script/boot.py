@@ -20,7 +20,17 @@ from collections.abc import Callable
 from typing import Any
 
 from gluonbench.engine.child import die_with_parent
-from gluonbench.script.channel import DIR_ENV, FD_ENV, FLAGS, KNOBS_ENV, LOADER_ENV, TO_END_ENV, WORKERS_ENV, Channel
+from gluonbench.script.channel import (
+    DIR_ENV,
+    FD_ENV,
+    FLAGS,
+    FORKED,
+    KNOBS_ENV,
+    LOADER_ENV,
+    TO_END_ENV,
+    WORKERS_ENV,
+    Channel,
+)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -50,12 +60,29 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _note_fork(path: str) -> Callable[[], None]:
+    """What a forked process runs first: it dies with its parent and writes its pid into ``path``."""
+
+    def note() -> None:
+        die_with_parent()
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError:
+            return
+        try:
+            os.write(fd, f"{os.getpid()}\n".encode())  # one short write with O_APPEND: lines never interleave
+        finally:
+            os.close(fd)
+
+    return note
+
+
 def main(argv: list[str]) -> None:
     """Install the hooks, then run ``argv`` (``SCRIPT ARGS`` or ``-m MODULE ARGS``) as its own ``__main__``."""
     die_with_parent()
-    os.register_at_fork(after_in_child=die_with_parent)
     fd = os.environ.pop(FD_ENV, None)
     folder = os.environ.pop(DIR_ENV, None)
+    os.register_at_fork(after_in_child=_note_fork(os.path.join(folder, FORKED)) if folder else die_with_parent)
     wanted = os.environ.pop(LOADER_ENV, "")
     index, _, count = os.environ.pop(WORKERS_ENV, "").partition(":")
     workers = (int(index), int(count)) if count else None

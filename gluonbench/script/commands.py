@@ -148,8 +148,8 @@ def tune_command(args: argparse.Namespace, cmd: list[str], say: Say, make_out: C
         "batch_size": result.batch_size,
         "searched": ["num_workers", "thread_pool", "prefetch", "pin_memory"],
     }
-    if args.json:
-        atomic_write_text(args.json, json.dumps(redact(result.to_dict()), indent=2))
+    if args.json_path:
+        atomic_write_text(args.json_path, json.dumps(redact(result.to_dict()), indent=2))
     save_tune(result, cmd, out, settings)
     head = (
         f"the script as written: {_setting_text(result.current)}: "
@@ -158,8 +158,8 @@ def tune_command(args: argparse.Namespace, cmd: list[str], say: Say, make_out: C
         f"the best setting:      {_setting_text(result.setting)}: {_samples(result.samples_per_s)}{_fastest(result)}\n\n"
     )
     text = head + result.to_text()
-    if args.json:
-        text += f"json: {args.json}\n"
+    if args.json_path:
+        text += f"json: {args.json_path}\n"
     return text + f"results: {result.run_dir}\n", 0
 
 

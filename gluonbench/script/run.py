@@ -51,6 +51,7 @@ from gluonbench.script.channel import (
     DIR_ENV,
     FD_ENV,
     FLAGS,
+    FORKED,
     KNOBS_ENV,
     LOADER_ENV,
     TO_END_ENV,
@@ -315,8 +316,17 @@ class ScriptProcess:
             )
         return f"; its output ended with: {lines[-1][:300]}" if lines else "; it printed nothing"
 
+    def forked(self) -> list[int]:
+        """Every pid the script's processes forked so far (its loader workers, those that ended too)."""
+        try:
+            text = (self.folder / FORKED).read_text() if self.folder is not None else ""
+        except OSError:
+            return []
+        return [int(line) for line in text.split() if line.isdigit()]
+
     def stop(self) -> None:
-        """End the script and everything it started; remove its segments and its folder."""
+        """End the script and everything it started; remove its segments (a loader worker's that ended first
+        too) and its folder."""
         if self.proc is None:
             return
         if self.channel is not None:
@@ -329,7 +339,7 @@ class ScriptProcess:
             self.proc.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
             pass
-        tree = {self.proc.pid, *marked_pids(self.token)}
+        tree = {self.proc.pid, *marked_pids(self.token), *self.forked()}
         kill_group(self.proc.pid)
         kill_marked(self.token)
         self.proc.wait()
@@ -340,7 +350,7 @@ class ScriptProcess:
             except OSError:
                 pass
             self.watchdog.wait()
-        removed = clean_shm(self.shm_before, tree)
+        removed = clean_shm(self.shm_before, tree | set(self.forked()))
         if removed:
             log.info("removed %d shared-memory segment(s) the script left", len(removed))
         if self.folder is not None:

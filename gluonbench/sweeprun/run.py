@@ -39,8 +39,8 @@ class RunSetting:
     :class:`gluonbench.config.SweepSettings` (a sweep of them) both derive from it; the loader knobs' defaults
     come from :data:`gluonbench.knobs.KNOBS`."""
 
-    workload: str = "mnist"
-    data_dir: str | None = None
+    workload: str = declared("workload")
+    data_dir: str | None = declared("data_dir")
     eval_workers: int | None = declared("eval_workers")
     batch_size: int = knob_default("batch_size")
     epochs: int = declared("epochs")
@@ -48,15 +48,15 @@ class RunSetting:
     ctx: str = declared("ctx", "cpu")
     thread_pool: bool = knob_default("thread_pool")
     seed: int = declared("seed")
-    download: bool = True
-    diagnose: bool = False
+    download: bool = declared("download")
+    diagnose: bool = declared("diagnose")
     """after training, diagnose the bottleneck at this setting; verdict and shares go to ``RunResult.extra``"""
-    diagnose_budget_s: float = 30.0
+    diagnose_budget_s: float = declared("diagnose_budget_s")
     options: dict[str, Any] = field(default_factory=dict)
     """Keyword options for the workload factory (e.g. a synthetic workload's knobs, a source)."""
     # scale-out (gluonbench.distributed): data-parallel contexts, kvstore, distributed job size
     devices: int = 1
-    kvstore: str | None = None
+    kvstore: str | None = declared("kvstore")
     servers: int = 1
     diagnose_rank: int = 0
     """with a dist kvstore and ``diagnose``: the worker rank that diagnoses its pipeline after training"""
