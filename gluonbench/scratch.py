@@ -65,6 +65,13 @@ def _owner_alive(pid: int, start: int) -> bool:
     return ticks is not None and (start == 0 or ticks == start)
 
 
+def owner_alive(name: str) -> bool:
+    """Whether the process that made scratch folder ``name`` (``gluonbench-KIND-PID.START-...``) still runs; False
+    for any other name."""
+    m = _OWNED.match(name)
+    return m is not None and _owner_alive(int(m.group(2)), int(m.group(3)))
+
+
 def sweep_stale(root: str | Path | None = None) -> list[Path]:
     """Remove the scratch folders under ``root`` (default: the temp folder) whose owner process is gone."""
     base = Path(root) if root is not None else Path(tempfile.gettempdir())

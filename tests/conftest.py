@@ -291,6 +291,19 @@ def created_by(names: set[str], pids: set[int]) -> set[str]:
     return mine - _mapped_by_others({n for n in mine if not n.startswith("mx_")}, pids)
 
 
+def scratch_folders(kinds: tuple[str, ...]) -> set[str]:
+    """The names of gluonbench's scratch folders of ``kinds`` (``against``, ``script``) in the temp folder now."""
+    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(tuple(f"gluonbench-{k}-" for k in kinds))}
+
+
+def scratch_left(before: set[str], kinds: tuple[str, ...]) -> set[str]:
+    """The scratch folders of ``kinds`` made since ``before`` (:func:`scratch_folders`) whose owner has ended: left
+    behind. A folder whose owner still runs is another test's command at work on a shared machine, not a leftover."""
+    from gluonbench.scratch import owner_alive
+
+    return {n for n in scratch_folders(kinds) - before if not owner_alive(n)}
+
+
 @contextlib.contextmanager
 def leak_check() -> Iterator[None]:
     """Fail if the code run inside leaves a child process or an MXNet shared-memory segment behind.

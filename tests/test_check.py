@@ -276,6 +276,27 @@ def test_decision_rule(baseline):
     assert decide(_snap(baseline, 1.08, 0.12), base, 0.05).outcome == "inconclusive"
 
 
+def test_a_baseline_from_other_conditions_needs_a_slowdown_beyond_doubt(baseline):
+    """A ruler that ran much faster or slower than in the baseline says the machine's state changed (load, clock):
+    a slowdown whose CI reaches below the threshold is then inconclusive, with --against as the way to settle it
+    (an unchanged script once read +77 % [+0.3, +324] against 50 % so, its ruler 1.57x as fast as in its
+    baseline); one beyond doubt is a regression all the same."""
+    from gluonbench.check.gate import RULER_DRIFT
+
+    base = _snap(baseline, 1.0, 0.01)
+    faster = _snap(baseline, 1.77, 0.35)
+    faster.ruler.s_per_sample = base.ruler.s_per_sample / (RULER_DRIFT * 1.25)
+    r = decide(faster, base, 0.5)
+    assert r.outcome == "inconclusive" and r.exit_code == 3, r.message
+    assert "measured under other conditions" in r.message and "--against" in r.message
+    assert any("the ruler ran 1.56x as fast now as then" in n for n in r.notes), r.notes
+    clear = _snap(baseline, 3.0, 0.1)
+    clear.ruler.s_per_sample = faster.ruler.s_per_sample
+    assert decide(clear, base, 0.5).outcome == "regression"
+    # the same figures with the ruler at the baseline's pace: slower with 95 % confidence, beyond 50 %: a regression
+    assert decide(_snap(baseline, 1.77, 0.35), base, 0.5).outcome == "regression"
+
+
 def _stages(snap: Snapshot, figures: dict[str, tuple[float, float]]) -> Snapshot:
     """Set each stage's wall figure (ruler-relative) and its 95 % CI half-width; nan = too few rounds."""
     for name, (rel, half) in figures.items():

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, with_more_budget
+from conftest import run_cli, scratch_folders, scratch_left, with_more_budget
 
 PIPE = """
 import numpy as np
@@ -50,14 +49,12 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def _scratch() -> set[str]:
-    return {
-        n for n in os.listdir(tempfile.gettempdir()) if n.startswith(("gluonbench-against-", "gluonbench-againstlog-"))
-    }
+SCRATCH = ("against", "againstlog")
+"""the scratch folders a check --against makes (the baseline's tree, the sides' logs or scripts' folders)"""
 
 
 def test_a_slower_commit_is_caught_against_its_parent_and_the_baseline_tree_is_removed(repo, tmp_path):
-    before = _scratch()
+    before = scratch_folders(SCRATCH)
     out = tmp_path / "check.json"
 
     def check(budget: float) -> subprocess.CompletedProcess:
@@ -73,7 +70,7 @@ def test_a_slower_commit_is_caught_against_its_parent_and_the_baseline_tree_is_r
     data = json.loads(out.read_text())
     assert data["reference"] == "baseline" and data["outcome"] == "regression" and data["slowdown"] > 1.05
     assert "HEAD~1" in data["baseline_path"]
-    assert _scratch() <= before  # the baseline's tree and the sides' logs are gone
+    assert not scratch_left(before, SCRATCH)  # the baseline's tree and the sides' logs are gone
 
 
 @pytest.mark.slow

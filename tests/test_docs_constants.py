@@ -10,6 +10,7 @@ import pytest
 
 from gluonbench.analysis.stats import PAIRED_MIN_ROUNDS
 from gluonbench.budgets import BUDGETS
+from gluonbench.check.gate import RULER_DRIFT
 from gluonbench.diagnosis.verdict import FREE_RUNQ_SHARE, THRESHOLDS, Thresholds
 from gluonbench.report import DEFAULT_OUT, versions
 from gluonbench.report.summary import NOISE_ONE_RUN
@@ -30,6 +31,8 @@ def text(path: str) -> str:
 
 
 QUOTES: list[tuple[str, str]] = [
+    # check: a baseline measured under other conditions (check/gate.py: RULER_DRIFT)
+    ("docs/tutorials/ci.md", f"a ruler more than {RULER_DRIFT:g}x faster or slower than then"),
     # tune: within noise of the best (tune/model.py: within_noise_of, NEAR_BEST, UNKNOWN_SPREAD_FLOOR, OUTRUN_MARGIN)
     ("docs/tutorials/tune.md", f"with {PAIRED_MIN_ROUNDS} or more rounds of both, compared round by round"),
     ("docs/tutorials/tune.md", f"or the median ratio is within {pct(1 - NEAR_BEST)} of 1"),

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_clear_line, run_cli
+from conftest import assert_one_clear_line, run_cli, scratch_folders, scratch_left
 from test_script_check import TRAIN
 
 
@@ -43,8 +42,8 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def _scratch() -> set[str]:
-    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(("gluonbench-against-", "gluonbench-script-"))}
+SCRATCH = ("against", "script")
+"""the scratch folders a check --against makes (the baseline's tree, the sides' logs or scripts' folders)"""
 
 
 def _check(project: Path, *args: str, budget: str = "20") -> subprocess.CompletedProcess:
@@ -53,7 +52,7 @@ def _check(project: Path, *args: str, budget: str = "20") -> subprocess.Complete
 
 def test_a_slower_transform_in_the_working_tree_is_caught_against_head(project, tmp_path, no_leaks):
     (project / "scripts" / "train.py").write_text(_train(8))
-    before = _scratch()
+    before = scratch_folders(SCRATCH)
     out = tmp_path / "result.json"
     proc = _check(project, "--against", "HEAD", "--json", str(out))
     # a regression; on a machine too busy for 20 s to settle it, inconclusive with the slowdown measured (never a pass)
@@ -65,7 +64,7 @@ def test_a_slower_transform_in_the_working_tree_is_caught_against_head(project, 
     assert result["reference"] == "baseline" and result["baseline_path"].startswith("HEAD (")
     assert result["now"]["total"]["rel"] > 1.5 > result["baseline"]["total"]["rel"] == 1.0
     assert result["now"]["setting"]["timed"] == "wall" and result["basis"] == "wall"
-    assert _scratch() <= before, "the baseline's tree and the scripts' folders are removed"
+    assert not scratch_left(before, SCRATCH), "the baseline's tree and the scripts' folders are removed"
 
 
 def test_bad_input_of_a_script_against_is_one_line_before_any_script_starts(project, tmp_path):

@@ -58,3 +58,25 @@ def test_the_fast_slices_keep_their_length_when_no_step_outlasts_a_slice():
     side, fast = _schedule({"full": 0.1, "cached_batch": 0.004})
     assert fast["cached_batch"][0] == pytest.approx(side.slice_s)
     assert slow["cached_batch"][0] < side.slice_s
+
+
+def test_a_fork_of_the_script_notes_its_pid_for_the_clean_up(tmp_path):
+    """What a process forked from the script (a loader worker) runs first: its pid goes into the run's folder, so the
+    shared-memory segments it made are removed at the end though it ended before the script was stopped."""
+    import os
+
+    from gluonbench.script.boot import note_fork
+    from gluonbench.script.channel import FORKED
+
+    path = tmp_path / FORKED
+    pids = []
+    for _ in range(2):
+        pid = os.fork()
+        if pid == 0:  # the child: what os.register_at_fork runs in it, then gone
+            try:
+                note_fork(str(path))()
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        pids.append(pid)
+    assert path.read_text().split() == [str(p) for p in pids]

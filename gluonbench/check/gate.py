@@ -19,7 +19,10 @@ With ``max_slowdown = t``:
 * ``pass`` (exit 0): the CI's upper end is at most ``1 + t``: with 95 % confidence not slower beyond the
   threshold;
 * ``regression`` (exit 1): the estimate is beyond ``1 + t`` and the CI's lower end above 1 (slower with
-  95 % confidence); the stage whose cost grew most is named;
+  95 % confidence); the stage whose cost grew most is named. Where the baseline was measured under other
+  conditions (another CPU model or core count, other processes' load, or a ruler more than
+  :data:`RULER_DRIFT` times faster or slower), the CI's lower end must be above ``1 + t`` too, else it is
+  ``inconclusive`` with the advice to measure both side by side (``check --against``);
 * ``inconclusive`` (exit 3): neither; the message says what budget would settle it;
 * bad input (exit 2): :class:`~gluonbench.errors.GluonbenchError`, before anything is measured.
 
@@ -57,6 +60,9 @@ log = logging.getLogger(__name__)
 FORMAT = "gluonbench-baseline"
 FORMAT_VERSION = 1
 EXIT_PASS, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+RULER_DRIFT = 1.25
+"""the ruler's pace against the baseline's beyond which the machine's state changed (load, clock): the comparison
+is weaker then, and a regression must be beyond the threshold with 95 % confidence"""
 EXIT_CODES = {"pass": EXIT_PASS, "regression": EXIT_REGRESSION, "inconclusive": EXIT_INCONCLUSIVE}
 RULER = "ruler"
 STAGE_ORDER = ("preprocessing", "read", "loader", "copy", "compute")
@@ -617,6 +623,9 @@ def decide(
 
         if abs(today - then) >= max(OTHER_CORES_WARN, OTHER_SHARE_WARN * now.cores):
             weaker.append(f"other processes used {then:.1f} cores then, {today:.1f} now")
+    pace = base.ruler.s_per_sample / now.ruler.s_per_sample if now.ruler.s_per_sample > 0 else math.nan
+    if reference == "ruler" and math.isfinite(pace) and not 1 / RULER_DRIFT <= pace <= RULER_DRIFT:
+        weaker.append(f"the ruler ran {pace:.2f}x as fast now as then (the machine's load or clock changed)")
     if (now.background or {}).get("busy"):
         from gluonbench.monitor.load import BackgroundLoad
 
@@ -651,7 +660,7 @@ def decide(
             f"not slower beyond {threshold_text(t)}: {_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}) against the baseline, "
             f"{basis} time relative to the {'ruler' if reference == 'ruler' else 'baseline in the same round'}"
         )
-    elif s > limit and lo > 1:
+    elif s > limit and lo > (limit if weaker and reference == "ruler" else 1):
         outcome = "regression"
         stage, unnamed = _slower_stage(rows, base)
         more = math.ceil(2 * now.budget_s)
@@ -660,6 +669,13 @@ def decide(
             if stage
             else f"; {unnamed}: a larger budget would name the one that got slower "
             f"({example(f'budget_s={more}', f'--budget {more}')})"
+        )
+    elif s > limit and lo > 1:  # slower, under other conditions than the baseline's: not beyond doubt
+        outcome = "inconclusive"
+        message = (
+            f"slower by {_pct(s)} (95 % CI {_pct(lo)} .. {_pct(hi)}), but the baseline was measured under other "
+            f"conditions and the CI reaches below the {threshold_text(t)} allowed: measure the baseline's code beside "
+            "this one (check --against REF) to settle it"
         )
     else:
         outcome = "inconclusive"

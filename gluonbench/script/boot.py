@@ -60,7 +60,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-def _note_fork(path: str) -> Callable[[], None]:
+def note_fork(path: str) -> Callable[[], None]:
     """What a forked process runs first: it dies with its parent and writes its pid into ``path``."""
 
     def note() -> None:
@@ -82,7 +82,7 @@ def main(argv: list[str]) -> None:
     die_with_parent()
     fd = os.environ.pop(FD_ENV, None)
     folder = os.environ.pop(DIR_ENV, None)
-    os.register_at_fork(after_in_child=_note_fork(os.path.join(folder, FORKED)) if folder else die_with_parent)
+    os.register_at_fork(after_in_child=note_fork(os.path.join(folder, FORKED)) if folder else die_with_parent)
     wanted = os.environ.pop(LOADER_ENV, "")
     index, _, count = os.environ.pop(WORKERS_ENV, "").partition(":")
     workers = (int(index), int(count)) if count else None
