@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -41,12 +42,22 @@ def install() -> None:
     global _main_pid
     _main_pid = os.getpid()
     handled()
+    sys.unraisablehook = quiet_interrupt
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)  # a closed terminal or ssh session: the same clean stop
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         # raised inside code that runs from C (a __del__, an import a C extension starts), Python prints a
         # KeyboardInterrupt and goes on: remembered, the command stops at its next progress tick all the same
         signal.signal(signal.SIGINT, on_signal)
+
+
+def quiet_interrupt(unraisable: Any) -> None:
+    """``sys.unraisablehook`` of the command line: a stop raised where Python cannot raise it (inside a ``__del__``,
+    such as an NDArray's freeing its memory, or a callback from C) is remembered already, and the command stops at its
+    next progress tick; Python's own hook would print it with a traceback. Anything else goes to Python's hook."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _pending is not None:
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def note(signum: int) -> None:

@@ -85,3 +85,34 @@ def test_a_real_stop_while_the_factory_runs_is_still_interrupted(tmp_path, no_le
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "raised KeyboardInterrupt" not in err and "Traceback" not in err, err
+
+
+DEL_STOPPED = """
+import os, signal
+from gluonbench import interrupts
+
+interrupts.install()
+
+
+class Freed:
+    def __del__(self):  # as an NDArray frees its memory: the stop arrives while it runs
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10000):
+            pass
+
+
+obj = Freed()
+del obj
+print("pending", interrupts.pending())
+"""
+
+
+def test_a_stop_that_arrives_inside_a_del_is_remembered_without_a_traceback():
+    """Python cannot raise a stop out of a ``__del__`` (an NDArray's, freeing its memory): it would print it with a
+    traceback and go on. The command line remembers the stop and says nothing there; the command stops at its next
+    progress tick (a SIGTERM once printed "Exception ignored in: <function NDArrayBase.__del__ ...>" and a
+    traceback before "gluonbench: interrupted")."""
+    proc = subprocess.run([sys.executable, "-c", DEL_STOPPED], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"pending {int(signal.SIGTERM)}", proc.stdout
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr

@@ -128,7 +128,7 @@ def test_tune_keeps_the_evidence_measured_before_the_fault(tmp_path, no_leaks):
     in --json and the run folder, as after a stall, and the one line names the stage."""
     (tmp_path / "late.py").write_text(AFTER_A_FULL_PIPELINE)
     proc = run_cli(
-        "tune", "--budget", "20", "--pipeline", "late.py:make", "--json", str(tmp_path / "t.json"),
+        "tune", "--budget", "10", "--pipeline", "late.py:make", "--json", str(tmp_path / "t.json"),
         "--out", str(tmp_path / "o"), cwd=tmp_path, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
