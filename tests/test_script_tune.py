@@ -62,7 +62,7 @@ def test_tune_of_a_script_prints_the_dataloader_line_and_records_a_measured_best
         args = ("--budget", f"{budget:g}", "--out", str(out), "--", "python", script, "--epochs", "1000")
         return run_cli("tune", *args, timeout=600), out
 
-    def searched(result: tuple) -> bool:  # a machine too busy for 2 runs in 20 s gets a larger budget, as advised
+    def searched(result: tuple) -> bool:  # a machine too busy for 2 runs in 12 s gets a larger budget, as advised
         proc, out = result
         records = [f for f in out.glob("*/runs.jsonl")] if proc.returncode == 0 else []
         if len(records) != 1:
@@ -71,7 +71,7 @@ def test_tune_of_a_script_prints_the_dataloader_line_and_records_a_measured_best
         ok = [e for e in record["tune"]["evidence"] if e["label"].startswith("full: ") and e["status"] == "ok"]
         return len(ok) >= 2
 
-    proc, out = with_more_budget(tune, (20, 45, 90), searched)
+    proc, out = with_more_budget(tune, (12, 24, 48), searched)
     assert proc.returncode == 0, proc.stderr
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("recommended: "))
     assert line.startswith("recommended: DataLoader(..., num_workers=") and "thread_pool=" in line, line
