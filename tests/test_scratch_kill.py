@@ -249,3 +249,33 @@ def test_the_workers_folder_is_made_once_and_a_temp_folder_that_refuses_it_is_no
     monkeypatch.setattr(scratch, "owned_tempdir", refuse)
     assert scratch.own_multiprocessing_tempdir() is None
     assert process.current_process()._config["tempdir"] is None
+
+
+def test_the_watchdog_removes_the_segments_of_a_forked_process_that_ended_first(tmp_path):
+    """gluonbench killed with -9 during a script's run: its watchdog ends the script's group and removes the MXNet
+    segments its processes made, also those of a loader worker that ended between two of the watchdog's looks (its
+    pid is in the run's file of forks); a segment of any other process stays."""
+    from gluonbench.profiler.session import WATCHDOG
+    from gluonbench.scratch import MX_SEGMENT_PATTERN
+
+    ended = os.fork()
+    if ended == 0:
+        os._exit(0)
+    os.waitpid(ended, 0)  # a worker that made its segment and ended
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    (shm / f"mx_{ended:x}_1a2b").write_bytes(b"batch")
+    (shm / f"mx_{os.getpid():x}_1a2b").write_bytes(b"not the script's")
+    forked = tmp_path / "forked"
+    forked.write_text(f"{ended}\n")
+    group = subprocess.Popen(["sleep", "60"], start_new_session=True)  # the script, still running
+    since = time.time() - 5
+    dog = subprocess.Popen(
+        [sys.executable, "-c", WATCHDOG, str(group.pid), "GLUONBENCH_TREE=none", str(since), str(shm),
+         MX_SEGMENT_PATTERN, str(forked)],
+        stdin=subprocess.PIPE,
+    )  # fmt: skip
+    dog.stdin.close()  # gluonbench gone without saying 'done'
+    assert dog.wait(timeout=30) == 0
+    assert group.wait(timeout=30) == -signal.SIGKILL
+    assert sorted(p.name for p in shm.iterdir()) == [f"mx_{os.getpid():x}_1a2b"]

@@ -59,13 +59,14 @@ FLUSH_S = 10.0
 # scratch.marked_pids). Until then it notes every marked pid it sees (twice a second): when gluonbench itself
 # died (kill -9: end of input without the word 'done'), it also removes the MXNet segments those processes
 # made and left in /dev/shm (scratch.MX_SEGMENT_PATTERN, made since the run started), as run_command does on
-# a normal exit. argv: group pid, marker, start time, /dev/shm, the segment pattern
+# a normal exit. argv: group pid, marker, start time, /dev/shm, the segment pattern, a file of forked pids (or "")
 WATCHDOG = (
     "import os, re, select, signal, sys\n"
     "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
     "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     "group, needle, since = int(sys.argv[1]), sys.argv[2].encode(), float(sys.argv[3])\n"
     "shm_dir, segment = sys.argv[4], re.compile(sys.argv[5])\n"
+    "forked = sys.argv[6] if len(sys.argv) > 6 else ''\n"
     "me = os.getpid()\n"
     "def marked():\n"
     "    found = set()\n"
@@ -90,6 +91,8 @@ WATCHDOG = (
     "        try:\n            os.kill(pid, signal.SIGKILL)\n"
     "        except OSError:\n            pass\n"
     "if told != b'done':\n"
+    "    try:\n        seen |= {int(x) for x in open(forked).read().split() if x.isdigit()}\n"
+    "    except (OSError, ValueError):\n        pass\n"
     "    try:\n        names = os.listdir(shm_dir)\n"
     "    except OSError:\n        names = []\n"
     "    for name in names:\n"
@@ -281,9 +284,11 @@ def _exit_code(rc: int) -> int:
     return 128 - rc if rc < 0 else rc
 
 
-def start_watchdog(pid: int, token: str, since: float) -> subprocess.Popen:
+def start_watchdog(pid: int, token: str, since: float, forked: str | Path = "") -> subprocess.Popen:
     """The :data:`WATCHDOG` of a program started as ``pid`` whose tree carries ``token``: it ends the program's group,
-    its marked processes and the MXNet segments they made since ``since`` when its stdin closes (this process gone)."""
+    its marked processes and the MXNet segments they made since ``since`` when its stdin closes (this process gone).
+    ``forked``: a file of pids the program's processes forked (the script mode's), whose segments are the program's
+    too though those processes ended between two of the watchdog's looks."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -294,6 +299,7 @@ def start_watchdog(pid: int, token: str, since: float) -> subprocess.Popen:
             str(since),
             str(SHM_DIR),
             MX_SEGMENT_PATTERN,
+            str(forked),
         ],
         stdin=subprocess.PIPE,
         start_new_session=True,

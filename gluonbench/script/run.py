@@ -282,7 +282,7 @@ class ScriptProcess:
         finally:
             child.close()
         self.channel = Channel(parent)
-        self.watchdog = start_watchdog(self.proc.pid, self.token, since)
+        self.watchdog = start_watchdog(self.proc.pid, self.token, since, self.folder / FORKED)
 
     def recv(self, timeout: float) -> dict[str, Any] | None:
         """The script's next message, or None when it ended (its channel closed); TimeoutError after ``timeout``."""
