@@ -127,7 +127,6 @@ class SweepSettings(RunSetting):
         if self.batch_size is None and not self.pipeline:
             return replace(self, batch_size=knob_default("batch_size")).check()
         check_types(self)
-        check_name(self.name, param("name"))
         from gluonbench.bounds import check_settings_bounds
 
         check_settings_bounds(self)  # upper bounds too, before any work (#21)
@@ -135,8 +134,7 @@ class SweepSettings(RunSetting):
 
         # workers (each), batch_size (unset beside a pipeline: its own), thread_pool, prefetch, pin_memory
         check_knobs(self, param, unset=("batch_size",))
-        check_declared(self)
-        check_seconds(self.diagnose_budget_s, param("diagnose_budget_s"))
+        check_declared(self)  # name (a plain name), diagnose_budget_s (finite seconds), ...
         if self.timeout_s <= 0:
             raise GluonbenchError(f"{param('timeout_s')} must be positive (got {self.timeout_s})")
         check_budget(self.diagnose_budget_s, "sweep.diagnose")
@@ -317,12 +315,9 @@ def check_seconds(value: float, what: str) -> float:
 
 
 def check_name(name: str | None, what: str) -> str | None:
-    """A run name is a name, never a path: no ``/``, ``\\``, ``..`` or leading dot, no control characters."""
-    if name is None:
-        return None
-    from gluonbench.settings import plain_name
-
-    return plain_name(name, what, param_example("name='w0-8-cpu'", "--name w0-8-cpu"))
+    """A run name is a name, never a path: no ``/``, ``\\``, ``..`` or leading dot, no control characters (the
+    ``name`` setting's own check, for a settings type that does not declare the field)."""
+    return None if name is None else SETTINGS["name"].parse(name, what)  # type: ignore[misc]
 
 
 def _flag(name: str, source: str) -> str:

@@ -55,6 +55,10 @@ from gluonbench.errors import GluonbenchError
 from gluonbench.names import FLAGS, param, param_example
 from gluonbench.units import MAX_SECONDS
 
+BOOL_TEXTS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+"""The texts a switch's value may be written as (lower case), and what each means: a config's, ``--set``'s, a rule
+parameter's, a synthetic option's"""
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -153,10 +157,8 @@ class Setting:
             if isinstance(raw, bool):
                 return raw
             text = str(raw).lower()
-            if text in ("1", "true", "yes", "on"):
-                return True
-            if text in ("0", "false", "no", "off"):
-                return False
+            if text in BOOL_TEXTS:
+                return BOOL_TEXTS[text]
             raise GluonbenchError(f"{what} must be true or false (got {raw!r})")
         if self.kind is str:
             if not isinstance(raw, str):

@@ -166,70 +166,33 @@ REGROUPED = {"through_read": ("full", "no_read")}
 """Speed-ups the verdict needs when the read is CPU work and counts as preprocessing (:func:`read_evidence`)."""
 
 
+def _share(name: str, default: float, help: str) -> Setting:
+    """A threshold that is a share or a fraction: a plain number in (0, 1)."""
+    return Setting(name, float, default, 0, 1, exclusive=True, seconds=False, help=help)
+
+
 THRESHOLDS: dict[str, Setting] = {
     t.name: t
     for t in (
-        Setting(
+        _share(
             "rel_ci",
-            float,
             0.05,
-            0,
-            1,
-            exclusive=True,
-            seconds=False,
-            help="a probe's median counts as converged when its 95 % CI is within +- this: with 1 inside the "
-            "reused batch's interval, gpu_io needs every chain probe converged",
+            "a probe's median counts as converged when its 95 % CI is within +- this: with 1 inside the reused "
+            "batch's interval, gpu_io needs every chain probe converged",
         ),
         Setting("min_blocks", int, 6, 1, 1_000, help="blocks of steps per probe before its CI is trusted"),
-        Setting(
-            "secondary_share",
-            float,
-            0.15,
-            0,
-            1,
-            exclusive=True,
-            seconds=False,
-            help="another stage with at least this share of the step is named secondary",
-        ),
-        Setting(
-            "highly_input_bound",
-            float,
-            0.20,
-            0,
-            1,
-            exclusive=True,
-            seconds=False,
-            help="input wait share of the step for 'highly input-bound'",
-        ),
-        Setting(
-            "moderately_input_bound",
-            float,
-            0.05,
-            0,
-            1,
-            exclusive=True,
-            seconds=False,
-            help="input wait share of the step for 'moderately input-bound'",
-        ),
-        Setting(
+        _share("secondary_share", 0.15, "another stage with at least this share of the step is named secondary"),
+        _share("highly_input_bound", 0.20, "input wait share of the step for 'highly input-bound'"),
+        _share("moderately_input_bound", 0.05, "input wait share of the step for 'moderately input-bound'"),
+        _share(
             "share_precision",
-            float,
             0.05,
-            0,
-            1,
-            exclusive=True,
-            seconds=False,
-            help="measure on, within the budget, until every share's 95 % interval is within +- this",
+            "measure on, within the budget, until every share's 95 % interval is within +- this",
         ),
-        Setting(
+        _share(
             "input_gain",
-            float,
             0.05,
-            0,
-            1,
-            exclusive=True,
-            seconds=False,
-            help="the share of the step a perfect input pipeline must save to count (under it: gpu_io)",
+            "the share of the step a perfect input pipeline must save to count (under it: gpu_io)",
         ),
         Setting(
             "stop_confidence",

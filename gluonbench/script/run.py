@@ -339,7 +339,7 @@ class ScriptProcess:
             self.proc.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
             pass
-        tree = {self.proc.pid, *marked_pids(self.token), *self.forked()}
+        tree = {self.proc.pid, *marked_pids(self.token)}
         kill_group(self.proc.pid)
         kill_marked(self.token)
         self.proc.wait()
@@ -350,7 +350,7 @@ class ScriptProcess:
             except OSError:
                 pass
             self.watchdog.wait()
-        removed = clean_shm(self.shm_before, tree | set(self.forked()))
+        removed = clean_shm(self.shm_before, tree | set(self.forked()))  # every fork, read once all have ended
         if removed:
             log.info("removed %d shared-memory segment(s) the script left", len(removed))
         if self.folder is not None:

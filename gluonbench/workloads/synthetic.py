@@ -43,6 +43,7 @@ import numpy as np
 from gluonbench.errors import GluonbenchError
 from gluonbench.files import CACHE_ENV, cache_folder
 from gluonbench.names import arg
+from gluonbench.settings import BOOL_TEXTS
 from gluonbench.workloads.base import register
 from gluonbench.workloads.spec import PipelineSpec
 
@@ -290,9 +291,9 @@ def _coerce_knobs(options: dict[str, Any]) -> SyntheticKnobs:
             text = raw.strip().lower()
             try:
                 if kind is bool:
-                    if text not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                    if text not in BOOL_TEXTS:
                         raise ValueError(text)
-                    raw = text in ("1", "true", "yes", "on")
+                    raw = BOOL_TEXTS[text]
                 elif kind is int:
                     raw = int(text)
                 else:

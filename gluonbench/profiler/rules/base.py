@@ -11,6 +11,7 @@ import numpy as np
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import example, param_example
 from gluonbench.profiler.data import NodeMetrics, ProfileData
+from gluonbench.settings import BOOL_TEXTS
 
 
 @dataclass
@@ -49,10 +50,8 @@ def _rule_value(rule: str, key: str, value: Any, default: Any) -> Any:
         if isinstance(value, bool):
             return value
         text = str(value).strip().lower()
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
+        if text in BOOL_TEXTS:
+            return BOOL_TEXTS[text]
         raise GluonbenchError(f"{label} must be true or false")
     if isinstance(default, int | float):
         want = "a whole number" if isinstance(default, int) else "a number"
