@@ -37,7 +37,7 @@ setting                 type      range                means
 ``launcher``            str                            local or ssh
 ``hostfile``            str|None                       the ssh launcher's hosts
 ``diagnose``            bool                           a diagnosis after each sweep run
-``diagnose_budget_s``   float     0 .. 10**7 s         seconds for each run's diagnosis (``--diagnose-budget``)
+``diagnose_budget_s``   float     its budget's         seconds for each run's diagnosis (``--diagnose-budget``)
 ``out``                 str                            the parent folder of run folders
 ``name``                str|None  a plain name         the run folder's suffix: no path, no leading dot
 ``json_path``           str|None                       a JSON copy of the result (``--json``)
@@ -51,6 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from gluonbench.budgets import BUDGETS
 from gluonbench.errors import GluonbenchError
 from gluonbench.names import FLAGS, param, param_example
 from gluonbench.units import MAX_SECONDS
@@ -316,9 +317,7 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "diagnose_budget_s",
             float,
-            30.0,
-            0,
-            MAX_SECONDS,
+            BUDGETS["sweep.diagnose"].default,  # its range is the budget's, checked there (check_budget)
             help="seconds for each run's diagnosis",
             flag="--diagnose-budget",
         ),
